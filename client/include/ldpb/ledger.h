@@ -1,0 +1,91 @@
+/* The device's privacy ledger: how much epsilon this device has spent, against a lifetime
+ * budget and a per-report cap, and the privatized value released for every assignment.
+ *
+ * Two rules make it the privacy authority on the device:
+ *  - one privatization per assignment id: asking again for an id returns the bytes released the
+ *    first time, never a fresh draw, so a retry can never become an averaging attack;
+ *  - the spend is durable before the value is released: the whole ledger is written to a
+ *    temporary file, fsynced, renamed over the old one and the directory fsynced, and only then
+ *    does ldpb_ledger_privatize return the value. A crash loses no spend.
+ * A ledger file that fails validation is LDPB_ECORRUPT, never silently reset to zero.
+ *
+ * Thread safety: a ledger handle is not thread-safe; serialize calls on one handle. Two
+ * processes must not open the same file (an advisory lock refuses the second with LDPB_ESTATE). */
+#ifndef LDPB_LEDGER_H
+#define LDPB_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ldpb/err.h"
+#include "ldpb/export.h"
+#include "ldpb/mech.h"
+#include "ldpb/rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Assignment ids are opaque bytes chosen by the aggregator. */
+#define LDPB_ASSIGNMENT_ID_MAX 64
+
+typedef struct ldpb_ledger_opts {
+    double lifetime_budget; /* total epsilon this device may ever spend; > 0, finite */
+    double per_report_cap;  /* largest epsilon one report may spend; > 0, <= lifetime_budget */
+} ldpb_ledger_opts;
+
+/* One released report, as stored and as returned on a repeat. */
+typedef struct ldpb_ledger_entry {
+    uint8_t assignment_id[LDPB_ASSIGNMENT_ID_MAX];
+    size_t assignment_id_len;
+    ldpb_mech_kind kind;
+    double epsilon; /* the effective epsilon charged for this report */
+    double value;   /* the privatized output: 0/1 for Bernoulli kinds, a real for Laplace */
+} ldpb_ledger_entry;
+
+typedef struct ldpb_ledger ldpb_ledger;
+
+/* Defaults: lifetime budget 100, per-report cap LDPB_EPSILON_MAX. */
+LDPB_API void ldpb_ledger_opts_init(ldpb_ledger_opts *opts);
+
+/* Opens the ledger at `path`, creating it with `opts` if it does not exist. An existing ledger
+ * keeps the budget and cap it was created with (a larger budget cannot be granted by reopening;
+ * `opts` may be NULL then). `path` NULL makes an in-memory ledger (for simulations only; it
+ * protects nothing across restarts). Errors: LDPB_EINVAL, LDPB_ERANGE (bad opts), LDPB_EIO,
+ * LDPB_ECORRUPT (the file failed validation; it is left untouched), LDPB_ESTATE (locked by
+ * another process), LDPB_ENOMEM. */
+LDPB_API ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path,
+                                   const ldpb_ledger_opts *opts);
+
+/* Releases the handle and its lock. Accepts NULL. */
+LDPB_API void ldpb_ledger_close(ldpb_ledger *ledger);
+
+/* Privatizes `reward` with `mech` for the assignment `id`, charging the mechanism's effective
+ * epsilon. If `id` was privatized before, returns the stored entry and draws nothing (the
+ * reward is ignored); if that entry used a different mechanism kind or epsilon, LDPB_ESTATE.
+ * Errors: LDPB_EINVAL (NULL, empty or too long id, NaN/inf reward), LDPB_EBUDGET (the charge
+ * exceeds the per-report cap or the remaining lifetime budget; nothing is spent), LDPB_EIO (the
+ * spend could not be made durable; nothing is released and the in-memory state is unchanged). */
+LDPB_API ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
+                                        const ldpb_mech *mech, ldpb_rng *rng, double reward,
+                                        ldpb_ledger_entry *out);
+
+/* Looks up a released entry. LDPB_OK and *out filled, or LDPB_ESTATE if the id is unknown. */
+LDPB_API ldpb_err ldpb_ledger_lookup(const ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
+                                     ldpb_ledger_entry *out);
+
+/* Epsilon spent so far, what remains of the lifetime budget, the options in force, and the
+ * number of stored entries. */
+LDPB_API double ldpb_ledger_spent(const ldpb_ledger *ledger);
+LDPB_API double ldpb_ledger_remaining(const ldpb_ledger *ledger);
+LDPB_API ldpb_ledger_opts ldpb_ledger_get_opts(const ldpb_ledger *ledger);
+LDPB_API size_t ldpb_ledger_count(const ldpb_ledger *ledger);
+
+/* Would a report at `epsilon` be allowed now? LDPB_OK or LDPB_EBUDGET; spends nothing. */
+LDPB_API ldpb_err ldpb_ledger_check(const ldpb_ledger *ledger, double epsilon);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,135 @@
+/* The Bernoulli mechanism with the linear, quadratic and exponential probability functions
+ * (algorithms.md 1.2-1.5). Every function is written as p(x) = p0 + s * shape(x) with
+ * shape(0) = 0 and shape(1) = 1, so the endpoints alone carry the privacy guarantee.
+ *
+ * What is implemented is not p(x) but an integer threshold t(x): the report is 1 iff a uniform
+ * 64-bit word is below t(x), so P(1 | x) = t(x) / 2^64 exactly. The endpoint thresholds are
+ * rounded towards the inside of [p0, p1] and every t(x) is clamped into [t0, t1]; the effective
+ * epsilon is computed from t0 and t1 themselves, so it bounds the privacy loss of the code as it
+ * runs, whatever floating-point error p(x) carries in between. */
+#include <math.h>
+
+#include "mech_internal.h"
+#include "rng_internal.h"
+
+#define TWO64 18446744073709551616.0L
+
+/* Most endpoint-nudging rounds needed in practice is a handful; the cap only stops a loop. */
+#define NUDGE_ROUNDS_MAX 80
+
+static double shape(const struct ldpb_mech *m, double x)
+{
+    switch (m->opts.kind) {
+    case LDPB_MECH_LINEAR:
+        return x;
+    case LDPB_MECH_QUADRATIC:
+        return x * ((1.0 - m->opts.kappa) + m->opts.kappa * x);
+    case LDPB_MECH_EXPONENTIAL:
+        /* exp, not expm1: twice as fast, and its cancellation near x = 0 is ~1e-16 absolute,
+         * harmless since the threshold is clamped to [t0, t1] anyway. */
+        return (exp(m->lambda * x) - 1.0) / m->expm1_lambda;
+    case LDPB_MECH_LAPLACE:
+        break;
+    }
+    return x;
+}
+
+double mech_bernoulli_nominal(const struct ldpb_mech *m, double x01)
+{
+    return m->p0 + m->s * shape(m, x01);
+}
+
+static uint64_t prob_to_threshold(double p)
+{
+    double scaled = ldexp(p, 64);
+    if (!(scaled > 0.0))
+        return 0;
+    if (scaled >= 18446744073709551616.0)
+        return UINT64_MAX;
+    return (uint64_t)scaled;
+}
+
+uint64_t mech_bernoulli_threshold(const struct ldpb_mech *m, double x01)
+{
+    uint64_t t = prob_to_threshold(mech_bernoulli_nominal(m, x01));
+    t = t < m->t0 ? m->t0 : t;
+    return t > m->t1 ? m->t1 : t;
+}
+
+void mech_bernoulli_sample(const struct ldpb_mech *m, ldpb_rng *rng, double x01, double *out)
+{
+    uint64_t t = mech_bernoulli_threshold(m, x01);
+    *out = (double)ct_lt_u64(rng_next_u64(rng), t);
+}
+
+/* max(ln(t1/t0), ln((2^64-t0)/(2^64-t1))): the worst ratio over both outputs (JZL23 Thm 1). */
+static double threshold_epsilon(uint64_t t0, uint64_t t1)
+{
+    long double up = logl((long double)t1 / (long double)t0);
+    long double down = logl((TWO64 - (long double)t0) / (TWO64 - (long double)t1));
+    return mech_round_up(up > down ? up : down);
+}
+
+static double nominal_epsilon(double p0, double p1)
+{
+    double up = log(p1 / p0);
+    double down = log1p(-p0) - log1p(-p1);
+    return up > down ? up : down;
+}
+
+ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
+{
+    const ldpb_mech_opts *o = &m->opts;
+    double eps = o->epsilon;
+
+    if (!isfinite(o->kappa) || !isfinite(o->lambda) || !isfinite(o->p0) || !isfinite(o->p1))
+        return LDPB_EINVAL;
+    if (o->kind == LDPB_MECH_QUADRATIC && !(o->kappa >= -1.0 && o->kappa <= 1.0))
+        return LDPB_ERANGE;
+
+    double p0, p1;
+    if (o->p0 == 0.0 && o->p1 == 0.0) {
+        /* Max-span endpoints (algorithms.md 1.2.2), both computed without cancellation. */
+        p0 = 1.0 / (1.0 + exp(eps));
+        p1 = 1.0 / (1.0 + exp(-eps));
+    } else {
+        p0 = o->p0;
+        p1 = o->p1;
+        if (!(p0 > 0.0 && p0 <= p1 && p1 < 1.0))
+            return LDPB_ERANGE;
+        if (nominal_epsilon(p0, p1) > eps * (1.0 + 1e-12))
+            return LDPB_ERANGE;
+    }
+    m->p0 = p0;
+    m->s = p1 - p0;
+
+    if (o->kind == LDPB_MECH_EXPONENTIAL) {
+        m->lambda = o->lambda == 0.0 ? eps : o->lambda;
+        /* Beyond |lambda| = 700 expm1 overflows; such a curve is a step function anyway. */
+        if (!(fabs(m->lambda) <= 700.0))
+            return LDPB_ERANGE;
+        m->expm1_lambda = expm1(m->lambda);
+    }
+
+    /* Round inwards, then keep nudging inwards until the bound computed from the integers is
+     * within the request. The nudge is a few units in 2^64: far below any statistical effect. */
+    long double t0l = ceill(ldexpl((long double)p0, 64));
+    long double t1l = floorl(ldexpl((long double)p1, 64));
+    if (!(t0l >= 1.0L && t1l < TWO64 && t0l <= t1l))
+        return LDPB_ERANGE;
+    uint64_t t0 = (uint64_t)t0l, t1 = (uint64_t)t1l;
+    double eps_eff = threshold_epsilon(t0, t1);
+    uint64_t step = 1;
+    for (int round = 0; eps_eff > eps; round++) {
+        if (round >= NUDGE_ROUNDS_MAX || t1 - t0 < 2 * step)
+            return LDPB_ERANGE;
+        t0 += step;
+        t1 -= step;
+        step *= 2;
+        eps_eff = threshold_epsilon(t0, t1);
+    }
+    m->t0 = t0;
+    m->t1 = t1;
+    m->eps_eff = eps_eff;
+    return LDPB_OK;
+}
