@@ -33,7 +33,8 @@ ldpb_err ldpb_mech_debias_mean(const ldpb_mech *mech, double sum, uint64_t n, do
         } else {
             /* a x^2 + b x - u = 0, the root in [0,1], written to avoid cancellation. */
             double disc = b * b + 4.0 * a * u;
-            mu = 2.0 * u / (b + sqrt(disc > 0.0 ? disc : 0.0));
+            double denom = b + sqrt(disc > 0.0 ? disc : 0.0);
+            mu = denom > 0.0 ? 2.0 * u / denom : 0.0; /* kappa = 1 and u = 0: the root is 0 */
         }
         break;
     }

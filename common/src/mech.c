@@ -34,7 +34,10 @@ static ldpb_err validate_common(const ldpb_mech_opts *o)
         return LDPB_EINVAL;
     if (!(o->epsilon > 0.0 && o->epsilon <= LDPB_EPSILON_MAX))
         return LDPB_ERANGE;
-    if (!isfinite(o->range_lo) || !isfinite(o->range_hi))
+    /* Every parameter must be a number, even those the kind ignores: a NaN in a config is a
+     * caller bug worth reporting, whichever mechanism it is paired with. */
+    if (!isfinite(o->range_lo) || !isfinite(o->range_hi) || !isfinite(o->kappa) ||
+        !isfinite(o->lambda) || !isfinite(o->p0) || !isfinite(o->p1))
         return LDPB_EINVAL;
     if (!(o->range_lo < o->range_hi) || !isfinite(o->range_hi - o->range_lo))
         return LDPB_ERANGE;
@@ -55,7 +58,7 @@ ldpb_err ldpb_mech_new(ldpb_mech **out, const ldpb_mech_opts *opts)
     if (!m)
         return LDPB_ENOMEM;
     m->opts = *opts;
-    m->range_scale = 1.0 / (opts->range_hi - opts->range_lo);
+    m->range_width = opts->range_hi - opts->range_lo;
     err = kind_is_bernoulli(opts->kind) ? mech_bernoulli_init(m) : mech_laplace_init(m);
     if (err) {
         free(m);
@@ -72,9 +75,9 @@ void ldpb_mech_free(ldpb_mech *mech)
 
 static double unit_of(const ldpb_mech *m, double reward)
 {
-    double x = (reward - m->opts.range_lo) * m->range_scale;
-    /* Written so that a NaN never reaches here (checked by callers) and the result is exactly
-     * 0 or 1 at the ends of the range. */
+    /* A division, not a multiplication by the reciprocal, so that range_hi maps to exactly 1.
+     * Callers have rejected NaN and infinity already. */
+    double x = (reward - m->opts.range_lo) / m->range_width;
     return x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x);
 }
 

@@ -15,12 +15,13 @@
 struct ldpb_mech {
     ldpb_mech_opts opts;
     double eps_eff;
-    double range_scale; /* 1 / (range_hi - range_lo) */
+    double range_width; /* range_hi - range_lo, finite and > 0 */
 
     /* Bernoulli: nominal p(x) = p0 + s * shape(x), shape(0) = 0, shape(1) = 1. */
     double p0, s;
     double lambda;       /* exponential only */
     double expm1_lambda; /* expm1(lambda), exponential only */
+    int exp_use_expm1;   /* tiny |lambda|: exp(lx) - 1 would cancel to nothing */
     uint64_t t0, t1;     /* implemented endpoint thresholds: P(1|x) = t/2^64 */
 
     /* Laplace: two-sided geometric noise in grid units, |Z| = M*A + B, M = 2^nbits. */

@@ -18,6 +18,7 @@
  * needs), so the implemented law is exactly computable and the effective epsilon below bounds
  * it, threshold rounding included. */
 #include <math.h>
+#include <string.h>
 
 #include "mech_internal.h"
 #include "rng_internal.h"
@@ -29,8 +30,9 @@
 #define LAPLACE_RESOLUTION_BITS 16
 
 /* Relative slack kept between the requested epsilon and lambda * S, to absorb the rounding of
- * the 32-bit bit thresholds (each perturbs a log-odds by at most ~2^-30; k <= 40 of them). */
-#define LAPLACE_EPS_SLACK 1e-7
+ * the 32-bit bit thresholds (each perturbs a log-odds by at most ~2^-30). At small eps that is not
+ * enough and lambda is lowered further (see mech_laplace_init). */
+#define LAPLACE_EPS_SLACK 1e-7L
 
 #define TWO32 4294967296.0L
 
@@ -54,6 +56,30 @@ static uint64_t prob_threshold_l(long double p)
     return (uint64_t)t;
 }
 
+/* Builds the thresholds for a per-unit loss `lam` and returns the rigorous bound on the loss of
+ * a shift of at most S units: for |u - v| <= S, ln w(u) - ln w(v) <= lam |u - v| + |delta_A| +
+ * sum |delta_i|, where the deltas are the implemented log-odds minus the ideal ones (a shift of
+ * at most S units changes the block count A by at most one and may flip every bit). */
+static long double build_thresholds(struct ldpb_mech *m, long double lam)
+{
+    long double S = (long double)m->grid_units;
+    long double block = (long double)m->block_units;
+    m->t_block = prob_threshold_l(expl(-lam * block));
+    long double bound = lam * S;
+    bound += fabsl(logl((long double)m->t_block / TWO64) + lam * block);
+    for (int i = 0; i < m->nbits; i++) {
+        long double w = ldexpl(lam, i);
+        uint32_t t = prob_threshold32(1.0L / (1.0L + expl(w)));
+        m->t_bit[i] = t;
+        bound += fabsl(logl((long double)t / (TWO32 - (long double)t)) + w);
+    }
+    /* Cover the libm error of each logl term generously. */
+    return bound + (long double)(m->nbits + 2) * 1e-17L * (1.0L + lam * S);
+}
+
+/* Rounds of lowering lambda by the measured rounding error; one is enough in practice. */
+#define LAPLACE_FIT_ROUNDS 8
+
 ldpb_err mech_laplace_init(struct ldpb_mech *m)
 {
     double eps = m->opts.epsilon;
@@ -69,38 +95,55 @@ ldpb_err mech_laplace_init(struct ldpb_mech *m)
     m->block_units = (uint64_t)1 << nbits;
     m->grid = ldexp(1.0, -k);
     long double S = (long double)m->grid_units;
-    long double lam = (long double)eps * (1.0L - (long double)LAPLACE_EPS_SLACK) / S;
-    m->lambda_unit = (double)lam;
-    lam = (long double)m->lambda_unit; /* reason about the value the variance formula uses */
 
-    /* Bound: for |u - v| <= S, ln w(u) - ln w(v) <= lambda |u - v| + |delta_A| + sum |delta_i|,
-     * where the deltas are the implemented log-odds minus the ideal ones: a shift of at most S
-     * units changes the block count A by at most one and may flip every bit. */
-    long double block = (long double)m->block_units;
-    m->t_block = prob_threshold_l(expl(-lam * block));
-    long double bound = lam * S;
-    long double ell_block = logl((long double)m->t_block / TWO64);
-    bound += fabsl(ell_block + lam * block);
-    for (int i = 0; i < nbits; i++) {
-        long double w = ldexpl(lam, i);
-        uint32_t t = prob_threshold32(1.0L / (1.0L + expl(w)));
-        m->t_bit[i] = t;
-        long double ell = logl((long double)t / (TWO32 - (long double)t));
-        bound += fabsl(ell + w);
+    /* lambda * S is kept a little below eps so the threshold rounding fits under the request.
+     * The rounding error is absolute (~2^-31 per 32-bit threshold), so at small eps the first
+     * guess may not fit: then lambda is lowered by what the bound overshoots, and again. */
+    long double lam = (long double)(double)((long double)eps * (1.0L - LAPLACE_EPS_SLACK) / S);
+    for (int round = 0;; round++) {
+        long double bound = build_thresholds(m, lam);
+        double eps_eff = mech_round_up(bound);
+        if (eps_eff <= eps) {
+            /* lam is a double value, so the variance formula uses exactly this lambda. */
+            m->lambda_unit = (double)lam;
+            m->eps_eff = eps_eff;
+            return LDPB_OK;
+        }
+        long double excess = (long double)eps_eff - (long double)eps;
+        long double next = lam - 2.0L * excess / S;
+        /* Rounding error comparable to eps itself: no useful mechanism at this resolution. */
+        if (round + 1 >= LAPLACE_FIT_ROUNDS || next <= lam * 0.5L)
+            return LDPB_ERANGE;
+        lam = (long double)(double)next;
     }
-    /* Cover the libm error of each logl term generously. */
-    bound += (long double)(nbits + 2) * 1e-17L * (1.0L + (long double)eps);
-    double eps_eff = mech_round_up(bound);
-    if (eps_eff > eps)
-        return LDPB_ERANGE;
-    m->eps_eff = eps_eff;
-    return LDPB_OK;
 }
 
 /* |Z| below 2^52 keeps (R + Z) * g exact. Reaching the cap needs 2^(52-nbits) consecutive
  * block successes of probability <= 1/e each: less likely than 2^-4000. Such a draw is rejected
  * and redrawn, which leaves the law unchanged to that precision. */
 #define LAPLACE_G_CAP ((uint64_t)1 << 52)
+
+/* The n bits of B. When the buffer holds all 4n bytes, one bounds/fork check and one wipe cover
+ * them all; the bytes consumed, and so the stream, are the same as drawing them one by one. */
+static uint64_t sample_low_bits(const struct ldpb_mech *m, ldpb_rng *rng)
+{
+    size_t need = 4 * (size_t)m->nbits;
+    uint64_t b = 0;
+    if (rng->pos + need <= RNG_BUF_BYTES && !rng_fork_check_needed(rng)) {
+        const uint8_t *p = rng->buf + rng->pos;
+        for (int i = 0; i < m->nbits; i++, p += 4) {
+            uint32_t u =
+                (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+            b |= ct_lt_u64(u, m->t_bit[i]) << i;
+        }
+        memset(rng->buf + rng->pos, 0, need);
+        rng->pos += need;
+        return b;
+    }
+    for (int i = 0; i < m->nbits; i++)
+        b |= ct_lt_u64(rng_next_u32(rng), m->t_bit[i]) << i;
+    return b;
+}
 
 static uint64_t sample_magnitude(const struct ldpb_mech *m, ldpb_rng *rng)
 {
@@ -111,10 +154,7 @@ static uint64_t sample_magnitude(const struct ldpb_mech *m, ldpb_rng *rng)
             a++;
         if (a >= a_cap)
             continue;
-        uint64_t b = 0;
-        for (int i = 0; i < m->nbits; i++)
-            b |= ct_lt_u64(rng_next_u32(rng), m->t_bit[i]) << i;
-        return a * m->block_units + b;
+        return a * m->block_units + sample_low_bits(m, rng);
     }
 }
 
@@ -123,7 +163,7 @@ void mech_laplace_sample(const struct ldpb_mech *m, ldpb_rng *rng, double x01, d
     double scaled = x01 * (double)m->grid_units; /* exact: a power-of-two scaling */
     double lower = floor(scaled);
     double frac = scaled - lower;
-    uint64_t frac_threshold = (uint64_t)ldexp(frac, 64); /* frac < 1, so this fits */
+    uint64_t frac_threshold = (uint64_t)(frac * 0x1p64); /* exact; frac < 1, so it fits */
     int64_t r = (int64_t)lower + (int64_t)ct_lt_u64(rng_next_u64(rng), frac_threshold);
 
     int64_t z;

@@ -8,8 +8,9 @@
 
 #include "ldpb/rng.h"
 
-/* 1 KiB: two passes of libsodium's 8-block AVX2 ChaCha20 path, small enough for L1. */
-#define RNG_BUF_BYTES 1024
+/* 4 KiB: amortizes the per-refill cost (measured 0.59 vs 0.69 ns/byte for 1 KiB) and still
+ * fits in L1 alongside the caller's data. */
+#define RNG_BUF_BYTES 4096
 
 struct ldpb_rng {
     uint8_t buf[RNG_BUF_BYTES];

@@ -29,8 +29,14 @@ extern "C" {
 /* Assignment ids are opaque bytes chosen by the aggregator. */
 #define LDPB_ASSIGNMENT_ID_MAX 64
 
+/* Limits of one ledger: the lifetime budget (spend is kept in units of 2^-32 epsilon, which must
+ * stay exact in 64 bits) and the number of stored entries (about 86 MB of file at most). */
+#define LDPB_LEDGER_BUDGET_MAX  1e6
+#define LDPB_LEDGER_ENTRIES_MAX (1u << 20)
+
 typedef struct ldpb_ledger_opts {
-    double lifetime_budget; /* total epsilon this device may ever spend; > 0, finite */
+    double lifetime_budget; /* total epsilon this device may ever spend; in
+                               [2^-32, LDPB_LEDGER_BUDGET_MAX] */
     double per_report_cap;  /* largest epsilon one report may spend; > 0, <= lifetime_budget */
 } ldpb_ledger_opts;
 
@@ -51,9 +57,10 @@ LDPB_API void ldpb_ledger_opts_init(ldpb_ledger_opts *opts);
 /* Opens the ledger at `path`, creating it with `opts` if it does not exist. An existing ledger
  * keeps the budget and cap it was created with (a larger budget cannot be granted by reopening;
  * `opts` may be NULL then). `path` NULL makes an in-memory ledger (for simulations only; it
- * protects nothing across restarts). Errors: LDPB_EINVAL, LDPB_ERANGE (bad opts), LDPB_EIO,
- * LDPB_ECORRUPT (the file failed validation; it is left untouched), LDPB_ESTATE (locked by
- * another process), LDPB_ENOMEM. */
+ * protects nothing across restarts). Errors: LDPB_EINVAL (NULL out, NULL opts for a new ledger,
+ * non-finite opts), LDPB_ERANGE (opts out of range), LDPB_EIO, LDPB_ECORRUPT (the file failed
+ * validation; it is left untouched), LDPB_ESTATE (locked by another process or handle; the lock
+ * is flock on "<path>.lock"), LDPB_ENOMEM, LDPB_ECRYPTO (libsodium failed to initialise). */
 LDPB_API ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path,
                                    const ldpb_ledger_opts *opts);
 
@@ -64,8 +71,10 @@ LDPB_API void ldpb_ledger_close(ldpb_ledger *ledger);
  * epsilon. If `id` was privatized before, returns the stored entry and draws nothing (the
  * reward is ignored); if that entry used a different mechanism kind or epsilon, LDPB_ESTATE.
  * Errors: LDPB_EINVAL (NULL, empty or too long id, NaN/inf reward), LDPB_EBUDGET (the charge
- * exceeds the per-report cap or the remaining lifetime budget; nothing is spent), LDPB_EIO (the
- * spend could not be made durable; nothing is released and the in-memory state is unchanged). */
+ * exceeds the per-report cap or the remaining lifetime budget, or the ledger holds
+ * LDPB_LEDGER_ENTRIES_MAX entries; nothing is spent), LDPB_ENOMEM, LDPB_EIO (the spend could not
+ * be made durable; nothing is released and the in-memory state is unchanged; after a failure past
+ * the rename every later new draw is LDPB_EIO too: close and reopen). */
 LDPB_API ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
                                         const ldpb_mech *mech, ldpb_rng *rng, double reward,
                                         ldpb_ledger_entry *out);
@@ -81,7 +90,8 @@ LDPB_API double ldpb_ledger_remaining(const ldpb_ledger *ledger);
 LDPB_API ldpb_ledger_opts ldpb_ledger_get_opts(const ldpb_ledger *ledger);
 LDPB_API size_t ldpb_ledger_count(const ldpb_ledger *ledger);
 
-/* Would a report at `epsilon` be allowed now? LDPB_OK or LDPB_EBUDGET; spends nothing. */
+/* Would a report at `epsilon` be allowed now? LDPB_OK or LDPB_EBUDGET (LDPB_EINVAL for a NULL
+ * ledger or an epsilon that is not finite and > 0); spends nothing. */
 LDPB_API ldpb_err ldpb_ledger_check(const ldpb_ledger *ledger, double epsilon);
 
 #ifdef __cplusplus

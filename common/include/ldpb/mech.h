@@ -92,9 +92,10 @@ LDPB_API double ldpb_mech_prob_one(const ldpb_mech *mech, double x01);
 /* Bernoulli kinds: the implemented endpoints p(0), p(1) (threshold / 2^64). */
 LDPB_API void ldpb_mech_endpoints(const ldpb_mech *mech, double *p0, double *p1);
 
-/* Laplace: the grid step 2^-k (outputs and rounded inputs are multiples of it), and the exact
- * variance of the implemented noise (discrete Laplace on the grid), excluding the input's
- * randomized rounding, which adds frac(x/g)(1-frac(x/g)) g^2 <= g^2/4. NaN for Bernoulli. */
+/* Laplace: the grid step 2^-k (outputs and rounded inputs are multiples of it), and the variance
+ * of the ideal discrete Laplace law on the grid that the sampler implements with 32- and 64-bit
+ * integer thresholds, excluding the input's randomized rounding, which adds
+ * frac(x/g)(1-frac(x/g)) g^2 <= g^2/4. NaN for Bernoulli. */
 LDPB_API double ldpb_mech_laplace_grid(const ldpb_mech *mech);
 LDPB_API double ldpb_mech_noise_variance(const ldpb_mech *mech);
 

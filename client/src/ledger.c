@@ -1,0 +1,386 @@
+/* The device privacy ledger: the public API, the advisory lock and the durable write
+ * (whole file to path.tmp, fsync, rename over path, fsync the directory) that must finish before
+ * a freshly drawn value is handed back. The state and the byte format are in ledger_format.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ledger_internal.h"
+
+struct ldpb_ledger {
+    ledger_state st;
+    char *path; /* NULL for an in-memory ledger */
+    char *tmp_path;
+    char *lock_path;
+    char *dir_path;
+    int lock_fd;
+    /* Set when a write failed after the rename: the file may hold a spend the in-memory state
+     * lacks, so no further state may be written from memory. */
+    int broken;
+    ledger_step_hook hook;
+    void *hook_ctx;
+};
+
+void ldpb_ledger_opts_init(ldpb_ledger_opts *opts)
+{
+    if (!opts)
+        return;
+    opts->lifetime_budget = 100.0;
+    opts->per_report_cap = LDPB_EPSILON_MAX;
+}
+
+void ledger_set_step_hook(ldpb_ledger *ledger, ledger_step_hook hook, void *ctx)
+{
+    ledger->hook = hook;
+    ledger->hook_ctx = ctx;
+}
+
+static int step(ldpb_ledger *l, ledger_step s)
+{
+    return l->hook ? l->hook(l->hook_ctx, s) : 0;
+}
+
+static char *concat(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = malloc(na + nb + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb + 1);
+    return s;
+}
+
+/* The directory holding `path`, whose entry the rename changes and which is fsynced after it. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return concat(".", "");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *s = malloc(n + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, path, n);
+    s[n] = '\0';
+    return s;
+}
+
+static int fd_sink(void *ctx, const uint8_t *p, size_t n)
+{
+    int fd = *(const int *)ctx;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    if (close(fd) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* Writes the state plus `extra` with `spent_units` durably. Before the rename a failure leaves
+ * the old file in place; after it, the handle is marked broken (see struct ldpb_ledger). */
+static ldpb_err persist(ldpb_ledger *l, const ledger_record *extra, uint64_t spent_units)
+{
+    int fd = open(l->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return LDPB_EIO;
+    if (ledger_emit(&l->st, extra, spent_units, fd_sink, &fd) != 0 ||
+        step(l, LEDGER_STEP_TMP_WRITTEN) != 0 || fsync(fd) != 0)
+        goto fail_tmp;
+    int rc = close(fd);
+    fd = -1;
+    if (rc != 0 || step(l, LEDGER_STEP_TMP_SYNCED) != 0)
+        goto fail_tmp;
+    if (rename(l->tmp_path, l->path) != 0)
+        goto fail_tmp;
+    if (step(l, LEDGER_STEP_RENAMED) != 0 || sync_dir(l->dir_path) != 0 ||
+        step(l, LEDGER_STEP_DIR_SYNCED) != 0)
+        goto fail_renamed;
+    return LDPB_OK;
+
+fail_tmp:
+    if (fd >= 0)
+        close(fd);
+    unlink(l->tmp_path);
+    return LDPB_EIO;
+fail_renamed:
+    l->broken = 1;
+    return LDPB_EIO;
+}
+
+static ldpb_err take_lock(ldpb_ledger *l)
+{
+    l->lock_fd = open(l->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (l->lock_fd < 0)
+        return LDPB_EIO;
+    for (;;) {
+        if (flock(l->lock_fd, LOCK_EX | LOCK_NB) == 0)
+            return LDPB_OK;
+        if (errno == EINTR)
+            continue;
+        return errno == EWOULDBLOCK ? LDPB_ESTATE : LDPB_EIO;
+    }
+}
+
+/* Reads and validates an existing ledger file; `fd` is open on it and is closed here. */
+static ldpb_err load(ldpb_ledger *l, int fd)
+{
+    ldpb_err err = LDPB_EIO;
+    uint8_t *buf = NULL;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        goto done;
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > LEDGER_FILE_MAX) {
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    size_t size = (size_t)sb.st_size;
+    buf = malloc(size ? size : 1);
+    if (!buf) {
+        err = LDPB_ENOMEM;
+        goto done;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            goto done; /* error, or the file shrank under the lock */
+        got += (size_t)r;
+    }
+    err = ledger_parse(buf, size, &l->st);
+
+done:
+    free(buf);
+    close(fd);
+    return err;
+}
+
+ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger_opts *opts)
+{
+    if (!out)
+        return LDPB_EINVAL;
+    *out = NULL;
+    if (path && path[0] == '\0')
+        return LDPB_EINVAL;
+    ldpb_err err;
+    if (opts && (err = ledger_check_limits(opts->lifetime_budget, opts->per_report_cap)) != 0)
+        return err;
+    if (!path && !opts)
+        return LDPB_EINVAL;
+    if (sodium_init() < 0)
+        return LDPB_ECRYPTO;
+
+    ldpb_ledger *l = calloc(1, sizeof *l);
+    if (!l)
+        return LDPB_ENOMEM;
+    l->lock_fd = -1;
+    ledger_state_init(&l->st);
+    if (!path) {
+        l->st.budget = opts->lifetime_budget;
+        l->st.cap = opts->per_report_cap;
+        l->st.budget_units = ledger_budget_units(l->st.budget);
+        *out = l;
+        return LDPB_OK;
+    }
+
+    err = LDPB_ENOMEM;
+    l->path = concat(path, "");
+    l->tmp_path = concat(path, ".tmp");
+    l->lock_path = concat(path, ".lock");
+    l->dir_path = dir_of(path);
+    if (!l->path || !l->tmp_path || !l->lock_path || !l->dir_path)
+        goto fail;
+    err = take_lock(l);
+    if (err)
+        goto fail;
+
+    int fd = open(l->path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        err = load(l, fd);
+        if (err)
+            goto fail;
+    } else if (errno == ENOENT) {
+        err = LDPB_EINVAL;
+        if (!opts)
+            goto fail;
+        l->st.budget = opts->lifetime_budget;
+        l->st.cap = opts->per_report_cap;
+        l->st.budget_units = ledger_budget_units(l->st.budget);
+        /* Written at once, so the budget and cap are fixed from the first open. */
+        err = persist(l, NULL, 0);
+        if (err)
+            goto fail;
+    } else {
+        err = LDPB_EIO;
+        goto fail;
+    }
+    *out = l;
+    return LDPB_OK;
+
+fail:
+    ldpb_ledger_close(l);
+    return err;
+}
+
+void ldpb_ledger_close(ldpb_ledger *ledger)
+{
+    if (!ledger)
+        return;
+    if (ledger->lock_fd >= 0)
+        close(ledger->lock_fd);
+    ledger_state_fini(&ledger->st);
+    free(ledger->path);
+    free(ledger->tmp_path);
+    free(ledger->lock_path);
+    free(ledger->dir_path);
+    free(ledger);
+}
+
+static void fill_entry(ldpb_ledger_entry *out, const ledger_record *r)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->assignment_id, r->id, r->id_len);
+    out->assignment_id_len = r->id_len;
+    out->kind = (ldpb_mech_kind)r->kind;
+    out->epsilon = r->epsilon;
+    out->value = r->value;
+}
+
+/* The refusal rules shared by privatize and check; `charge` is finite and > 0. */
+static ldpb_err admit(const ldpb_ledger *l, double charge)
+{
+    if (!(charge <= l->st.cap))
+        return LDPB_EBUDGET;
+    if (ledger_charge_units(charge) > l->st.budget_units - l->st.spent_units)
+        return LDPB_EBUDGET;
+    if (l->st.count >= LDPB_LEDGER_ENTRIES_MAX)
+        return LDPB_EBUDGET;
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
+                               const ldpb_mech *mech, ldpb_rng *rng, double reward,
+                               ldpb_ledger_entry *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!ledger || !id || !mech || !rng || !out)
+        return LDPB_EINVAL;
+    if (id_len == 0 || id_len > LDPB_ASSIGNMENT_ID_MAX || !isfinite(reward))
+        return LDPB_EINVAL;
+
+    ldpb_mech_kind kind = ldpb_mech_get_kind(mech);
+    double charge = ldpb_mech_epsilon_effective(mech);
+    const ledger_record *known = ledger_state_find(&ledger->st, id, id_len);
+    if (known) {
+        if (known->kind != (uint8_t)kind || known->epsilon != charge)
+            return LDPB_ESTATE;
+        fill_entry(out, known);
+        return LDPB_OK;
+    }
+    if (ledger->broken)
+        return LDPB_EIO;
+    ldpb_err err = admit(ledger, charge);
+    if (err)
+        return err;
+    err = ledger_state_reserve(&ledger->st, ledger->st.count + 1);
+    if (err)
+        return err;
+
+    ledger_record rec;
+    memset(&rec, 0, sizeof rec);
+    memcpy(rec.id, id, id_len);
+    rec.id_len = (uint8_t)id_len;
+    rec.kind = (uint8_t)kind;
+    rec.epsilon = charge;
+    err = ldpb_mech_privatize(mech, rng, reward, &rec.value);
+    if (err)
+        goto done;
+    uint64_t spent = ledger->st.spent_units + ledger_charge_units(charge);
+    if (ledger->path) {
+        err = persist(ledger, &rec, spent);
+        if (err)
+            goto done;
+    }
+    ledger_state_append(&ledger->st, &rec);
+    ledger->st.spent_units = spent;
+    step(ledger, LEDGER_STEP_COMMITTED);
+    fill_entry(out, &rec);
+
+done:
+    sodium_memzero(&rec, sizeof rec);
+    return err;
+}
+
+ldpb_err ldpb_ledger_lookup(const ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
+                            ldpb_ledger_entry *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!ledger || !id || !out || id_len == 0 || id_len > LDPB_ASSIGNMENT_ID_MAX)
+        return LDPB_EINVAL;
+    const ledger_record *r = ledger_state_find(&ledger->st, id, id_len);
+    if (!r)
+        return LDPB_ESTATE;
+    fill_entry(out, r);
+    return LDPB_OK;
+}
+
+double ldpb_ledger_spent(const ldpb_ledger *ledger)
+{
+    if (!ledger)
+        return NAN;
+    /* Exact: spent_units <= budget_units < 2^53. */
+    return ldexp((double)ledger->st.spent_units, -LEDGER_UNIT_BITS);
+}
+
+double ldpb_ledger_remaining(const ldpb_ledger *ledger)
+{
+    if (!ledger)
+        return 0.0;
+    return ldexp((double)(ledger->st.budget_units - ledger->st.spent_units), -LEDGER_UNIT_BITS);
+}
+
+ldpb_ledger_opts ldpb_ledger_get_opts(const ldpb_ledger *ledger)
+{
+    ldpb_ledger_opts o = {0.0, 0.0};
+    if (ledger) {
+        o.lifetime_budget = ledger->st.budget;
+        o.per_report_cap = ledger->st.cap;
+    }
+    return o;
+}
+
+size_t ldpb_ledger_count(const ldpb_ledger *ledger)
+{
+    return ledger ? ledger->st.count : 0;
+}
+
+ldpb_err ldpb_ledger_check(const ldpb_ledger *ledger, double epsilon)
+{
+    if (!ledger || !isfinite(epsilon) || !(epsilon > 0.0))
+        return LDPB_EINVAL;
+    return admit(ledger, epsilon);
+}

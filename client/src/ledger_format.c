@@ -1,0 +1,383 @@
+/* The ledger's in-memory state and its file codec. The parser is fed untrusted bytes (a file
+ * that may be truncated, bit-rotted or hand-edited, and the fuzzer), so it checks every length
+ * before it reads and rejects anything that is not exactly what ledger_emit writes. The byte
+ * format is specified in docs/ledger.md. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger_internal.h"
+
+/* ---- state ---------------------------------------------------------------------------- */
+
+void ledger_state_init(ledger_state *st)
+{
+    memset(st, 0, sizeof *st);
+    randombytes_buf(st->hash_key, sizeof st->hash_key);
+}
+
+void ledger_state_fini(ledger_state *st)
+{
+    if (st->recs) {
+        sodium_memzero(st->recs, st->alloc * sizeof *st->recs);
+        free(st->recs);
+    }
+    free(st->slots);
+    st->recs = NULL;
+    st->slots = NULL;
+    st->count = st->alloc = st->nslots = 0;
+    st->spent_units = 0;
+}
+
+static size_t slot_of(const ledger_state *st, const uint8_t *id, size_t id_len)
+{
+    uint8_t h[crypto_shorthash_BYTES];
+    crypto_shorthash(h, id, id_len, st->hash_key);
+    uint64_t v = 0;
+    for (size_t i = 0; i < sizeof h; i++)
+        v |= (uint64_t)h[i] << (8 * i);
+    return (size_t)(v & (st->nslots - 1));
+}
+
+static void table_put(const ledger_state *st, size_t index)
+{
+    const ledger_record *r = &st->recs[index];
+    size_t i = slot_of(st, r->id, r->id_len);
+    while (st->slots[i] != 0)
+        i = (i + 1) & (st->nslots - 1);
+    st->slots[i] = (uint32_t)(index + 1);
+}
+
+ldpb_err ledger_state_reserve(ledger_state *st, size_t n)
+{
+    if (n > LDPB_LEDGER_ENTRIES_MAX)
+        return LDPB_ERANGE;
+    if (n > st->alloc) {
+        size_t want = st->alloc ? st->alloc * 2 : 16;
+        if (want < n)
+            want = n;
+        if (want > LDPB_LEDGER_ENTRIES_MAX)
+            want = LDPB_LEDGER_ENTRIES_MAX;
+        ledger_record *recs = realloc(st->recs, want * sizeof *recs);
+        if (!recs)
+            return LDPB_ENOMEM;
+        st->recs = recs;
+        st->alloc = want;
+    }
+    /* Keep the load factor at or below 1/2 so probe sequences stay short. */
+    if (st->nslots < 2 * st->alloc) {
+        size_t ns = 32;
+        while (ns < 2 * st->alloc)
+            ns *= 2;
+        uint32_t *slots = calloc(ns, sizeof *slots);
+        if (!slots)
+            return LDPB_ENOMEM;
+        free(st->slots);
+        st->slots = slots;
+        st->nslots = ns;
+        for (size_t k = 0; k < st->count; k++)
+            table_put(st, k);
+    }
+    return LDPB_OK;
+}
+
+const ledger_record *ledger_state_find(const ledger_state *st, const uint8_t *id, size_t id_len)
+{
+    if (st->nslots == 0 || id_len == 0 || id_len > LDPB_ASSIGNMENT_ID_MAX)
+        return NULL;
+    for (size_t i = slot_of(st, id, id_len);; i = (i + 1) & (st->nslots - 1)) {
+        uint32_t s = st->slots[i];
+        if (s == 0)
+            return NULL;
+        const ledger_record *r = &st->recs[s - 1];
+        if (r->id_len == id_len && memcmp(r->id, id, id_len) == 0)
+            return r;
+    }
+}
+
+void ledger_state_append(ledger_state *st, const ledger_record *rec)
+{
+    st->recs[st->count] = *rec;
+    table_put(st, st->count);
+    st->count++;
+}
+
+/* ---- limits and fixed point ------------------------------------------------------------ */
+
+ldpb_err ledger_check_limits(double budget, double cap)
+{
+    if (!isfinite(budget) || !isfinite(cap))
+        return LDPB_EINVAL;
+    if (!(budget >= ldexp(1.0, -LEDGER_UNIT_BITS) && budget <= LDPB_LEDGER_BUDGET_MAX))
+        return LDPB_ERANGE;
+    if (!(cap > 0.0 && cap <= budget))
+        return LDPB_ERANGE;
+    return LDPB_OK;
+}
+
+uint64_t ledger_charge_units(double epsilon)
+{
+    return (uint64_t)ceil(ldexp(epsilon, LEDGER_UNIT_BITS));
+}
+
+uint64_t ledger_budget_units(double budget)
+{
+    return (uint64_t)floor(ldexp(budget, LEDGER_UNIT_BITS));
+}
+
+static int kind_valid(uint8_t kind)
+{
+    return kind == LDPB_MECH_LINEAR || kind == LDPB_MECH_QUADRATIC ||
+           kind == LDPB_MECH_EXPONENTIAL || kind == LDPB_MECH_LAPLACE;
+}
+
+static uint64_t bits_of(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static double double_of(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* An entry as the encoder would have written it: the id length in range, a known kind, an
+ * epsilon in (0, min(cap, LDPB_EPSILON_MAX)], a finite value that is exactly +0.0 or 1.0 for the
+ * Bernoulli kinds. */
+static int record_valid(const ledger_record *r, double cap)
+{
+    if (r->id_len == 0 || r->id_len > LDPB_ASSIGNMENT_ID_MAX || !kind_valid(r->kind))
+        return 0;
+    if (!(r->epsilon > 0.0 && r->epsilon <= cap && r->epsilon <= LDPB_EPSILON_MAX))
+        return 0;
+    if (!isfinite(r->value))
+        return 0;
+    if (r->kind != LDPB_MECH_LAPLACE && bits_of(r->value) != bits_of(0.0) &&
+        bits_of(r->value) != bits_of(1.0))
+        return 0;
+    return 1;
+}
+
+/* ---- encoding ---------------------------------------------------------------------------- */
+
+static void put_le(uint8_t *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Hashes what passes through and hands it to the sink in chunks. */
+typedef struct emitter {
+    crypto_generichash_state h;
+    ledger_sink sink;
+    void *ctx;
+    uint8_t buf[8192];
+    size_t n;
+    int failed;
+} emitter;
+
+static void em_flush(emitter *em)
+{
+    if (!em->failed && em->n && em->sink(em->ctx, em->buf, em->n) != 0)
+        em->failed = 1;
+    em->n = 0;
+}
+
+static void em_put(emitter *em, const uint8_t *p, size_t n, int hashed)
+{
+    if (hashed)
+        crypto_generichash_update(&em->h, p, n);
+    while (n) {
+        size_t k = sizeof em->buf - em->n;
+        if (k > n)
+            k = n;
+        memcpy(em->buf + em->n, p, k);
+        em->n += k;
+        p += k;
+        n -= k;
+        if (em->n == sizeof em->buf)
+            em_flush(em);
+    }
+}
+
+static void em_record(emitter *em, const ledger_record *r)
+{
+    uint8_t b[LEDGER_ENTRY_MAX];
+    size_t o = 0;
+    b[o++] = r->id_len;
+    memcpy(b + o, r->id, r->id_len);
+    o += r->id_len;
+    b[o++] = r->kind;
+    put_le(b + o, bits_of(r->epsilon), 8);
+    o += 8;
+    put_le(b + o, bits_of(r->value), 8);
+    o += 8;
+    em_put(em, b, o, 1);
+}
+
+size_t ledger_encoded_size(const ledger_state *st, const ledger_record *extra)
+{
+    size_t n = LEDGER_HEADER_BYTES + LEDGER_CHECKSUM_BYTES;
+    for (size_t i = 0; i < st->count; i++)
+        n += 18u + st->recs[i].id_len;
+    if (extra)
+        n += 18u + extra->id_len;
+    return n;
+}
+
+int ledger_emit(const ledger_state *st, const ledger_record *extra, uint64_t spent_units,
+                ledger_sink sink, void *ctx)
+{
+    emitter e, *em = &e;
+    em->sink = sink;
+    em->ctx = ctx;
+    em->n = 0;
+    em->failed = 0;
+    crypto_generichash_init(&em->h, NULL, 0, LEDGER_CHECKSUM_BYTES);
+
+    uint8_t hdr[LEDGER_HEADER_BYTES];
+    memcpy(hdr, LEDGER_MAGIC, 8);
+    put_le(hdr + 8, LEDGER_VERSION, 4);
+    put_le(hdr + 12, 0, 4); /* flags */
+    put_le(hdr + 16, bits_of(st->budget), 8);
+    put_le(hdr + 24, bits_of(st->cap), 8);
+    put_le(hdr + 32, spent_units, 8);
+    put_le(hdr + 40, (uint64_t)(st->count + (extra ? 1 : 0)), 4);
+    em_put(em, hdr, sizeof hdr, 1);
+    for (size_t i = 0; i < st->count && !em->failed; i++)
+        em_record(em, &st->recs[i]);
+    if (extra)
+        em_record(em, extra);
+
+    uint8_t sum[LEDGER_CHECKSUM_BYTES];
+    crypto_generichash_final(&em->h, sum, sizeof sum);
+    em_put(em, sum, sizeof sum, 0);
+    em_flush(em);
+    int failed = em->failed;
+    sodium_memzero(em, sizeof *em);
+    return failed ? -1 : 0;
+}
+
+typedef struct membuf {
+    uint8_t *p;
+    size_t n, cap;
+} membuf;
+
+static int mem_sink(void *ctx, const uint8_t *p, size_t n)
+{
+    membuf *m = ctx;
+    if (n > m->cap - m->n)
+        return -1;
+    memcpy(m->p + m->n, p, n);
+    m->n += n;
+    return 0;
+}
+
+ldpb_err ledger_encode(const ledger_state *st, uint8_t **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    membuf m = {NULL, 0, ledger_encoded_size(st, NULL)};
+    m.p = malloc(m.cap);
+    if (!m.p)
+        return LDPB_ENOMEM;
+    if (ledger_emit(st, NULL, st->spent_units, mem_sink, &m) != 0 || m.n != m.cap) {
+        free(m.p); /* unreachable: the buffer is sized exactly */
+        return LDPB_ESTATE;
+    }
+    *out = m.p;
+    *len = m.n;
+    return LDPB_OK;
+}
+
+/* ---- parsing ----------------------------------------------------------------------------- */
+
+ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
+{
+    ldpb_err err = LDPB_ECORRUPT;
+    if (!buf || len < LEDGER_HEADER_BYTES + LEDGER_CHECKSUM_BYTES || len > LEDGER_FILE_MAX)
+        goto fail;
+
+    /* The checksum first: a file that fails it is not looked at further. */
+    size_t body = len - LEDGER_CHECKSUM_BYTES;
+    uint8_t sum[LEDGER_CHECKSUM_BYTES];
+    crypto_generichash(sum, sizeof sum, buf, body, NULL, 0);
+    if (sodium_memcmp(sum, buf + body, sizeof sum) != 0)
+        goto fail;
+
+    if (memcmp(buf, LEDGER_MAGIC, 8) != 0 || get_le(buf + 8, 4) != LEDGER_VERSION ||
+        get_le(buf + 12, 4) != 0)
+        goto fail;
+    double budget = double_of(get_le(buf + 16, 8));
+    double cap = double_of(get_le(buf + 24, 8));
+    if (ledger_check_limits(budget, cap) != LDPB_OK)
+        goto fail;
+    uint64_t budget_units = ledger_budget_units(budget);
+    uint64_t spent = get_le(buf + 32, 8);
+    uint64_t count = get_le(buf + 40, 4);
+    if (spent > budget_units || count > LDPB_LEDGER_ENTRIES_MAX)
+        goto fail;
+    /* Each entry takes at least LEDGER_ENTRY_MIN bytes: a count the body cannot hold is refused
+     * before anything is allocated for it. */
+    size_t avail = body - LEDGER_HEADER_BYTES;
+    if (count > avail / LEDGER_ENTRY_MIN)
+        goto fail;
+
+    st->budget = budget;
+    st->cap = cap;
+    st->budget_units = budget_units;
+    if (count > 0) {
+        err = ledger_state_reserve(st, (size_t)count);
+        if (err)
+            goto fail;
+        err = LDPB_ECORRUPT;
+    }
+
+    size_t off = LEDGER_HEADER_BYTES;
+    uint64_t charged = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        ledger_record r;
+        memset(&r, 0, sizeof r);
+        if (body - off < LEDGER_ENTRY_MIN)
+            goto fail;
+        r.id_len = buf[off];
+        if (r.id_len == 0 || r.id_len > LDPB_ASSIGNMENT_ID_MAX ||
+            body - off < 18u + (size_t)r.id_len)
+            goto fail;
+        memcpy(r.id, buf + off + 1, r.id_len);
+        off += 1u + r.id_len;
+        r.kind = buf[off];
+        r.epsilon = double_of(get_le(buf + off + 1, 8));
+        r.value = double_of(get_le(buf + off + 9, 8));
+        off += 17;
+        if (!record_valid(&r, cap) || ledger_state_find(st, r.id, r.id_len))
+            goto fail;
+        /* charged <= spent <= budget_units < 2^53 holds after each step, so no overflow. */
+        charged += ledger_charge_units(r.epsilon);
+        if (charged > spent)
+            goto fail;
+        ledger_state_append(st, &r);
+    }
+    if (off != body)
+        goto fail; /* bytes between the last entry and the checksum */
+    st->spent_units = spent;
+    return LDPB_OK;
+
+fail:
+    ledger_state_fini(st);
+    st->budget = st->cap = 0.0;
+    st->budget_units = 0;
+    return err;
+}

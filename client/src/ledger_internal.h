@@ -1,0 +1,107 @@
+/* Private to the ledger: the in-memory state (records plus an id hash table), the file codec
+ * (ledger_format.c) and the test-only durability hook. Nothing here is part of the public API;
+ * tests and the fuzz target include it directly. */
+#ifndef LDPB_LEDGER_INTERNAL_H
+#define LDPB_LEDGER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sodium.h>
+
+#include "ldpb/ledger.h"
+
+/* File layout (docs/ledger.md): a 44-byte header, the entries, a 32-byte BLAKE2b. */
+#define LEDGER_MAGIC          "LDPBLEDG"
+#define LEDGER_VERSION        1u
+#define LEDGER_HEADER_BYTES   44u
+#define LEDGER_CHECKSUM_BYTES 32u
+#define LEDGER_ENTRY_MIN      19u /* id_len 1 */
+#define LEDGER_ENTRY_MAX      (18u + LDPB_ASSIGNMENT_ID_MAX)
+
+/* Spent epsilon is counted in units of 2^-32. */
+#define LEDGER_UNIT_BITS 32
+
+/* The largest well-formed file: anything bigger is refused before it is read. */
+#define LEDGER_FILE_MAX                                                                            \
+    ((size_t)LEDGER_HEADER_BYTES + (size_t)LDPB_LEDGER_ENTRIES_MAX * LEDGER_ENTRY_MAX +            \
+     LEDGER_CHECKSUM_BYTES)
+
+typedef struct ledger_record {
+    uint8_t id[LDPB_ASSIGNMENT_ID_MAX];
+    uint8_t id_len;
+    uint8_t kind; /* an ldpb_mech_kind value */
+    double epsilon;
+    double value;
+} ledger_record;
+
+typedef struct ledger_state {
+    double budget, cap;
+    uint64_t budget_units; /* floor(budget * 2^32) */
+    uint64_t spent_units;
+    ledger_record *recs; /* in file order */
+    size_t count, alloc;
+    uint32_t *slots; /* open addressing, linear probing; record index + 1, 0 = empty */
+    size_t nslots;   /* 0 or a power of two, at least twice the capacity */
+    uint8_t hash_key[crypto_shorthash_KEYBYTES];
+} ledger_state;
+
+/* Empties `st` and draws a fresh hash key (the aggregator picks the ids, so the table is keyed
+ * to keep a hostile id set from degrading lookups). Call sodium_init() first. */
+void ledger_state_init(ledger_state *st);
+
+/* Wipes and frees the records and the table; `st` is empty (same key) afterwards. */
+void ledger_state_fini(ledger_state *st);
+
+/* Makes room for `n` records in total, growing the array and the table. LDPB_ENOMEM leaves the
+ * state as it was. */
+ldpb_err ledger_state_reserve(ledger_state *st, size_t n);
+
+/* The record with this id, or NULL. */
+const ledger_record *ledger_state_find(const ledger_state *st, const uint8_t *id, size_t id_len);
+
+/* Appends a record whose id is not present; room must have been reserved. */
+void ledger_state_append(ledger_state *st, const ledger_record *rec);
+
+/* Budget and cap rules shared by open and the parser: LDPB_EINVAL if either is not finite,
+ * LDPB_ERANGE unless 2^-32 <= budget <= LDPB_LEDGER_BUDGET_MAX and 0 < cap <= budget. */
+ldpb_err ledger_check_limits(double budget, double cap);
+
+/* ceil(epsilon * 2^32) and floor(budget * 2^32), for 0 < x <= LDPB_LEDGER_BUDGET_MAX (exact:
+ * scaling by a power of two loses nothing and the result is below 2^53). */
+uint64_t ledger_charge_units(double epsilon);
+uint64_t ledger_budget_units(double budget);
+
+/* Validates a whole file image and fills `st` (which must be freshly initialised and empty).
+ * LDPB_ECORRUPT for any defect, LDPB_ENOMEM; on error `st` is left empty. Never reads outside
+ * buf[0, len). */
+ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st);
+
+/* The encoder streams the file to a sink, which returns 0 or -1 (to stop). `extra` (may be
+ * NULL) is appended after the stored records and `spent_units` replaces the stored spend, so the
+ * next state can be written before the in-memory one changes. Returns 0 or the sink's -1. */
+typedef int (*ledger_sink)(void *ctx, const uint8_t *p, size_t n);
+int ledger_emit(const ledger_state *st, const ledger_record *extra, uint64_t spent_units,
+                ledger_sink sink, void *ctx);
+
+/* The size ledger_emit produces. */
+size_t ledger_encoded_size(const ledger_state *st, const ledger_record *extra);
+
+/* ledger_emit into a malloc'd buffer (for tests and the corpus generator). LDPB_ENOMEM. */
+ldpb_err ledger_encode(const ledger_state *st, uint8_t **out, size_t *len);
+
+/* Test hook: called at each durability step of a privatization that draws a new value. A
+ * nonzero return from any step before LEDGER_STEP_COMMITTED makes that step fail as an I/O error
+ * would; the return at LEDGER_STEP_COMMITTED is ignored. Not exported from the shared library. */
+typedef enum ledger_step {
+    LEDGER_STEP_TMP_WRITTEN = 1, /* the whole file is in path.tmp, not yet synced */
+    LEDGER_STEP_TMP_SYNCED,      /* path.tmp fsynced and closed */
+    LEDGER_STEP_RENAMED,         /* path.tmp renamed over path */
+    LEDGER_STEP_DIR_SYNCED,      /* the directory fsynced: the spend is durable */
+    LEDGER_STEP_COMMITTED,       /* in-memory state updated; the value is returned next */
+} ledger_step;
+
+typedef int (*ledger_step_hook)(void *ctx, ledger_step step);
+void ledger_set_step_hook(ldpb_ledger *ledger, ledger_step_hook hook, void *ctx);
+
+#endif

@@ -1,0 +1,25 @@
+# Regenerates the ledger seed corpus into OUT with GEN and requires every generated file to be
+# present, byte for byte, in the committed CORPUS (which may hold more, e.g. crash reproducers).
+file(REMOVE_RECURSE "${OUT}")
+file(MAKE_DIRECTORY "${OUT}")
+execute_process(COMMAND "${GEN}" "${OUT}" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "generator failed (${rc})")
+endif()
+file(GLOB generated RELATIVE "${OUT}" "${OUT}/*")
+if(NOT generated)
+  message(FATAL_ERROR "generator wrote nothing")
+endif()
+foreach(f IN LISTS generated)
+  if(NOT EXISTS "${CORPUS}/${f}")
+    message(FATAL_ERROR "${f} is generated but not committed in ${CORPUS}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${OUT}/${f}" "${CORPUS}/${f}"
+    RESULT_VARIABLE diff)
+  if(NOT diff EQUAL 0)
+    message(FATAL_ERROR "${f} differs from the committed copy: the ledger format or a "
+                        "mechanism's output changed")
+  endif()
+endforeach()
+list(LENGTH generated n)
+message(STATUS "${n} generated corpus files match")
