@@ -1,0 +1,77 @@
+/* Randomness inside the aggregator.
+ *
+ * agg_rand is a fast non-cryptographic generator (xoshiro256++) for the *decisions* of a policy
+ * (Thompson samples, tie breaks) and for simulated environments: neither is privacy noise, and a
+ * simulation needs tens of millions of draws per second. It is always seeded explicitly, from an
+ * ldpb_rng (system or seeded), never from the clock.
+ *
+ * agg_noise is the source of central-DP *privacy noise* (tree nodes, DP-SE epoch means, SVT
+ * thresholds). In the service it is AGG_NOISE_SECURE: libsodium-keyed ChaCha20 through ldpb_rng
+ * and the floating-point-safe grid Laplace of common/ (scaled). Simulations may choose
+ * AGG_NOISE_FAST (textbook inverse-CDF Laplace from an agg_rand), which algorithms.md 0.6 allows
+ * for simulation only. */
+#ifndef LDPB_AGG_RAND_H
+#define LDPB_AGG_RAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ldpb/err.h"
+#include "ldpb/mech.h"
+#include "ldpb/rng.h"
+
+typedef struct agg_rand {
+    uint64_t s[4];
+} agg_rand;
+
+/* Seeds from 32 bytes of `src` (never all-zero state). */
+void agg_rand_seed(agg_rand *r, ldpb_rng *src);
+/* Seeds deterministically from a 64-bit value through splitmix64 (tests). */
+void agg_rand_seed_u64(agg_rand *r, uint64_t seed);
+
+uint64_t agg_rand_u64(agg_rand *r);
+/* Uniform in [0,1) with 53 bits; uniform in (0,1) for logs. */
+double agg_rand_uniform(agg_rand *r);
+double agg_rand_uniform_pos(agg_rand *r);
+/* Unbiased integer in [0, bound), bound > 0. */
+uint64_t agg_rand_below(agg_rand *r, uint64_t bound);
+double agg_rand_normal(agg_rand *r);
+/* Gamma(shape, 1), shape > 0 (Marsaglia-Tsang; shape < 1 by the boosting identity). */
+double agg_rand_gamma(agg_rand *r, double shape);
+/* Beta(a, b), a, b > 0. */
+double agg_rand_beta(agg_rand *r, double a, double b);
+
+/* The shape-dependent constants of the Gamma sampler, computed once (one sqrt) for a caller that
+ * draws many times at the same shape: Thompson sampling keeps one per arm and parameter and
+ * refreshes only the pulled arm's. Draws have the same law as agg_rand_gamma / agg_rand_beta. */
+typedef struct agg_gamma_shape {
+    double d, c;      /* Marsaglia-Tsang constants of the (boosted) shape */
+    double inv_shape; /* 1 / shape */
+    int boost;        /* shape < 1: Gamma(shape + 1) * U^(1/shape) */
+} agg_gamma_shape;
+
+void agg_gamma_shape_init(agg_gamma_shape *g, double shape);
+double agg_rand_gamma_shape(agg_rand *r, const agg_gamma_shape *g);
+double agg_rand_beta_shapes(agg_rand *r, const agg_gamma_shape *a, const agg_gamma_shape *b);
+/* out[j] ~ Beta(a[j], b[j]) for j < n, drawn in that order: the same stream as n calls of
+ * agg_rand_beta_shapes, with the generator state kept in registers across the batch. */
+void agg_rand_beta_fill(agg_rand *r, const agg_gamma_shape *a, const agg_gamma_shape *b, size_t n,
+                        double *out);
+/* Binomial(n, p): the number of successes of n Bernoulli(p) trials, exact law. */
+uint64_t agg_rand_binomial(agg_rand *r, uint64_t n, double p);
+/* Textbook Laplace(0, scale) by inversion: for simulations only (see above). */
+double agg_rand_laplace(agg_rand *r, double scale);
+
+typedef enum agg_noise_kind { AGG_NOISE_SECURE = 1, AGG_NOISE_FAST = 2 } agg_noise_kind;
+
+typedef struct agg_noise agg_noise;
+
+/* SECURE: draws from `rng` (borrowed; must outlive the noise source). FAST: draws from `fast`
+ * (borrowed). Exactly one of them is used according to `kind`. */
+ldpb_err agg_noise_new(agg_noise **out, agg_noise_kind kind, ldpb_rng *rng, agg_rand *fast);
+void agg_noise_free(agg_noise *n);
+agg_noise_kind agg_noise_get_kind(const agg_noise *n);
+/* A Laplace(0, scale) draw, scale > 0 and finite. */
+double agg_noise_laplace(agg_noise *n, double scale);
+
+#endif
