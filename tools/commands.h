@@ -5,5 +5,6 @@
 
 int cmd_privatize(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 #endif

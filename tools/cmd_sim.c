@@ -1,0 +1,828 @@
+/* ldpb sim: simulate bandit algorithms under local, central or no privacy and write regret
+ * curves, a summary and plots (design.md section 6 pins the options and the CSV header; docs/sim.md
+ * is the manual). The command parses options, builds the plan (tools/sim/plan.c), runs the batch
+ * on the engine (aggregator/src/sim.c) with a progress line on stderr, writes the files
+ * (tools/sim/report.c, plot.c), runs gnuplot, and prints a summary with the paper claims that
+ * the run can check (algorithms.md 9.7). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "commands.h"
+#include "ldpb/rng.h"
+#include "plan.h"
+#include "plot.h"
+#include "report.h"
+#include "sim.h"
+
+#ifndef LDPB_VERSION_STRING
+#define LDPB_VERSION_STRING "unknown"
+#endif
+
+#define PROG "ldpb sim"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE   2
+
+#define THREADS_MAX 1024
+#define ECHO_MAX    40
+#define PATH_BYTES  4096
+
+struct args {
+    simplan_opts plan;
+    const char *seed;
+    const char *threads;
+    const char *out;
+    int no_plots;
+    int quiet;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ldpb sim --preset NAME [--trials N] [--horizon T] [--threads N] [--seed S]\n"
+            "                [--out DIR] [--epsilons LIST] [--k LIST] [--algorithms LIST]\n"
+            "                [--mechanisms LIST] [--kappa K] [--no-plots] [--quiet]\n"
+            "       ldpb sim (--means LIST | --laws LIST) --algorithms LIST [--mechanisms LIST]\n"
+            "                [--epsilons LIST] [--horizon T] [--trials N] [...]\n"
+            "\n"
+            "Simulates bandit algorithms on an instance and writes, under DIR:\n"
+            "  regret.csv   mean cumulative pseudo-regret and its 95%% interval across trials at\n"
+            "               log-spaced t (%u per decade), one row group per configuration\n"
+            "  summary.csv  final regret per configuration (mean, interval, sd, median, min, max)\n"
+            "  meta.txt     the parameters (no dates); run.txt: wall time, threads, date\n"
+            "  plots/       regret vs t on log-log axes with lower-bound shapes (PNG and SVG)\n"
+            "The same seed gives byte-identical CSV files whatever the number of threads.\n"
+            "\n"
+            "options (LIST is comma-separated):\n"
+            "  --preset NAME        a paper's experiment (below); --horizon, --trials,\n"
+            "                       --epsilons and --k replace its values; --algorithms and\n"
+            "                       --mechanisms keep only the listed ones of it\n"
+            "  --means LIST         custom instance of Bernoulli arms, means in [0, 1]\n"
+            "  --laws LIST          custom instance, each arm a law: bernoulli:P, beta:A:B,\n"
+            "                       twopoint:LO:HI, uniform:LO:HI, each optionally '*N'\n"
+            "                       (e.g. 'bernoulli:0.9,beta:4:1*5,uniform:0:1*4')\n"
+            "  --algorithms LIST    algorithms to run (required for a custom instance):\n",
+            SIMPLAN_PER_DECADE);
+    size_t n;
+    const agg_policy_ops *const *all = agg_policy_all(&n);
+    static const struct {
+        agg_model model;
+        const char *what;
+    } groups[] = {{AGG_MODEL_NONPRIVATE, "non-private"},
+                  {AGG_MODEL_LOCAL, "local DP (LOCAL)"},
+                  {AGG_MODEL_CENTRAL, "central DP (CENTRAL)"}};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        fprintf(f, "                         %-21s", groups[g].what);
+        const char *sep = "";
+        for (size_t i = 0; i < n; i++)
+            if (all[i]->model == groups[g].model) {
+                fprintf(f, "%s%s", sep, all[i]->name);
+                sep = ", ";
+            }
+        fputc('\n', f);
+    }
+    fprintf(f,
+            "  --mechanisms LIST    linear, quadratic, exponential, laplace: each LOCAL algorithm\n"
+            "                       runs with every listed mechanism it accepts (default: all);\n"
+            "                       an error if it accepts none (CSV: none for the others)\n"
+            "  --epsilons LIST      epsilons in (0, %g]; LOCAL and CENTRAL algorithms run once\n"
+            "                       per epsilon, non-private ones once (CSV epsilon inf)\n"
+            "                       (custom default: %s)\n"
+            "  --k LIST             sajed2019 presets only: the K sweep, each in [2, %u]\n"
+            "  --horizon T          rounds per trial, a whole number in [K, 1e12]; scientific\n"
+            "                       notation is fine (1e5, 5e7) (custom default: %llu)\n"
+            "  --trials N           independent trials per configuration, in [1, 1e6]\n"
+            "                       (custom default: %llu)\n"
+            "  --seed S             any text; every random stream derives from it (default %s)\n"
+            "  --threads N          worker threads, in [1, %d] (default: online CPUs)\n"
+            "  --out DIR            output directory, created if missing (default %s)\n"
+            "  --kappa K            quadratic mechanism curvature, in [-1, 1] (default %g)\n"
+            "  --no-plots           write the CSV files only\n"
+            "  --quiet              no progress line on stderr\n"
+            "  -h, --help           print this help and exit\n"
+            "\n"
+            "presets:\n",
+            LDPB_EPSILON_MAX, SIMPLAN_CUSTOM_EPS, AGG_ENV_K_MAX,
+            (unsigned long long)SIMPLAN_CUSTOM_HORIZON, (unsigned long long)SIMPLAN_CUSTOM_TRIALS,
+            SIMPLAN_DEFAULT_SEED, THREADS_MAX, SIMPLAN_DEFAULT_OUT, LDPB_KAPPA_DEFAULT);
+    size_t np;
+    const simplan_preset_info *pi = simplan_presets(&np);
+    for (size_t i = 0; i < np; i++) {
+        fprintf(f, "  %s\n", pi[i].name);
+        const char *s = pi[i].summary;
+        while (*s) {
+            const char *nl = strchr(s, '\n');
+            size_t len = nl ? (size_t)(nl - s) : strlen(s);
+            fprintf(f, "      %.*s\n", (int)len, s);
+            s += len + (nl ? 1 : 0);
+        }
+    }
+    fprintf(f,
+            "\n"
+            "Regret is pseudo-regret from the true means; the interval is mean -/+\n"
+            "t(0.975, n-1) sd/sqrt(n) over n trials. Central-DP noise is the fast textbook\n"
+            "Laplace sampler (AGG_NOISE_FAST), allowed in simulation only.\n"
+            "Exit status: 0 success, 1 runtime error (I/O, memory, gnuplot), 2 bad arguments.\n");
+}
+
+static const char *echo(char dst[ECHO_MAX + 4], const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    for (; i < n && i < ECHO_MAX; i++) {
+        unsigned char c = (unsigned char)s[i];
+        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    if (n > ECHO_MAX) {
+        memcpy(dst + i, "...", 3);
+        i += 3;
+    }
+    dst[i] = '\0';
+    return dst;
+}
+
+static int usage_error(const char *what, const char *text)
+{
+    char e[ECHO_MAX + 4];
+    if (text)
+        fprintf(stderr, "%s: %s '%s'\n", PROG, what, echo(e, text));
+    else
+        fprintf(stderr, "%s: %s\n", PROG, what);
+    return EXIT_USAGE;
+}
+
+enum { OPT_VALUE, OPT_FLAG, OPT_HELP };
+
+static const struct option_spec {
+    const char *name;
+    int kind;
+    size_t offset; /* of the const char * (OPT_VALUE) or int (OPT_FLAG) in struct args */
+} options[] = {
+    {"preset", OPT_VALUE, offsetof(struct args, plan.preset)},
+    {"means", OPT_VALUE, offsetof(struct args, plan.means)},
+    {"laws", OPT_VALUE, offsetof(struct args, plan.laws)},
+    {"algorithms", OPT_VALUE, offsetof(struct args, plan.algorithms)},
+    {"mechanisms", OPT_VALUE, offsetof(struct args, plan.mechanisms)},
+    {"epsilons", OPT_VALUE, offsetof(struct args, plan.epsilons)},
+    {"k", OPT_VALUE, offsetof(struct args, plan.ks)},
+    {"horizon", OPT_VALUE, offsetof(struct args, plan.horizon)},
+    {"trials", OPT_VALUE, offsetof(struct args, plan.trials)},
+    {"kappa", OPT_VALUE, offsetof(struct args, plan.kappa)},
+    {"seed", OPT_VALUE, offsetof(struct args, seed)},
+    {"threads", OPT_VALUE, offsetof(struct args, threads)},
+    {"out", OPT_VALUE, offsetof(struct args, out)},
+    {"no-plots", OPT_FLAG, offsetof(struct args, no_plots)},
+    {"quiet", OPT_FLAG, offsetof(struct args, quiet)},
+    {"help", OPT_HELP, 0},
+};
+
+/* Returns -1 to go on, else an exit status (0 after --help). */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    memset(a, 0, sizeof *a);
+    /* --help wins over anything else on the line, as in the other commands. */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
+                return EXIT_RUNTIME;
+            }
+            return 0;
+        }
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+            return usage_error("unexpected argument", arg);
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct option_spec *opt = NULL;
+        for (size_t j = 0; j < sizeof options / sizeof options[0]; j++)
+            if (strlen(options[j].name) == len && strncmp(options[j].name, name, len) == 0)
+                opt = &options[j];
+        if (!opt || opt->kind == OPT_HELP)
+            return usage_error("unknown option", arg);
+        if (opt->kind == OPT_FLAG) {
+            if (eq)
+                return usage_error("option takes no value:", arg);
+            int *flag = (int *)((char *)a + opt->offset);
+            if (*flag) {
+                fprintf(stderr, "%s: option --%s given twice\n", PROG, opt->name);
+                return EXIT_USAGE;
+            }
+            *flag = 1;
+            continue;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value) {
+            /* No value of any option starts with "--": that is the next option. */
+            if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)
+                return usage_error("missing value for option", arg);
+            value = argv[++i];
+        }
+        const char **slot = (const char **)((char *)a + opt->offset);
+        if (*slot) {
+            fprintf(stderr, "%s: option --%s given twice\n", PROG, opt->name);
+            return EXIT_USAGE;
+        }
+        *slot = value;
+    }
+    return -1;
+}
+
+static int parse_threads(const char *text, unsigned *out)
+{
+    char e[ECHO_MAX + 4];
+    uint64_t v;
+    const char *why = simplan_parse_count(text, &v);
+    if (why) {
+        fprintf(stderr, "%s: --threads '%s' %s\n", PROG, echo(e, text), why);
+        return EXIT_USAGE;
+    }
+    if (v < 1 || v > THREADS_MAX) {
+        fprintf(stderr, "%s: --threads %s outside [1, %d]\n", PROG, echo(e, text), THREADS_MAX);
+        return EXIT_USAGE;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* mkdir -p: creates every missing component of path. */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_BYTES];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        buf[i] = c;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The progress line: at most once a second, in place on a terminal (carriage return), a new
+ * line every 10 s otherwise; nothing during the first second. */
+struct progress {
+    int enabled, tty;
+    double start, last, last_line;
+    size_t width; /* of the line on screen, to blank it */
+};
+
+static void progress_cb(void *ctx, uint64_t rounds_done, uint64_t rounds_total, uint64_t runs_done,
+                        uint64_t runs_total)
+{
+    struct progress *p = ctx;
+    if (!p->enabled)
+        return;
+    double t = now_seconds(), el = t - p->start;
+    if (el < 1.0 || t - p->last < 1.0 || (!p->tty && t - p->last_line < 10.0))
+        return;
+    p->last = t;
+    p->last_line = t;
+    double frac = rounds_total ? (double)rounds_done / (double)rounds_total : 0.0;
+    char line[160], left[48] = "";
+    if (frac > 0.0 && frac < 1.0)
+        snprintf(left, sizeof left, ", ~%.0f s left", el * (1.0 - frac) / frac);
+    int n = snprintf(line, sizeof line, "sim: %llu/%llu runs, %.1f%% of rounds, %.0f s elapsed%s",
+                     (unsigned long long)runs_done, (unsigned long long)runs_total, 100.0 * frac,
+                     el, left);
+    size_t len = n > 0 ? (size_t)n : 0;
+    if (p->tty) {
+        fprintf(stderr, "\r%s%*s", line, p->width > len ? (int)(p->width - len) : 0, "");
+        p->width = len;
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
+    fflush(stderr);
+}
+
+static void progress_clear(struct progress *p)
+{
+    if (p->enabled && p->tty && p->width) {
+        fprintf(stderr, "\r%*s\r", (int)p->width, "");
+        fflush(stderr);
+    }
+}
+
+/* Writes a file through a temporary name and a rename, so a reader never sees half of it. */
+static int write_file(const char *dir, const char *name, const simreport *r,
+                      int (*writer)(const simreport *, FILE *))
+{
+    char path[PATH_BYTES], tmp[PATH_BYTES + 8];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot create %s: %s\n", PROG, tmp, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    int bad = writer(r, f);
+    int err = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = 1;
+        err = errno;
+    }
+    if (bad) {
+        (void)remove(tmp);
+        fprintf(stderr, "%s: cannot write %s: %s\n", PROG, path, strerror(err));
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* A word of the command line as the shell would need it. */
+static void put_shell_word(FILE *f, const char *s)
+{
+    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._,:=/+-") ==
+                  strlen(s)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+struct meta_ctx {
+    const simplan *plan;
+    int argc;
+    char **argv;
+    const char *seed;
+};
+
+static int write_meta(const struct meta_ctx *m, FILE *f)
+{
+    const simplan *p = m->plan;
+    char T[32], beta[32];
+    simplan_format_count(T, sizeof T, p->horizon);
+    simplan_format_double(beta, sizeof beta, p->beta);
+    fprintf(f, "# ldpb sim: the parameters of this run (no dates, so a rerun gives the same\n"
+               "# file; wall time and date are in run.txt). docs/sim.md explains each line.\n");
+    fprintf(f, "command: ldpb");
+    for (int i = 0; i < m->argc; i++) {
+        fputc(' ', f);
+        put_shell_word(f, m->argv[i]);
+    }
+    fprintf(f, "\nversion: %s\n", LDPB_VERSION_STRING);
+    fprintf(f, "preset: %s\n", p->preset);
+    fprintf(f, "seed: ");
+    put_shell_word(f, m->seed);
+    fprintf(f, " (32-byte key = ldpb_rng_seed_from_text; trial i, purpose, arm -> ChaCha20 "
+               "stream, see docs/sim.md)\n");
+    fprintf(f, "horizon: %llu (%s)\ntrials: %llu\n", (unsigned long long)p->horizon, T,
+            (unsigned long long)p->trials);
+    fprintf(f, "checkpoints: %zu, log-spaced, %u per decade, from %llu to %llu\n", p->n_checkpoints,
+            SIMPLAN_PER_DECADE, (unsigned long long)p->checkpoints[0],
+            (unsigned long long)p->checkpoints[p->n_checkpoints - 1]);
+    fprintf(f, "regret: pseudo-regret sum_t (mu* - mu(a_t)) from the true means\n");
+    fprintf(f, "statistics: mean over trials; 95%% interval mean -/+ t(0.975, n-1) sd/sqrt(n), "
+               "Student t, n = trials (n = 1: the interval is the mean, sd 0)\n");
+    fprintf(f, "central noise: AGG_NOISE_FAST (textbook inverse-CDF Laplace on a seeded "
+               "xoshiro256++ stream; simulation only)\n");
+    fprintf(f, "local mechanisms: production ldpb_mech code; Bernoulli endpoints max-span "
+               "p0 = 1/(e^eps+1), p1 = e^eps/(e^eps+1)\n");
+    fprintf(f, "kappa (quadratic): %.17g\nlambda (exponential): epsilon\n", p->kappa);
+    fprintf(f, "beta (se, ldp-se, dp-se): 1/T = %s\n", beta);
+    fprintf(f, "dp-ucb: gamma = 1/T, eps_arm = epsilon (policy defaults)\n");
+    for (size_t i = 0; i < p->n_inst; i++) {
+        const simplan_instance *in = &p->inst[i];
+        size_t need = simplan_env_text(in->env, NULL, 0) + 1;
+        char *text = malloc(need);
+        if (!text) {
+            errno = ENOMEM;
+            return -1;
+        }
+        simplan_env_text(in->env, text, need);
+        fprintf(f, "instance: %s k=%u laws=%s source=%s\n", in->label, in->k, text, in->source);
+        free(text);
+    }
+    fprintf(f, "configurations: %zu\n", p->n_cfg);
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        fprintf(f, "config %zu: %s %s %s epsilon=%s k=%u\n", c, p->inst[cfg->instance].label,
+                cfg->ops->name, simplan_mech_name(cfg), cfg->eps_text, p->inst[cfg->instance].k);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+static int write_text(const char *dir, const char *name, int (*fn)(const void *, FILE *),
+                      const void *ctx)
+{
+    char path[PATH_BYTES], tmp[PATH_BYTES + 8];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot create %s: %s\n", PROG, tmp, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    int bad = fn(ctx, f);
+    int err = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = 1;
+        err = errno;
+    }
+    if (bad) {
+        (void)remove(tmp);
+        fprintf(stderr, "%s: cannot write %s: %s\n", PROG, path, strerror(err));
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+static int meta_fn(const void *ctx, FILE *f)
+{
+    return write_meta(ctx, f);
+}
+
+struct run_ctx {
+    double seconds;
+    unsigned threads;
+    uint64_t rounds;
+};
+
+static int run_fn(const void *ctx, FILE *f)
+{
+    const struct run_ctx *r = ctx;
+    char date[64] = "unknown";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(f, "# ldpb sim: facts of this execution that do not affect the results\n");
+    fprintf(f, "date: %s\nwall_seconds: %.3f\nthreads: %u\nrounds: %llu\nrounds_per_second: %.4g\n",
+            date, r->seconds, r->threads, (unsigned long long)r->rounds,
+            r->seconds > 0 ? (double)r->rounds / r->seconds : 0.0);
+    return ferror(f) ? -1 : 0;
+}
+
+/* The directory of the gnuplot executable on PATH, or 0 if there is none. */
+static int have_program(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return 0;
+    while (*path) {
+        const char *colon = strchr(path, ':');
+        size_t len = colon ? (size_t)(colon - path) : strlen(path);
+        char buf[PATH_BYTES];
+        if (len + strlen(name) + 2 < sizeof buf) {
+            if (len == 0)
+                snprintf(buf, sizeof buf, "./%s", name);
+            else
+                snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, name);
+            if (access(buf, X_OK) == 0)
+                return 1;
+        }
+        path += len + (colon ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Runs `gnuplot plots.gp` in dir, its output in dir/gnuplot.log. Returns its exit status, or -1
+ * if it could not be started. */
+static int run_gnuplot(const char *dir)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (chdir(dir) != 0)
+            _exit(126);
+        int fd = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        int null = open("/dev/null", O_RDWR);
+        if (fd < 0 || null < 0)
+            _exit(126);
+        dup2(null, STDIN_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        execlp("gnuplot", "gnuplot", SIMPLOT_SCRIPT, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static void config_name(char *dst, size_t cap, const simplan *p, const simplan_config *c)
+{
+    snprintf(dst, cap, "%s %s %s eps %s k %u", p->inst[c->instance].label, c->ops->name,
+             simplan_mech_name(c), c->eps_text, p->inst[c->instance].k);
+}
+
+static void print_table(const simplan *p, const simreport *r)
+{
+    size_t w_label = strlen("preset"), w_alg = strlen("algorithm"), w_eps = strlen("epsilon");
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        size_t l = strlen(p->inst[cfg->instance].label);
+        w_label = l > w_label ? l : w_label;
+        w_alg = strlen(cfg->ops->name) > w_alg ? strlen(cfg->ops->name) : w_alg;
+        w_eps = strlen(cfg->eps_text) > w_eps ? strlen(cfg->eps_text) : w_eps;
+    }
+    printf("%-*s  %-*s  %-11s  %-*s  %5s  %14s  %s\n", (int)w_label, "preset", (int)w_alg,
+           "algorithm", "mechanism", (int)w_eps, "epsilon", "k", "final regret", "95% interval");
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        const simstat *s = &r->final[c];
+        char iv[64];
+        snprintf(iv, sizeof iv, "[%.6g, %.6g]", s->lo, s->hi);
+        printf("%-*s  %-*s  %-11s  %-*s  %5u  %14.6g  %s\n", (int)w_label,
+               p->inst[cfg->instance].label, (int)w_alg, cfg->ops->name, simplan_mech_name(cfg),
+               (int)w_eps, cfg->eps_text, p->inst[cfg->instance].k, s->mean, iv);
+    }
+}
+
+static long find_cfg(const simplan *p, size_t inst, const char *alg, ldpb_mech_kind mech,
+                     double eps)
+{
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        if (cfg->instance == inst && strcmp(cfg->ops->name, alg) == 0 && cfg->mechanism == mech &&
+            cfg->epsilon == eps)
+            return (long)c;
+    }
+    return -1;
+}
+
+/* The claims of algorithms.md 9.7 that the configurations of this run can check, on the final
+ * mean regret (point estimates: read them with the intervals above). */
+static void print_claims(const simplan *p, const simreport *r)
+{
+    char T[32];
+    simplan_format_count(T, sizeof T, p->horizon);
+    int header = 0;
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        if (strcmp(cfg->ops->name, "dp-se") != 0)
+            continue;
+        long u = find_cfg(p, cfg->instance, "dp-ucb", 0, cfg->epsilon);
+        if (u < 0)
+            continue;
+        if (!header) {
+            printf(
+                "\nclaim A5 (algorithms.md 9.7, SS19 5, stated at T = 5e7): DP-SE's regret is at "
+                "least 5x below DP-UCB's; here at T = %s\n",
+                T);
+            printf("  %-14s %5s  %-8s %14s %14s %8s\n", "preset", "k", "epsilon", "dp-ucb", "dp-se",
+                   "ratio");
+            header = 1;
+        }
+        double a = r->final[u].mean, b = r->final[c].mean;
+        double ratio = b > 0 ? a / b : INFINITY;
+        printf("  %-14s %5u  %-8s %14.6g %14.6g %8.3g  %s\n", p->inst[cfg->instance].label,
+               p->inst[cfg->instance].k, cfg->eps_text, a, b, ratio,
+               ratio >= 5.0 ? "holds" : "does not hold");
+    }
+    header = 0;
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        if (strcmp(cfg->ops->name, "ldp-ts-b") != 0 || cfg->mechanism != LDPB_MECH_LINEAR)
+            continue;
+        long u = find_cfg(p, cfg->instance, "ldp-ucb-b", LDPB_MECH_LINEAR, cfg->epsilon);
+        if (u < 0)
+            continue;
+        if (!header) {
+            printf("\nclaim A3 (algorithms.md 9.7, JZL23 5): LDP-TS-B (linear) has lower regret "
+                   "than LDP-UCB-B (linear); at T = %s\n",
+                   T);
+            printf("  %-14s %-8s %14s %14s\n", "preset", "epsilon", "ldp-ts-b", "ldp-ucb-b");
+            header = 1;
+        }
+        double a = r->final[c].mean, b = r->final[u].mean;
+        printf("  %-14s %-8s %14.6g %14.6g  %s\n", p->inst[cfg->instance].label, cfg->eps_text, a,
+               b, a < b ? "holds" : "does not hold");
+    }
+    header = 0;
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        if (cfg->ops->model != AGG_MODEL_LOCAL)
+            continue;
+        /* The first configuration of each (instance, algorithm, mechanism) checks the group. */
+        int first = 1, n = 0;
+        for (size_t d = 0; d < p->n_cfg; d++) {
+            const simplan_config *o = &p->cfg[d];
+            if (o->instance == cfg->instance && o->ops == cfg->ops &&
+                o->mechanism == cfg->mechanism) {
+                first &= d >= c;
+                n++;
+            }
+        }
+        if (!first || n < 2)
+            continue;
+        if (!header) {
+            printf("\nclaim A4 (algorithms.md 9.7, JZL23 5): regret of LDP algorithms decreases "
+                   "as epsilon grows; at T = %s\n",
+                   T);
+            header = 1;
+        }
+        /* Violations: a pair eps < eps' whose regret does not decrease. */
+        char name[160], bad[128] = "";
+        config_name(name, sizeof name, p, cfg);
+        for (size_t d = 0; d < p->n_cfg && !bad[0]; d++)
+            for (size_t e = 0; e < p->n_cfg && !bad[0]; e++) {
+                const simplan_config *x = &p->cfg[d], *y = &p->cfg[e];
+                if (x->instance != cfg->instance || y->instance != cfg->instance ||
+                    x->ops != cfg->ops || y->ops != cfg->ops || x->mechanism != cfg->mechanism ||
+                    y->mechanism != cfg->mechanism || !(x->epsilon < y->epsilon))
+                    continue;
+                if (!(r->final[e].mean < r->final[d].mean))
+                    snprintf(bad, sizeof bad, "does not hold: %.6g at epsilon %s, %.6g at %s",
+                             r->final[d].mean, x->eps_text, r->final[e].mean, y->eps_text);
+            }
+        printf("  %s %s %s: %s\n", p->inst[cfg->instance].label, cfg->ops->name,
+               simplan_mech_name(cfg), bad[0] ? bad : "holds");
+    }
+}
+
+static unsigned online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    return n > THREADS_MAX ? THREADS_MAX : (unsigned)n;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    struct args a;
+    simplan plan;
+    simreport rep = {0};
+    agg_sim_config *sc = NULL;
+    double **regret = NULL;
+    char errmsg[SIMPLAN_ERRMSG_MAX];
+    char plots_dir[PATH_BYTES], data_dir[PATH_BYTES + 8];
+    unsigned threads = online_cpus();
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    memset(&plan, 0, sizeof plan);
+    if (a.threads && parse_threads(a.threads, &threads))
+        return EXIT_USAGE;
+    const char *seed_text = a.seed ? a.seed : SIMPLAN_DEFAULT_SEED;
+    if (seed_text[0] == '\0')
+        return usage_error("--seed needs a non-empty text", NULL);
+    const char *out = a.out ? a.out : SIMPLAN_DEFAULT_OUT;
+    if (out[0] == '\0')
+        return usage_error("--out needs a directory name", NULL);
+    if (strlen(out) > PATH_BYTES - 64)
+        return usage_error("--out path is too long:", out);
+
+    gsl_set_error_handler_off();
+    ldpb_err err = simplan_build(&plan, &a.plan, errmsg);
+    if (err) {
+        fprintf(stderr, "%s: %s\n", PROG, errmsg);
+        return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+    }
+    rc = EXIT_RUNTIME;
+
+    snprintf(plots_dir, sizeof plots_dir, "%s/plots", out);
+    snprintf(data_dir, sizeof data_dir, "%s/data", plots_dir);
+    if (make_dirs(out) != 0 || (!a.no_plots && (make_dirs(plots_dir) || make_dirs(data_dir)))) {
+        fprintf(stderr, "%s: cannot create the output directory %s: %s\n", PROG, out,
+                strerror(errno));
+        goto done;
+    }
+
+    sc = calloc(plan.n_cfg, sizeof *sc);
+    regret = calloc(plan.n_cfg, sizeof *regret);
+    if (!sc || !regret)
+        goto oom;
+    for (size_t c = 0; c < plan.n_cfg; c++) {
+        regret[c] = calloc((size_t)plan.trials * plan.n_checkpoints, sizeof **regret);
+        if (!regret[c])
+            goto oom;
+    }
+    simplan_sim_configs(&plan, sc);
+
+    uint8_t seed[LDPB_RNG_SEED_BYTES];
+    ldpb_rng_seed_from_text(seed, seed_text);
+    struct progress prog = {.enabled = !a.quiet, .tty = isatty(STDERR_FILENO)};
+    prog.start = prog.last = prog.last_line = now_seconds();
+    char msg[AGG_ERRMSG_MAX] = "";
+    err = agg_sim_run_batch(sc, plan.n_cfg, plan.trials, seed, threads, regret, progress_cb, &prog,
+                            msg);
+    double seconds = now_seconds() - prog.start;
+    progress_clear(&prog);
+    if (err) {
+        fprintf(stderr, "%s: simulation failed: %s\n", PROG, msg[0] ? msg : ldpb_strerror(err));
+        goto done;
+    }
+
+    if (simreport_compute(&rep, &plan, regret) != LDPB_OK)
+        goto oom;
+    struct meta_ctx meta = {&plan, argc, argv, seed_text};
+    struct run_ctx run = {seconds, threads, plan.rounds_total};
+    if (write_file(out, "regret.csv", &rep, simreport_write_regret) ||
+        write_file(out, "summary.csv", &rep, simreport_write_summary) ||
+        write_text(out, "meta.txt", meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
+        goto done;
+
+    long figures = 0;
+    int plots_ok = 0;
+    if (!a.no_plots) {
+        figures = simplot_write(&rep, plots_dir, errmsg, sizeof errmsg);
+        if (figures < 0) {
+            fprintf(stderr, "%s: %s\n", PROG, errmsg);
+            goto done;
+        }
+        if (!have_program("gnuplot")) {
+            fprintf(stderr,
+                    "%s: warning: gnuplot not found on PATH; plots skipped (the CSV files are "
+                    "written; to draw later: cd %s && gnuplot %s)\n",
+                    PROG, plots_dir, SIMPLOT_SCRIPT);
+        } else {
+            int st = run_gnuplot(plots_dir);
+            if (st != 0) {
+                fprintf(stderr, "%s: gnuplot failed (status %d); see %s/gnuplot.log\n", PROG, st,
+                        plots_dir);
+                goto done;
+            }
+            plots_ok = 1;
+        }
+    }
+
+    char T[32];
+    simplan_format_count(T, sizeof T, plan.horizon);
+    printf("%s: %s, %zu configuration%s x %llu trial%s, T = %s, seed '%s': %.1f s on %u "
+           "thread%s\n\n",
+           PROG, plan.preset, plan.n_cfg, plan.n_cfg == 1 ? "" : "s",
+           (unsigned long long)plan.trials, plan.trials == 1 ? "" : "s", T, seed_text, seconds,
+           threads, threads == 1 ? "" : "s");
+    print_table(&plan, &rep);
+    print_claims(&plan, &rep);
+    printf("\nwrote %s/regret.csv, %s/summary.csv, %s/meta.txt, %s/run.txt", out, out, out, out);
+    if (plots_ok)
+        printf(", %ld figure%s in %s (PNG and SVG)", figures, figures == 1 ? "" : "s", plots_dir);
+    printf("\n");
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
+        goto done;
+    }
+    rc = 0;
+    goto done;
+oom:
+    fprintf(stderr, "%s: %s\n", PROG, ldpb_strerror(LDPB_ENOMEM));
+done:
+    if (regret)
+        for (size_t c = 0; c < plan.n_cfg; c++)
+            free(regret[c]);
+    free(regret);
+    free(sc);
+    simreport_fini(&rep);
+    simplan_fini(&plan);
+    return rc;
+}
