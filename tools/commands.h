@@ -5,6 +5,7 @@
 
 int cmd_privatize(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_keygen(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
     {"privatize", cmd_privatize, "privatize rewards with an LDP mechanism"},
     {"audit", cmd_audit, "empirically audit a mechanism's privacy and fidelity"},
+    {"keygen", cmd_keygen, "generate aggregator and client key files"},
     {"sim", cmd_sim, "simulate bandit algorithms: regret curves, summary, plots"},
 };
 

@@ -29,6 +29,18 @@ const char *ldpb_strerror(ldpb_err err)
         return "input/output error";
     case LDPB_ECORRUPT:
         return "stored data is corrupt";
+    case LDPB_EREPLAY:
+        return "replayed or stale message";
+    case LDPB_EVERSION:
+        return "protocol version mismatch";
+    case LDPB_EAUTH:
+        return "client key not allowed";
+    case LDPB_ENOTFOUND:
+        return "unknown assignment";
+    case LDPB_EEXPIRED:
+        return "assignment expired";
+    case LDPB_EBUSY:
+        return "server busy, retry later";
     }
     return "unknown error";
 }
@@ -60,6 +72,18 @@ const char *ldpb_errname(ldpb_err err)
         return "LDPB_EIO";
     case LDPB_ECORRUPT:
         return "LDPB_ECORRUPT";
+    case LDPB_EREPLAY:
+        return "LDPB_EREPLAY";
+    case LDPB_EVERSION:
+        return "LDPB_EVERSION";
+    case LDPB_EAUTH:
+        return "LDPB_EAUTH";
+    case LDPB_ENOTFOUND:
+        return "LDPB_ENOTFOUND";
+    case LDPB_EEXPIRED:
+        return "LDPB_EEXPIRED";
+    case LDPB_EBUSY:
+        return "LDPB_EBUSY";
     }
     return "LDPB_EUNKNOWN";
 }

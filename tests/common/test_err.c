@@ -10,7 +10,7 @@
 
 #include "ldpb/err.h"
 
-#define LAST_CODE LDPB_ECORRUPT
+#define LAST_CODE LDPB_EBUSY
 
 static void every_code_has_distinct_text(void **state)
 {
@@ -53,6 +53,12 @@ static void values_are_pinned(void **state)
     assert_int_equal(LDPB_EBUDGET, 9);
     assert_int_equal(LDPB_EIO, 10);
     assert_int_equal(LDPB_ECORRUPT, 11);
+    assert_int_equal(LDPB_EREPLAY, 12);
+    assert_int_equal(LDPB_EVERSION, 13);
+    assert_int_equal(LDPB_EAUTH, 14);
+    assert_int_equal(LDPB_ENOTFOUND, 15);
+    assert_int_equal(LDPB_EEXPIRED, 16);
+    assert_int_equal(LDPB_EBUSY, 17);
 }
 
 int main(void)

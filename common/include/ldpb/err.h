@@ -22,6 +22,12 @@ typedef enum ldpb_err {
     LDPB_EBUDGET = 9,    /* the privacy budget (lifetime or per report) would be exceeded */
     LDPB_EIO = 10,       /* a file could not be read, written or synced */
     LDPB_ECORRUPT = 11,  /* stored data failed validation; it is never silently reset */
+    LDPB_EREPLAY = 12,   /* a replayed, reflected or stale message (outside the time window) */
+    LDPB_EVERSION = 13,  /* the peer speaks another protocol or frame version */
+    LDPB_EAUTH = 14,     /* the client key is not allowed by the server */
+    LDPB_ENOTFOUND = 15, /* the assignment id is unknown */
+    LDPB_EEXPIRED = 16,  /* the assignment has expired */
+    LDPB_EBUSY = 17,     /* the server is overloaded; retry later */
 } ldpb_err;
 
 /* Returns a static, human-readable sentence for any ldpb_err value; never NULL. Values outside

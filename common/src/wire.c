@@ -1,0 +1,946 @@
+/* The wire codec: frame layout, Envelope encode and decode. A received Envelope passes four gates
+ * in order, each cheap enough to run on every message: the size, a scan of the raw protobuf
+ * bytes (every length, count, nesting depth, integer width and duplicate checked before protobuf-c
+ * allocates anything), protobuf-c's unpack through a byte-budgeted allocator, and the semantic
+ * checks that senders run too (ldpb_envelope_check), so what one side encodes the other accepts. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ldpb/mech.h"
+#include "ldpb/wire.h"
+
+/* The wire enum mirrors ldpb_mech_kind where they overlap. */
+_Static_assert((int)LDPB__V1__MECHANISM__LINEAR == (int)LDPB_MECH_LINEAR, "mechanism values");
+_Static_assert((int)LDPB__V1__MECHANISM__QUADRATIC == (int)LDPB_MECH_QUADRATIC, "mechanism values");
+_Static_assert((int)LDPB__V1__MECHANISM__EXPONENTIAL == (int)LDPB_MECH_EXPONENTIAL,
+               "mechanism values");
+_Static_assert((int)LDPB__V1__MECHANISM__LAPLACE == (int)LDPB_MECH_LAPLACE, "mechanism values");
+_Static_assert(LDPB_PLAINTEXT_MAX == 65458u, "documented in docs/protocol.md");
+
+static const uint8_t frame_magic[4] = {'L', 'D', 'P', 'B'};
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void
+say(char *detail, const char *fmt, ...)
+{
+    if (!detail)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, LDPB_DETAIL_BYTES, fmt, ap);
+    va_end(ap);
+}
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int ldpb_wire_utf8_valid(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (!s)
+        return len == 0;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        if (c == 0)
+            return 0;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        unsigned lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 2;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 3;
+            if (c == 0xe0)
+                lo = 0xa0; /* overlong */
+            else if (c == 0xed)
+                hi = 0x9f; /* UTF-16 surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 4;
+            if (c == 0xf0)
+                lo = 0x90; /* overlong */
+            else if (c == 0xf4)
+                hi = 0x8f; /* above U+10FFFF */
+        } else {
+            return 0;
+        }
+        if (len - i < n || s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (size_t k = 2; k < n; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xbf)
+                return 0;
+        i += n;
+    }
+    return 1;
+}
+
+/* ---- frames ------------------------------------------------------------------------------ */
+
+ldpb_err ldpb_frame_parse(const uint8_t *buf, size_t len, ldpb_frame *out, char *detail)
+{
+    if (!out || (!buf && len))
+        return LDPB_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (len > LDPB_FRAME_MAX) {
+        say(detail, "frame of %zu bytes exceeds the limit of %u", len, LDPB_FRAME_MAX);
+        return LDPB_EPROTO;
+    }
+    if (len < LDPB_FRAME_HEADER_BYTES) {
+        say(detail, "truncated frame: %zu bytes, the header alone is %u", len,
+            LDPB_FRAME_HEADER_BYTES);
+        return LDPB_EPROTO;
+    }
+    if (memcmp(buf, frame_magic, sizeof frame_magic) != 0) {
+        say(detail, "bad frame magic (expected \"LDPB\")");
+        return LDPB_EPROTO;
+    }
+    if (buf[4] != LDPB_FRAME_VERSION) {
+        say(detail, "frame version %u is not supported; this peer speaks frame version %u",
+            (unsigned)buf[4], LDPB_FRAME_VERSION);
+        return LDPB_EVERSION;
+    }
+    const uint8_t *p = buf + LDPB_FRAME_HEADER_BYTES;
+    switch (buf[5]) {
+    case LDPB_FRAME_SEALED:
+        if (len < LDPB_FRAME_SEALED_OVERHEAD) {
+            say(detail, "truncated sealed frame: %zu bytes, at least %u needed", len,
+                LDPB_FRAME_SEALED_OVERHEAD);
+            return LDPB_EPROTO;
+        }
+        out->kind = LDPB_FRAME_SEALED;
+        out->client_pk = p;
+        out->nonce = p + LDPB_FRAME_PK_BYTES;
+        out->ciphertext = p + LDPB_FRAME_PK_BYTES + LDPB_FRAME_NONCE_BYTES;
+        out->ciphertext_len =
+            len - (LDPB_FRAME_HEADER_BYTES + LDPB_FRAME_PK_BYTES + LDPB_FRAME_NONCE_BYTES);
+        return LDPB_OK;
+    case LDPB_FRAME_PLAIN_ERROR: {
+        if (len < LDPB_FRAME_ERROR_MIN) {
+            say(detail, "truncated error frame: %zu bytes, at least %u needed", len,
+                LDPB_FRAME_ERROR_MIN);
+            return LDPB_EPROTO;
+        }
+        uint32_t code = get_le32(p);
+        size_t rlen = get_le16(p + 4);
+        if (code == 0) {
+            say(detail, "error frame with code 0");
+            return LDPB_EPROTO;
+        }
+        if (rlen > LDPB_WIRE_STRING_MAX) {
+            say(detail, "error reason of %zu bytes exceeds the limit of %u", rlen,
+                LDPB_WIRE_STRING_MAX);
+            return LDPB_EPROTO;
+        }
+        if (len != LDPB_FRAME_ERROR_MIN + rlen) {
+            say(detail, "error frame of %zu bytes does not match its reason length %zu", len, rlen);
+            return LDPB_EPROTO;
+        }
+        const char *reason = (const char *)(p + 6);
+        if (!ldpb_wire_utf8_valid(reason, rlen)) {
+            say(detail, "error reason is not UTF-8 text");
+            return LDPB_EPROTO;
+        }
+        out->kind = LDPB_FRAME_PLAIN_ERROR;
+        out->error_code = code;
+        out->reason = reason;
+        out->reason_len = rlen;
+        return LDPB_OK;
+    }
+    default:
+        say(detail, "unknown frame kind %u", (unsigned)buf[5]);
+        return LDPB_EPROTO;
+    }
+}
+
+ldpb_err ldpb_frame_build_plain_error(uint8_t *buf, size_t cap, size_t *len, uint32_t code,
+                                      const char *reason)
+{
+    if (!len || !reason || code == 0 || (!buf && cap))
+        return LDPB_EINVAL;
+    size_t rlen = strlen(reason);
+    if (!ldpb_wire_utf8_valid(reason, rlen))
+        return LDPB_EINVAL;
+    if (rlen > LDPB_WIRE_STRING_MAX) {
+        rlen = LDPB_WIRE_STRING_MAX;
+        while (rlen > 0 && ((unsigned char)reason[rlen] & 0xc0) == 0x80)
+            rlen--; /* never cut a character in half */
+    }
+    *len = LDPB_FRAME_ERROR_MIN + rlen;
+    if (cap < *len)
+        return LDPB_ERANGE;
+    memcpy(buf, frame_magic, sizeof frame_magic);
+    buf[4] = LDPB_FRAME_VERSION;
+    buf[5] = LDPB_FRAME_PLAIN_ERROR;
+    put_le32(buf + 6, code);
+    put_le16(buf + 10, (uint16_t)rlen);
+    memcpy(buf + LDPB_FRAME_ERROR_MIN, reason, rlen);
+    return LDPB_OK;
+}
+
+/* ---- semantic checks (both directions) ---------------------------------------------------- */
+
+static ldpb_err check_finite(double v, const char *what, char *detail)
+{
+    if (isfinite(v))
+        return LDPB_OK;
+    say(detail, "%s is not a finite number", what);
+    return LDPB_EINVAL;
+}
+
+static ldpb_err check_id(const ProtobufCBinaryData *id, const char *what, char *detail)
+{
+    if (id->len == 0 || !id->data) {
+        say(detail, "%s.assignment_id is empty", what);
+        return LDPB_EINVAL;
+    }
+    if (id->len > LDPB_WIRE_ID_MAX) {
+        say(detail, "%s.assignment_id has %zu bytes, more than %u", what, id->len,
+            LDPB_WIRE_ID_MAX);
+        return LDPB_ERANGE;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_string(const char *s, const char *what, char *detail)
+{
+    if (!s) {
+        say(detail, "%s is missing", what);
+        return LDPB_EINVAL;
+    }
+    size_t n = strnlen(s, LDPB_WIRE_STRING_MAX + 1);
+    if (n > LDPB_WIRE_STRING_MAX) {
+        say(detail, "%s is longer than %u bytes", what, LDPB_WIRE_STRING_MAX);
+        return LDPB_ERANGE;
+    }
+    if (!ldpb_wire_utf8_valid(s, n)) {
+        say(detail, "%s is not UTF-8 text", what);
+        return LDPB_EINVAL;
+    }
+    return LDPB_OK;
+}
+
+static int mech_is_bernoulli(int m)
+{
+    return m == LDPB__V1__MECHANISM__LINEAR || m == LDPB__V1__MECHANISM__QUADRATIC ||
+           m == LDPB__V1__MECHANISM__EXPONENTIAL;
+}
+
+/* A known mechanism and an epsilon that suits it: (0, LDPB_EPSILON_MAX] for the local
+ * mechanisms, exactly 0 for RAW (no local privacy). */
+static ldpb_err check_mech_epsilon(int mech, double eps, const char *what, char *detail)
+{
+    if (mech < LDPB__V1__MECHANISM__LINEAR || mech > LDPB__V1__MECHANISM__RAW) {
+        say(detail, "%s.mechanism %d is not a known mechanism", what, mech);
+        return LDPB_EINVAL;
+    }
+    if (!isfinite(eps)) {
+        say(detail, "%s.epsilon is not a finite number", what);
+        return LDPB_EINVAL;
+    }
+    if (mech == LDPB__V1__MECHANISM__RAW) {
+        if (eps != 0.0) {
+            say(detail, "%s.epsilon %g must be 0 with mechanism RAW", what, eps);
+            return LDPB_ERANGE;
+        }
+    } else if (!(eps > 0.0 && eps <= LDPB_EPSILON_MAX)) {
+        say(detail, "%s.epsilon %g outside (0, %g]", what, eps, LDPB_EPSILON_MAX);
+        return LDPB_ERANGE;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_assign_request(const Ldpb__V1__AssignRequest *m, char *detail)
+{
+    if (m->n_context > LDPB_WIRE_CONTEXT_MAX) {
+        say(detail, "assign_request.context has %zu values, more than %u", m->n_context,
+            LDPB_WIRE_CONTEXT_MAX);
+        return LDPB_ERANGE;
+    }
+    if (m->n_context && !m->context) {
+        say(detail, "assign_request.context is missing");
+        return LDPB_EINVAL;
+    }
+    for (size_t i = 0; i < m->n_context; i++)
+        if (!isfinite(m->context[i])) {
+            say(detail, "assign_request.context[%zu] is not a finite number", i);
+            return LDPB_EINVAL;
+        }
+    if (m->has_max_epsilon) {
+        ldpb_err err = check_finite(m->max_epsilon, "assign_request.max_epsilon", detail);
+        if (err)
+            return err;
+        if (!(m->max_epsilon > 0.0 && m->max_epsilon <= LDPB_EPSILON_MAX)) {
+            say(detail, "assign_request.max_epsilon %g outside (0, %g]", m->max_epsilon,
+                LDPB_EPSILON_MAX);
+            return LDPB_ERANGE;
+        }
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_assignment(const Ldpb__V1__Assignment *m, char *detail)
+{
+    ldpb_err err = check_id(&m->assignment_id, "assignment", detail);
+    if (!err)
+        err = check_mech_epsilon((int)m->mechanism, m->epsilon, "assignment", detail);
+    if (!err)
+        err = check_finite(m->propensity, "assignment.propensity", detail);
+    if (err)
+        return err;
+    if (!(m->propensity > 0.0 && m->propensity <= 1.0)) {
+        say(detail, "assignment.propensity %g outside (0, 1]", m->propensity);
+        return LDPB_ERANGE;
+    }
+    if (m->has_kappa) {
+        if (m->mechanism != LDPB__V1__MECHANISM__QUADRATIC) {
+            say(detail, "assignment.kappa is set but the mechanism is not QUADRATIC");
+            return LDPB_EINVAL;
+        }
+        err = check_finite(m->kappa, "assignment.kappa", detail);
+        if (err)
+            return err;
+        if (!(m->kappa >= -1.0 && m->kappa <= 1.0)) {
+            say(detail, "assignment.kappa %g outside [-1, 1]", m->kappa);
+            return LDPB_ERANGE;
+        }
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_report(const Ldpb__V1__Report *m, char *detail)
+{
+    ldpb_err err = check_id(&m->assignment_id, "report", detail);
+    if (!err)
+        err = check_mech_epsilon((int)m->mechanism, m->epsilon, "report", detail);
+    if (err)
+        return err;
+    int bern = mech_is_bernoulli((int)m->mechanism);
+    switch ((int)m->value_case) {
+    case LDPB__V1__REPORT__VALUE_BIT:
+        if (!bern) {
+            say(detail, "report.bit is set but the mechanism is not a Bernoulli one");
+            return LDPB_EINVAL;
+        }
+        if (m->bit > 1) {
+            say(detail, "report.bit %u is not 0 or 1", (unsigned)m->bit);
+            return LDPB_ERANGE;
+        }
+        return LDPB_OK;
+    case LDPB__V1__REPORT__VALUE_REAL:
+        if (bern) {
+            say(detail, "report.real is set but the mechanism is a Bernoulli one (use bit)");
+            return LDPB_EINVAL;
+        }
+        return check_finite(m->real, "report.real", detail);
+    default:
+        say(detail, "report has no value");
+        return LDPB_EINVAL;
+    }
+}
+
+static ldpb_err check_status(const Ldpb__V1__Status *m, char *detail)
+{
+    ldpb_err err = check_string(m->policy, "status.policy", detail);
+    if (!err)
+        err = check_string(m->model, "status.model", detail);
+    if (err)
+        return err;
+    if (m->n_arms > LDPB_WIRE_ARMS_MAX) {
+        say(detail, "status.arms has %zu entries, more than %u", m->n_arms, LDPB_WIRE_ARMS_MAX);
+        return LDPB_ERANGE;
+    }
+    if (m->n_arms && !m->arms) {
+        say(detail, "status.arms is missing");
+        return LDPB_EINVAL;
+    }
+    for (size_t i = 0; i < m->n_arms; i++) {
+        const Ldpb__V1__ArmStatus *a = m->arms[i];
+        if (!a) {
+            say(detail, "status.arms[%zu] is missing", i);
+            return LDPB_EINVAL;
+        }
+        if ((a->has_estimate && !isfinite(a->estimate)) ||
+            (a->has_ci_low && !isfinite(a->ci_low)) || (a->has_ci_high && !isfinite(a->ci_high))) {
+            say(detail, "status.arms[%zu] has a number that is not finite", i);
+            return LDPB_EINVAL;
+        }
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err missing_body(char *detail)
+{
+    say(detail, "envelope body pointer is NULL");
+    return LDPB_EINVAL;
+}
+
+ldpb_err ldpb_envelope_check(const Ldpb__V1__Envelope *env, char *detail)
+{
+    if (!env)
+        return LDPB_EINVAL;
+    if (env->protocol_version != LDPB_PROTOCOL_VERSION) {
+        say(detail, "protocol_version %u, expected %u", (unsigned)env->protocol_version,
+            LDPB_PROTOCOL_VERSION);
+        return LDPB_EINVAL;
+    }
+    switch ((int)env->body_case) {
+    case LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST:
+        return env->assign_request ? check_assign_request(env->assign_request, detail)
+                                   : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_ASSIGNMENT:
+        return env->assignment ? check_assignment(env->assignment, detail) : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_REPORT:
+        return env->report ? check_report(env->report, detail) : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_ACK:
+        return env->ack ? check_id(&env->ack->assignment_id, "ack", detail) : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST:
+        return env->status_request ? LDPB_OK : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_STATUS:
+        return env->status ? check_status(env->status, detail) : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_ERROR:
+        if (!env->error)
+            return missing_body(detail);
+        if (env->error->code == 0) {
+            say(detail, "error.code is 0");
+            return LDPB_EINVAL;
+        }
+        return check_string(env->error->reason, "error.reason", detail);
+    default:
+        say(detail, "envelope has no body");
+        return LDPB_EINVAL;
+    }
+}
+
+ldpb_err ldpb_envelope_encode(const Ldpb__V1__Envelope *env, uint8_t *buf, size_t cap, size_t *len,
+                              char *detail)
+{
+    if (!env || !len || (!buf && cap))
+        return LDPB_EINVAL;
+    *len = 0;
+    ldpb_err err = ldpb_envelope_check(env, detail);
+    if (err)
+        return err;
+    size_t size = ldpb__v1__envelope__get_packed_size(env);
+    if (size > LDPB_PLAINTEXT_MAX) {
+        say(detail, "envelope encodes to %zu bytes, more than %u", size, LDPB_PLAINTEXT_MAX);
+        return LDPB_ERANGE;
+    }
+    *len = size;
+    if (cap < size) {
+        say(detail, "output buffer of %zu bytes, %zu needed", cap, size);
+        return LDPB_ERANGE;
+    }
+    ldpb__v1__envelope__pack(env, buf);
+    return LDPB_OK;
+}
+
+/* ---- raw protobuf scanning ---------------------------------------------------------------- */
+
+enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
+
+/* Reads a varint of at most 10 bytes whose value fits 64 bits. 0 on malformed input. */
+static int read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 10; i++) {
+        if (*pos >= len)
+            return 0;
+        uint8_t b = p[(*pos)++];
+        if (i == 9 && b > 1)
+            return 0;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Skips the value of a field of wire type `wt` at *pos; sets *vlen and *vstart for WT_LEN. */
+static int skip_value(const uint8_t *p, size_t len, size_t *pos, unsigned wt, uint64_t *varint,
+                      size_t *vstart, size_t *vlen)
+{
+    uint64_t v;
+    switch (wt) {
+    case WT_VARINT:
+        return read_varint(p, len, pos, varint);
+    case WT_FIXED64:
+        if (len - *pos < 8)
+            return 0;
+        *pos += 8;
+        return 1;
+    case WT_FIXED32:
+        if (len - *pos < 4)
+            return 0;
+        *pos += 4;
+        return 1;
+    case WT_LEN:
+        if (!read_varint(p, len, pos, &v) || v > len - *pos)
+            return 0;
+        *vstart = *pos;
+        *vlen = (size_t)v;
+        *pos += (size_t)v;
+        return 1;
+    default:
+        return 0; /* groups (3, 4) and the undefined wire types 6, 7 */
+    }
+}
+
+/* The wire type a field's scalar encoding uses (packed repeated fields use WT_LEN). */
+static unsigned wire_type_of(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+        return WT_FIXED32;
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+        return WT_FIXED64;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES:
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return WT_LEN;
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_BOOL:
+    case PROTOBUF_C_TYPE_ENUM:
+        return WT_VARINT;
+    }
+    return 7; /* matches no wire type */
+}
+
+/* protobuf-c silently truncates a varint wider than its field; refuse instead, so what the
+ * checks see is what was sent. */
+static int varint_fits(ProtobufCType t, uint64_t v)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_UINT32:
+        return v <= UINT32_MAX;
+    case PROTOBUF_C_TYPE_ENUM:
+    case PROTOBUF_C_TYPE_INT32:
+        /* non-negative, or a negative int32 sign-extended to 64 bits */
+        return v <= INT32_MAX || v >= UINT64_C(0xffffffff80000000);
+    case PROTOBUF_C_TYPE_SINT32:
+        return v <= UINT32_MAX;
+    case PROTOBUF_C_TYPE_BOOL:
+        return v <= 1;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES:
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return 1;
+    }
+    return 0;
+}
+
+/* The limit on every repeated field of the schema; a test checks the table is complete. */
+static const struct {
+    const ProtobufCMessageDescriptor *msg;
+    uint32_t id;
+    size_t max;
+} repeated_limits[] = {
+    {&ldpb__v1__assign_request__descriptor, 1, LDPB_WIRE_CONTEXT_MAX},
+    {&ldpb__v1__status__descriptor, 5, LDPB_WIRE_ARMS_MAX},
+};
+
+static size_t repeated_limit(const ProtobufCMessageDescriptor *msg, uint32_t id)
+{
+    for (size_t i = 0; i < sizeof repeated_limits / sizeof repeated_limits[0]; i++)
+        if (repeated_limits[i].msg == msg && repeated_limits[i].id == id)
+            return repeated_limits[i].max;
+    return 0; /* a repeated field without a limit admits nothing */
+}
+
+#define SCAN_FIELDS_MAX 16u /* fields per message in the schema; a test checks it */
+#define SCAN_ONEOFS_MAX 4u
+
+struct scan {
+    unsigned unknown;
+    char *detail;
+};
+
+static ldpb_err scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                             unsigned depth, struct scan *sc);
+
+/* Counts the elements of a packed run of `len` bytes and checks each varint's width. */
+static int packed_count(const ProtobufCFieldDescriptor *f, const uint8_t *p, size_t len,
+                        size_t *count)
+{
+    switch (wire_type_of(f->type)) {
+    case WT_FIXED64:
+        *count = len / 8;
+        return len % 8 == 0;
+    case WT_FIXED32:
+        *count = len / 4;
+        return len % 4 == 0;
+    case WT_VARINT: {
+        size_t pos = 0, n = 0;
+        while (pos < len) {
+            uint64_t v;
+            if (!read_varint(p, len, &pos, &v) || !varint_fits(f->type, v))
+                return 0;
+            n++;
+        }
+        *count = n;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+static ldpb_err scan_field(const ProtobufCMessageDescriptor *desc,
+                           const ProtobufCFieldDescriptor *f, unsigned wt, uint64_t varint,
+                           const uint8_t *v, size_t vlen, size_t *count, unsigned depth,
+                           struct scan *sc)
+{
+    unsigned want = wire_type_of(f->type);
+    int packed = f->label == PROTOBUF_C_LABEL_REPEATED && wt == WT_LEN && want != WT_LEN;
+    if (wt != want && !packed) {
+        say(sc->detail, "%s.%s has wire type %u, expected %u", desc->short_name, f->name, wt, want);
+        return LDPB_EPROTO;
+    }
+    if (wt == WT_VARINT && !varint_fits(f->type, varint)) {
+        say(sc->detail, "%s.%s: value out of range for its type", desc->short_name, f->name);
+        return LDPB_EPROTO;
+    }
+    size_t n = 1;
+    if (packed && !packed_count(f, v, vlen, &n)) {
+        say(sc->detail, "%s.%s: malformed packed values", desc->short_name, f->name);
+        return LDPB_EPROTO;
+    }
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+        size_t max = repeated_limit(desc, f->id);
+        if (n > max - *count) {
+            say(sc->detail, "%s.%s has more than %zu values", desc->short_name, f->name, max);
+            return LDPB_EPROTO;
+        }
+        *count += n;
+    } else if ((*count)++ > 0) {
+        say(sc->detail, "%s.%s appears more than once", desc->short_name, f->name);
+        return LDPB_EPROTO;
+    }
+    if (wt != WT_LEN || packed)
+        return LDPB_OK;
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_STRING:
+        if (vlen > LDPB_WIRE_STRING_MAX) {
+            say(sc->detail, "%s.%s has %zu bytes, more than %u", desc->short_name, f->name, vlen,
+                LDPB_WIRE_STRING_MAX);
+            return LDPB_EPROTO;
+        }
+        if (!ldpb_wire_utf8_valid((const char *)v, vlen)) {
+            say(sc->detail, "%s.%s is not UTF-8 text", desc->short_name, f->name);
+            return LDPB_EPROTO;
+        }
+        return LDPB_OK;
+    case PROTOBUF_C_TYPE_BYTES: /* the schema's only bytes fields are assignment ids */
+        if (vlen > LDPB_WIRE_ID_MAX) {
+            say(sc->detail, "%s.%s has %zu bytes, more than %u", desc->short_name, f->name, vlen,
+                LDPB_WIRE_ID_MAX);
+            return LDPB_EPROTO;
+        }
+        return LDPB_OK;
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return scan_message(f->descriptor, v, vlen, depth + 1, sc);
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_FLOAT:
+    case PROTOBUF_C_TYPE_DOUBLE:
+    case PROTOBUF_C_TYPE_BOOL:
+    case PROTOBUF_C_TYPE_ENUM:
+        break;
+    }
+    return LDPB_OK;
+}
+
+/* Walks one message's fields. Beyond protobuf's own rules it refuses a singular field or a oneof
+ * that occurs twice (protobuf would merge or overwrite; a conforming encoder never emits it), so
+ * the counts checked here are exactly what protobuf-c will allocate. */
+static ldpb_err scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                             unsigned depth, struct scan *sc)
+{
+    if (depth > LDPB_WIRE_DEPTH_MAX) {
+        say(sc->detail, "messages nested deeper than %u", LDPB_WIRE_DEPTH_MAX);
+        return LDPB_EPROTO;
+    }
+    if (desc->n_fields > SCAN_FIELDS_MAX) {
+        say(sc->detail, "%s has too many fields for the scanner", desc->short_name);
+        return LDPB_EPROTO;
+    }
+    size_t counts[SCAN_FIELDS_MAX] = {0};
+    unsigned oneof_at[SCAN_ONEOFS_MAX];
+    uint32_t oneof_id[SCAN_ONEOFS_MAX];
+    unsigned n_oneof = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        uint64_t tag, varint = 0;
+        size_t vstart = 0, vlen = 0;
+        if (!read_varint(p, len, &pos, &tag)) {
+            say(sc->detail, "%s: malformed field tag", desc->short_name);
+            return LDPB_EPROTO;
+        }
+        uint64_t id = tag >> 3;
+        unsigned wt = (unsigned)(tag & 7);
+        if (id == 0 || id > 536870911u) {
+            say(sc->detail, "%s: invalid field number", desc->short_name);
+            return LDPB_EPROTO;
+        }
+        if (!skip_value(p, len, &pos, wt, &varint, &vstart, &vlen)) {
+            say(sc->detail, "%s: field %u truncated or of an unsupported wire type %u",
+                desc->short_name, (unsigned)id, wt);
+            return LDPB_EPROTO;
+        }
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field(desc, (unsigned)id);
+        if (!f) {
+            if (++sc->unknown > LDPB_WIRE_UNKNOWN_MAX) {
+                say(sc->detail, "more than %u fields of unknown number", LDPB_WIRE_UNKNOWN_MAX);
+                return LDPB_EPROTO;
+            }
+            continue;
+        }
+        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+            unsigned k = 0;
+            while (k < n_oneof && oneof_at[k] != f->quantifier_offset)
+                k++;
+            if (k < n_oneof && oneof_id[k] != f->id) {
+                say(sc->detail, "%s: %s and another member of its oneof are both set",
+                    desc->short_name, f->name);
+                return LDPB_EPROTO;
+            }
+            if (k == n_oneof) {
+                if (n_oneof == SCAN_ONEOFS_MAX) {
+                    say(sc->detail, "%s has too many oneofs for the scanner", desc->short_name);
+                    return LDPB_EPROTO;
+                }
+                oneof_at[n_oneof] = f->quantifier_offset;
+                oneof_id[n_oneof++] = f->id;
+            }
+        }
+        ldpb_err err =
+            scan_field(desc, f, wt, varint, p + vstart, vlen, &counts[f - desc->fields], depth, sc);
+        if (err)
+            return err;
+    }
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_envelope_peek(const uint8_t *buf, size_t len, uint32_t *version, uint64_t *request_id,
+                            int *has_request_id)
+{
+    if (!version || (!buf && len))
+        return LDPB_EINVAL;
+    int have_version = 0, have_id = 0;
+    uint64_t ver = 0, rid = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        uint64_t tag, v = 0;
+        size_t vstart, vlen;
+        if (!read_varint(buf, len, &pos, &tag))
+            return LDPB_EPROTO;
+        unsigned wt = (unsigned)(tag & 7);
+        if (!skip_value(buf, len, &pos, wt, &v, &vstart, &vlen))
+            return LDPB_EPROTO;
+        if (tag >> 3 == 1) {
+            if (wt != WT_VARINT || have_version++ || v > UINT32_MAX)
+                return LDPB_EPROTO;
+            ver = v;
+        } else if (tag >> 3 == 2) {
+            if (wt != WT_VARINT || have_id++)
+                return LDPB_EPROTO;
+            rid = v;
+        }
+    }
+    if (!have_version)
+        return LDPB_EPROTO;
+    *version = (uint32_t)ver;
+    if (request_id)
+        *request_id = have_id ? rid : 0;
+    if (has_request_id)
+        *has_request_id = have_id;
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_wire_check_version(uint32_t version, char *detail)
+{
+    if (version == LDPB_PROTOCOL_VERSION)
+        return LDPB_OK;
+    say(detail, "protocol version %u is not supported; this peer speaks version %u",
+        (unsigned)version, LDPB_PROTOCOL_VERSION);
+    return LDPB_EVERSION;
+}
+
+ldpb_err ldpb_wire_err_from_code(uint32_t code)
+{
+    if (code > INT_MAX)
+        return LDPB_EPROTO;
+    switch ((ldpb_err)code) {
+    case LDPB_OK:
+        return LDPB_EPROTO;
+    case LDPB_EINVAL:
+    case LDPB_ENOMEM:
+    case LDPB_ERANGE:
+    case LDPB_ESTATE:
+    case LDPB_EPROTO:
+    case LDPB_ECRYPTO:
+    case LDPB_ETRANSPORT:
+    case LDPB_ETIMEDOUT:
+    case LDPB_EBUDGET:
+    case LDPB_EIO:
+    case LDPB_ECORRUPT:
+    case LDPB_EREPLAY:
+    case LDPB_EVERSION:
+    case LDPB_EAUTH:
+    case LDPB_ENOTFOUND:
+    case LDPB_EEXPIRED:
+    case LDPB_EBUSY:
+        return (ldpb_err)code;
+    }
+    return LDPB_EPROTO;
+}
+
+/* ---- decoding ----------------------------------------------------------------------------- */
+
+/* protobuf-c's allocator: the project's malloc/free with a byte budget per decode. Frees do not
+ * return budget: the budget bounds the total work of one unpack. */
+struct budget {
+    size_t used;
+    int refused; /* the budget ran out: the message is too complex (LDPB_EPROTO) */
+    int failed;  /* malloc failed (LDPB_ENOMEM) */
+};
+
+static void *budget_alloc(void *data, size_t size)
+{
+    struct budget *b = data;
+    if (size == 0)
+        size = 1;
+    if (size > LDPB_WIRE_DECODE_MEM_MAX - b->used) {
+        b->refused = 1;
+        return NULL;
+    }
+    void *p = malloc(size);
+    if (!p) {
+        b->failed = 1;
+        return NULL;
+    }
+    b->used += size;
+    return p;
+}
+
+static void *no_alloc(void *data, size_t size)
+{
+    (void)data;
+    (void)size;
+    return NULL;
+}
+
+static void plain_free(void *data, void *p)
+{
+    (void)data;
+    free(p);
+}
+
+ldpb_err ldpb_envelope_decode(const uint8_t *buf, size_t len, Ldpb__V1__Envelope **out,
+                              char *detail)
+{
+    if (!out || (!buf && len))
+        return LDPB_EINVAL;
+    *out = NULL;
+    if (len > LDPB_PLAINTEXT_MAX) {
+        say(detail, "envelope of %zu bytes exceeds the limit of %u", len, LDPB_PLAINTEXT_MAX);
+        return LDPB_EPROTO;
+    }
+    uint32_t version;
+    if (ldpb_envelope_peek(buf, len, &version, NULL, NULL) != LDPB_OK) {
+        say(detail,
+            "malformed envelope (truncated, a bad tag or wire type) or no protocol_version");
+        return LDPB_EPROTO;
+    }
+    ldpb_err err = ldpb_wire_check_version(version, detail);
+    if (err)
+        return err;
+    struct scan sc = {0, detail};
+    err = scan_message(&ldpb__v1__envelope__descriptor, buf, len, 0, &sc);
+    if (err)
+        return err;
+    struct budget b = {0, 0, 0};
+    ProtobufCAllocator alloc = {budget_alloc, plain_free, &b};
+    Ldpb__V1__Envelope *env = ldpb__v1__envelope__unpack(&alloc, len, buf);
+    if (!env) {
+        if (b.failed)
+            return LDPB_ENOMEM;
+        if (b.refused)
+            say(detail, "envelope needs more than %u bytes of memory to decode",
+                LDPB_WIRE_DECODE_MEM_MAX);
+        else
+            say(detail, "protobuf-c could not unpack the envelope (a required field missing?)");
+        return LDPB_EPROTO;
+    }
+    err = ldpb_envelope_check(env, detail);
+    if (err) {
+        ldpb_envelope_free(env);
+        return LDPB_EPROTO;
+    }
+    *out = env;
+    return LDPB_OK;
+}
+
+void ldpb_envelope_free(Ldpb__V1__Envelope *env)
+{
+    if (!env)
+        return;
+    ProtobufCAllocator alloc = {no_alloc, plain_free, NULL};
+    ldpb__v1__envelope__free_unpacked(env, &alloc);
+}

@@ -1,0 +1,1049 @@
+/* The wire codec: every message round-trips; every limit is refused before protobuf-c allocates
+ * anything (the allocator is wrapped and counted); every semantic rule is enforced on both sides
+ * (LDPB_EINVAL/LDPB_ERANGE when encoding, LDPB_EPROTO when decoding the same bytes packed
+ * without the checks); truncations at every length fail cleanly; frames, versions, error codes,
+ * UTF-8; and out-of-memory during a decode leaks nothing. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ldpb/mech.h"
+#include "ldpb/wire.h"
+
+/* ---- allocation counting and failure injection (linked with -Wl,--wrap=malloc,...) ------ */
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+void __real_free(void *p);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+void __wrap_free(void *p);
+
+static long alloc_fail_at = -1; /* -1: never fail */
+static long alloc_calls;        /* calls since the counter was reset */
+static long alloc_live;
+
+static int alloc_should_fail(void)
+{
+    return alloc_calls++ == alloc_fail_at;
+}
+
+void *__wrap_malloc(size_t size)
+{
+    if (alloc_should_fail())
+        return NULL;
+    void *p = __real_malloc(size);
+    alloc_live += p != NULL;
+    return p;
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    if (alloc_should_fail())
+        return NULL;
+    void *p = __real_calloc(n, size);
+    alloc_live += p != NULL;
+    return p;
+}
+
+void *__wrap_realloc(void *p, size_t size)
+{
+    if (alloc_should_fail())
+        return NULL;
+    void *q = __real_realloc(p, size);
+    alloc_live += p == NULL && q != NULL;
+    return q;
+}
+
+void __wrap_free(void *p)
+{
+    alloc_live -= p != NULL;
+    __real_free(p);
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint8_t buf[LDPB_FRAME_MAX + 64];
+
+static uint8_t id16[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+static void env_init(Ldpb__V1__Envelope *e)
+{
+    ldpb__v1__envelope__init(e);
+    e->protocol_version = LDPB_PROTOCOL_VERSION;
+    e->has_request_id = 1;
+    e->request_id = 0x0123456789abcdefULL;
+}
+
+/* Packs `e` with protobuf-c alone, skipping ldpb's checks, as a hostile or buggy peer might. */
+static size_t raw_pack(const Ldpb__V1__Envelope *e, uint8_t *out)
+{
+    size_t n = ldpb__v1__envelope__get_packed_size(e);
+    assert_true(n <= LDPB_FRAME_MAX);
+    return ldpb__v1__envelope__pack(e, out);
+}
+
+/* Decodes `n` bytes and requires LDPB_EPROTO without a single allocation: refused by the scan. */
+static void refused_before_decoding(const uint8_t *p, size_t n)
+{
+    char detail[LDPB_DETAIL_BYTES] = "";
+    Ldpb__V1__Envelope *out = (Ldpb__V1__Envelope *)&out;
+    alloc_calls = 0;
+    ldpb_err err = ldpb_envelope_decode(p, n, &out, detail);
+    long calls = alloc_calls;
+    assert_int_equal(err, LDPB_EPROTO);
+    assert_null(out);
+    assert_int_equal(calls, 0);
+    assert_true(detail[0] != '\0');
+}
+
+/* Encoding refuses with `want`; the same message packed without checks is refused by decode. */
+static void refused_both_ways(const Ldpb__V1__Envelope *e, ldpb_err want)
+{
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t len = 1;
+    assert_int_equal(ldpb_envelope_check(e, detail), want);
+    assert_true(detail[0] != '\0');
+    assert_int_equal(ldpb_envelope_encode(e, buf, sizeof buf, &len, NULL), want);
+    assert_int_equal(len, 0);
+    uint8_t raw[4096];
+    size_t n = raw_pack(e, raw);
+    Ldpb__V1__Envelope *out = NULL;
+    detail[0] = '\0';
+    assert_int_equal(ldpb_envelope_decode(raw, n, &out, detail), LDPB_EPROTO);
+    assert_null(out);
+    assert_true(detail[0] != '\0');
+}
+
+/* Encodes, decodes, re-encodes: the decoded message must encode to the same bytes. */
+static Ldpb__V1__Envelope *round_trip(const Ldpb__V1__Envelope *e)
+{
+    static uint8_t again[LDPB_PLAINTEXT_MAX];
+    size_t len = 0, len2 = 0;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    ldpb_err err = ldpb_envelope_encode(e, buf, sizeof buf, &len, detail);
+    if (err)
+        fail_msg("encode: %s (%s)", ldpb_errname(err), detail);
+    assert_int_equal(len, ldpb__v1__envelope__get_packed_size(e));
+    Ldpb__V1__Envelope *d = NULL;
+    err = ldpb_envelope_decode(buf, len, &d, detail);
+    if (err)
+        fail_msg("decode: %s (%s)", ldpb_errname(err), detail);
+    assert_non_null(d);
+    assert_int_equal(d->protocol_version, LDPB_PROTOCOL_VERSION);
+    assert_int_equal(d->has_request_id, e->has_request_id);
+    assert_true(d->request_id == e->request_id);
+    assert_int_equal(d->body_case, e->body_case);
+    assert_int_equal(ldpb_envelope_encode(d, again, sizeof again, &len2, NULL), LDPB_OK);
+    assert_int_equal(len2, len);
+    assert_memory_equal(again, buf, len);
+    return d;
+}
+
+/* ---- round trips ----------------------------------------------------------------------------- */
+
+static void round_trip_assign_request(void **state)
+{
+    (void)state;
+    double ctx[LDPB_WIRE_CONTEXT_MAX];
+    for (size_t i = 0; i < COUNT(ctx); i++)
+        ctx[i] = (double)i * -0.25 + 1e-300;
+    Ldpb__V1__AssignRequest m = LDPB__V1__ASSIGN_REQUEST__INIT;
+    m.n_context = COUNT(ctx);
+    m.context = ctx;
+    m.has_max_epsilon = 1;
+    m.max_epsilon = 2.5;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    e.assign_request = &m;
+    Ldpb__V1__Envelope *d = round_trip(&e);
+    assert_int_equal(d->assign_request->n_context, COUNT(ctx));
+    assert_memory_equal(d->assign_request->context, ctx, sizeof ctx);
+    assert_true(d->assign_request->has_max_epsilon && d->assign_request->max_epsilon == 2.5);
+    ldpb_envelope_free(d);
+
+    /* an empty request: no context, no cap, no request id */
+    Ldpb__V1__AssignRequest empty = LDPB__V1__ASSIGN_REQUEST__INIT;
+    e.assign_request = &empty;
+    e.has_request_id = 0;
+    e.request_id = 0;
+    d = round_trip(&e);
+    assert_int_equal(d->assign_request->n_context, 0);
+    assert_false(d->assign_request->has_max_epsilon);
+    ldpb_envelope_free(d);
+}
+
+static void round_trip_assignment(void **state)
+{
+    (void)state;
+    uint8_t id[LDPB_WIRE_ID_MAX];
+    memset(id, 0xab, sizeof id);
+    Ldpb__V1__Assignment m = LDPB__V1__ASSIGNMENT__INIT;
+    m.assignment_id.data = id;
+    m.assignment_id.len = sizeof id;
+    m.arm = 4000000000u;
+    m.mechanism = LDPB__V1__MECHANISM__QUADRATIC;
+    m.epsilon = LDPB_EPSILON_MAX;
+    m.expires_at_ms = UINT64_MAX;
+    m.propensity = 1.0;
+    m.has_kappa = 1;
+    m.kappa = -1.0;
+    m.has_policy_version = 1;
+    m.policy_version = 7;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+    e.assignment = &m;
+    Ldpb__V1__Envelope *d = round_trip(&e);
+    const Ldpb__V1__Assignment *a = d->assignment;
+    assert_int_equal(a->assignment_id.len, sizeof id);
+    assert_memory_equal(a->assignment_id.data, id, sizeof id);
+    assert_int_equal(a->arm, 4000000000u);
+    assert_int_equal(a->mechanism, LDPB__V1__MECHANISM__QUADRATIC);
+    assert_true(a->epsilon == LDPB_EPSILON_MAX && a->propensity == 1.0);
+    assert_true(a->expires_at_ms == UINT64_MAX);
+    assert_true(a->has_kappa && a->kappa == -1.0);
+    assert_true(a->has_policy_version && a->policy_version == 7);
+    ldpb_envelope_free(d);
+
+    /* RAW (central) assignments carry epsilon 0 and no kappa */
+    m.mechanism = LDPB__V1__MECHANISM__RAW;
+    m.epsilon = 0.0;
+    m.has_kappa = 0;
+    m.has_policy_version = 0;
+    m.propensity = 1e-9;
+    m.assignment_id.len = 1;
+    d = round_trip(&e);
+    assert_int_equal(d->assignment->mechanism, LDPB__V1__MECHANISM__RAW);
+    assert_false(d->assignment->has_kappa);
+    assert_false(d->assignment->has_policy_version);
+    ldpb_envelope_free(d);
+}
+
+static void round_trip_report(void **state)
+{
+    (void)state;
+    Ldpb__V1__Report m = LDPB__V1__REPORT__INIT;
+    m.assignment_id.data = id16;
+    m.assignment_id.len = sizeof id16;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    e.report = &m;
+    static const Ldpb__V1__Mechanism bern[] = {LDPB__V1__MECHANISM__LINEAR,
+                                               LDPB__V1__MECHANISM__QUADRATIC,
+                                               LDPB__V1__MECHANISM__EXPONENTIAL};
+    for (size_t k = 0; k < COUNT(bern); k++) {
+        for (uint32_t bit = 0; bit <= 1; bit++) {
+            m.mechanism = bern[k];
+            m.epsilon = 0.5;
+            m.value_case = LDPB__V1__REPORT__VALUE_BIT;
+            m.bit = bit;
+            Ldpb__V1__Envelope *d = round_trip(&e);
+            /* proto2 oneof: a bit 0 is present, not missing */
+            assert_int_equal(d->report->value_case, LDPB__V1__REPORT__VALUE_BIT);
+            assert_int_equal(d->report->bit, bit);
+            assert_int_equal(d->report->mechanism, bern[k]);
+            assert_memory_equal(d->report->assignment_id.data, id16, sizeof id16);
+            ldpb_envelope_free(d);
+        }
+    }
+    m.mechanism = LDPB__V1__MECHANISM__LAPLACE;
+    m.epsilon = 1.0;
+    m.value_case = LDPB__V1__REPORT__VALUE_REAL;
+    m.real = -0.22342681884765625;
+    Ldpb__V1__Envelope *d = round_trip(&e);
+    assert_int_equal(d->report->value_case, LDPB__V1__REPORT__VALUE_REAL);
+    assert_true(d->report->real == -0.22342681884765625);
+    ldpb_envelope_free(d);
+
+    m.mechanism = LDPB__V1__MECHANISM__RAW;
+    m.epsilon = 0.0;
+    m.real = 0.0;
+    d = round_trip(&e);
+    assert_int_equal(d->report->value_case, LDPB__V1__REPORT__VALUE_REAL);
+    assert_true(d->report->real == 0.0);
+    ldpb_envelope_free(d);
+}
+
+static void round_trip_ack_and_status_request(void **state)
+{
+    (void)state;
+    Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;
+    ack.assignment_id.data = id16;
+    ack.assignment_id.len = 3;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ACK;
+    e.ack = &ack;
+    Ldpb__V1__Envelope *d = round_trip(&e);
+    assert_false(d->ack->has_duplicate);
+    assert_int_equal(d->ack->assignment_id.len, 3);
+    ldpb_envelope_free(d);
+    ack.has_duplicate = 1;
+    ack.duplicate = 1;
+    d = round_trip(&e);
+    assert_true(d->ack->has_duplicate && d->ack->duplicate);
+    ldpb_envelope_free(d);
+
+    Ldpb__V1__StatusRequest sr = LDPB__V1__STATUS_REQUEST__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST;
+    e.status_request = &sr;
+    d = round_trip(&e);
+    assert_non_null(d->status_request);
+    ldpb_envelope_free(d);
+}
+
+static void round_trip_status_and_error(void **state)
+{
+    (void)state;
+    enum { K = 200 };
+    Ldpb__V1__ArmStatus arms[K], *parms[K];
+    for (int i = 0; i < K; i++) {
+        ldpb__v1__arm_status__init(&arms[i]);
+        arms[i].arm = (uint32_t)i;
+        arms[i].pulls = (uint64_t)i * 1000003u;
+        if (i % 2) {
+            arms[i].has_estimate = arms[i].has_ci_low = arms[i].has_ci_high = 1;
+            arms[i].estimate = i / 1000.0;
+            arms[i].ci_low = -1.5;
+            arms[i].ci_high = 2.5;
+            arms[i].has_active = 1;
+            arms[i].active = i % 3 == 0;
+        }
+        parms[i] = &arms[i];
+    }
+    char policy[LDPB_WIRE_STRING_MAX + 1];
+    memset(policy, 'p', LDPB_WIRE_STRING_MAX);
+    policy[LDPB_WIRE_STRING_MAX] = '\0';
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    st.policy = policy;
+    st.model = "local, linear, \xce\xb5=1"; /* UTF-8 epsilon */
+    st.reports = 123456789012ULL;
+    st.assignments = 5;
+    st.n_arms = K;
+    st.arms = parms;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    e.status = &st;
+    Ldpb__V1__Envelope *d = round_trip(&e);
+    assert_string_equal(d->status->policy, policy);
+    assert_string_equal(d->status->model, st.model);
+    assert_true(d->status->reports == st.reports);
+    assert_int_equal(d->status->n_arms, K);
+    for (int i = 0; i < K; i++) {
+        const Ldpb__V1__ArmStatus *a = d->status->arms[i];
+        assert_int_equal(a->arm, (uint32_t)i);
+        assert_true(a->pulls == arms[i].pulls);
+        assert_int_equal(a->has_estimate, i % 2);
+        if (i % 2)
+            assert_true(a->estimate == arms[i].estimate && a->active == arms[i].active);
+    }
+    ldpb_envelope_free(d);
+
+    Ldpb__V1__Error er = LDPB__V1__ERROR__INIT;
+    er.code = LDPB_ENOTFOUND;
+    er.reason = "unknown assignment id";
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
+    e.error = &er;
+    d = round_trip(&e);
+    assert_int_equal(d->error->code, LDPB_ENOTFOUND);
+    assert_string_equal(d->error->reason, er.reason);
+    assert_int_equal(ldpb_wire_err_from_code(d->error->code), LDPB_ENOTFOUND);
+    ldpb_envelope_free(d);
+}
+
+/* ---- limits, refused before decoding -------------------------------------------------------- */
+
+static void limit_context_values(void **state)
+{
+    (void)state;
+    double ctx[LDPB_WIRE_CONTEXT_MAX + 1] = {0};
+    Ldpb__V1__AssignRequest m = LDPB__V1__ASSIGN_REQUEST__INIT;
+    m.n_context = COUNT(ctx);
+    m.context = ctx;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    e.assign_request = &m;
+    size_t len;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_ERANGE);
+    refused_before_decoding(buf, raw_pack(&e, buf));
+
+    /* the same count split over an unpacked and a packed run is counted as one field */
+    static const uint8_t unpacked_one[] = {0x09, 0, 0, 0, 0, 0, 0, 0, 0};
+    uint8_t inner[16 + 9 + 8 * LDPB_WIRE_CONTEXT_MAX];
+    size_t n = 0;
+    memcpy(inner, unpacked_one, sizeof unpacked_one);
+    n += sizeof unpacked_one;
+    inner[n++] = 0x0a; /* field 1, packed */
+    size_t plen = 8 * LDPB_WIRE_CONTEXT_MAX;
+    inner[n++] = (uint8_t)(0x80 | (plen & 0x7f));
+    inner[n++] = (uint8_t)(plen >> 7);
+    memset(inner + n, 0, plen);
+    n += plen;
+    uint8_t msg[sizeof inner + 16];
+    size_t k = 0;
+    msg[k++] = 0x08; /* protocol_version 1 */
+    msg[k++] = 0x01;
+    msg[k++] = 0x52; /* field 10, assign_request */
+    msg[k++] = (uint8_t)(0x80 | (n & 0x7f));
+    msg[k++] = (uint8_t)(n >> 7);
+    memcpy(msg + k, inner, n);
+    k += n;
+    refused_before_decoding(msg, k);
+    /* one value fewer is accepted, unpacked and packed mixed */
+    m.n_context = LDPB_WIRE_CONTEXT_MAX;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+    msg[k - n - 2] = (uint8_t)(0x80 | ((n - 8) & 0x7f));
+    msg[k - n - 1] = (uint8_t)((n - 8) >> 7);
+    inner[sizeof unpacked_one + 1] = (uint8_t)(0x80 | ((plen - 8) & 0x7f));
+    inner[sizeof unpacked_one + 2] = (uint8_t)((plen - 8) >> 7);
+    memcpy(msg + k - n, inner, n - 8);
+    Ldpb__V1__Envelope *d = NULL;
+    assert_int_equal(ldpb_envelope_decode(msg, k - 8, &d, NULL), LDPB_OK);
+    assert_int_equal(d->assign_request->n_context, LDPB_WIRE_CONTEXT_MAX);
+    ldpb_envelope_free(d);
+}
+
+static void limit_strings_and_ids(void **state)
+{
+    (void)state;
+    char long_str[LDPB_WIRE_STRING_MAX + 2];
+    memset(long_str, 'x', sizeof long_str - 1);
+    long_str[sizeof long_str - 1] = '\0';
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    st.policy = long_str;
+    st.model = "m";
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    e.status = &st;
+    size_t len;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_ERANGE);
+    refused_before_decoding(buf, raw_pack(&e, buf));
+
+    Ldpb__V1__Error er = LDPB__V1__ERROR__INIT;
+    er.code = LDPB_EINVAL;
+    er.reason = long_str;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
+    e.error = &er;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_ERANGE);
+    refused_before_decoding(buf, raw_pack(&e, buf));
+
+    uint8_t id[LDPB_WIRE_ID_MAX + 1] = {0};
+    Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;
+    ack.assignment_id.data = id;
+    ack.assignment_id.len = sizeof id;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ACK;
+    e.ack = &ack;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_ERANGE);
+    refused_before_decoding(buf, raw_pack(&e, buf));
+}
+
+static void limit_plaintext_size(void **state)
+{
+    (void)state;
+    /* the largest Status that fits, of minimal arms (six bytes each): the most memory per byte
+     * a decode can be made to allocate */
+    size_t k = (LDPB_PLAINTEXT_MAX - 64) / 6;
+    Ldpb__V1__ArmStatus *arms = malloc(k * sizeof *arms);
+    Ldpb__V1__ArmStatus **parms = malloc((k + 10) * sizeof *parms);
+    assert_non_null(arms);
+    assert_non_null(parms);
+    for (size_t i = 0; i < k; i++) {
+        ldpb__v1__arm_status__init(&arms[i]);
+        parms[i] = &arms[i];
+    }
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    st.policy = "";
+    st.model = "";
+    st.n_arms = k;
+    st.arms = parms;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    e.status = &st;
+    size_t len;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_OK);
+    assert_true(len <= LDPB_PLAINTEXT_MAX && len > LDPB_PLAINTEXT_MAX - 100);
+    /* decodes within the memory budget: the budget is not the binding limit */
+    Ldpb__V1__Envelope *d = NULL;
+    assert_int_equal(ldpb_envelope_decode(buf, len, &d, NULL), LDPB_OK);
+    assert_int_equal(d->status->n_arms, k);
+    ldpb_envelope_free(d);
+
+    /* a few arms more: too large to encode, and refused by size alone */
+    for (size_t i = k; i < k + 10; i++)
+        parms[i] = &arms[0];
+    st.n_arms = k + 10;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_ERANGE);
+    size_t big = raw_pack(&e, buf);
+    assert_true(big > LDPB_PLAINTEXT_MAX);
+    refused_before_decoding(buf, big);
+
+    /* more arms than LDPB_WIRE_ARMS_MAX cannot fit a frame; the sender's check names the bound */
+    Ldpb__V1__ArmStatus **many = malloc((LDPB_WIRE_ARMS_MAX + 1) * sizeof *many);
+    assert_non_null(many);
+    for (size_t i = 0; i <= LDPB_WIRE_ARMS_MAX; i++)
+        many[i] = &arms[0];
+    st.n_arms = LDPB_WIRE_ARMS_MAX + 1;
+    st.arms = many;
+    char detail[LDPB_DETAIL_BYTES];
+    assert_int_equal(ldpb_envelope_check(&e, detail), LDPB_ERANGE);
+    assert_non_null(strstr(detail, "65536"));
+    free(many);
+    free(parms);
+    free(arms);
+
+    /* a buffer too small reports the size needed */
+    Ldpb__V1__StatusRequest sr = LDPB__V1__STATUS_REQUEST__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST;
+    e.status_request = &sr;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, 3, &len, NULL), LDPB_ERANGE);
+    assert_int_equal(len, ldpb__v1__envelope__get_packed_size(&e));
+    assert_int_equal(ldpb_envelope_encode(&e, buf, len, &len, NULL), LDPB_OK);
+}
+
+/* Hand-made encodings that protobuf-c would accept (or silently reinterpret) and ldpb refuses. */
+static void malformed_encodings_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        uint8_t bytes[40];
+        size_t len;
+    } cases[] = {
+        {"empty", {0}, 0},
+        {"no version", {0x10, 0x01, 0x72, 0x00}, 4},
+        {"version twice", {0x08, 0x01, 0x08, 0x01, 0x72, 0x00}, 6},
+        {"request id twice", {0x08, 0x01, 0x10, 0x01, 0x10, 0x02, 0x72, 0x00}, 8},
+        {"version as fixed64", {0x09, 1, 0, 0, 0, 0, 0, 0, 0, 0x72, 0x00}, 11},
+        {"version wider than 32 bits", {0x08, 0x80, 0x80, 0x80, 0x80, 0x10, 0x72, 0x00}, 8},
+        {"no body", {0x08, 0x01}, 2},
+        {"two bodies", {0x08, 0x01, 0x72, 0x00, 0x72, 0x00}, 6},
+        {"two oneof members", {0x08, 0x01, 0x72, 0x00, 0x52, 0x00}, 6},
+        {"group wire type", {0x08, 0x01, 0x72, 0x00, 0x1b, 0x1c}, 6},
+        {"wire type 7", {0x08, 0x01, 0x72, 0x00, 0x1f}, 5},
+        {"field number 0", {0x08, 0x01, 0x72, 0x00, 0x02, 0x00}, 6},
+        {"overlong varint",
+         {0x08, 0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x72, 0x00},
+         14},
+        {"length past the end", {0x08, 0x01, 0x72, 0x05, 0x00}, 5},
+        {"ack without id", {0x08, 0x01, 0x6a, 0x00}, 4},
+        {"ack with empty id", {0x08, 0x01, 0x6a, 0x02, 0x0a, 0x00}, 6},
+        {"ack bool 2", {0x08, 0x01, 0x6a, 0x05, 0x0a, 0x01, 0x41, 0x10, 0x02}, 9},
+        {"report bit 2^32+1",
+         {0x08, 0x01, 0x62, 0x14, 0x0a, 0x01, 0x41, 0x10, 0x01, 0x19, 0,    0,
+          0,    0,    0,    0,    0xf0, 0x3f, 0x20, 0x81, 0x80, 0x80, 0x80, 0x10},
+         24},
+        {"mechanism 2^31",
+         {0x08, 0x01, 0x62, 0x14, 0x0a, 0x01, 0x41, 0x10, 0x80, 0x80, 0x80, 0x80,
+          0x08, 0x19, 0,    0,    0,    0,    0,    0,    0xf0, 0x3f, 0x20, 0x00},
+         24},
+        {"report two values",
+         {0x08, 0x01, 0x62, 0x19, 0x0a, 0x01, 0x41, 0x10, 0x01, 0x19, 0, 0, 0, 0, 0,
+          0,    0xf0, 0x3f, 0x20, 0x00, 0x29, 0,    0,    0,    0,    0, 0, 0, 0},
+         29},
+        {"packed doubles of 7 bytes",
+         {0x08, 0x01, 0x52, 0x09, 0x0a, 0x07, 0, 0, 0, 0, 0, 0, 0},
+         13},
+        {"string field as varint", {0x08, 0x01, 0x82, 0x01, 0x04, 0x08, 0x05, 0x10, 0x00}, 9},
+        {"error reason not UTF-8",
+         {0x08, 0x01, 0x82, 0x01, 0x06, 0x08, 0x05, 0x12, 0x02, 0xc3, 0x28},
+         11},
+        {"error reason with NUL",
+         {0x08, 0x01, 0x82, 0x01, 0x06, 0x08, 0x05, 0x12, 0x02, 'a', 0},
+         11},
+    };
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        Ldpb__V1__Envelope *d = (Ldpb__V1__Envelope *)&d;
+        char detail[LDPB_DETAIL_BYTES] = "";
+        ldpb_err err = ldpb_envelope_decode(cases[i].bytes, cases[i].len, &d, detail);
+        if (err != LDPB_EPROTO || d != NULL)
+            fail_msg("%s: %s, expected LDPB_EPROTO", cases[i].what, ldpb_errname(err));
+        assert_true(detail[0] != '\0');
+    }
+    /* the well-formed twins of some of the cases above are accepted */
+    static const uint8_t ack_ok[] = {0x08, 0x01, 0x6a, 0x05, 0x0a, 0x01, 0x41, 0x10, 0x01};
+    static const uint8_t report_ok[] = {0x08, 0x01, 0x62, 0x10, 0x0a, 0x01, 0x41, 0x10, 0x01, 0x19,
+                                        0,    0,    0,    0,    0,    0,    0xf0, 0x3f, 0x20, 0x01};
+    Ldpb__V1__Envelope *d = NULL;
+    assert_int_equal(ldpb_envelope_decode(ack_ok, sizeof ack_ok, &d, NULL), LDPB_OK);
+    assert_true(d->ack->duplicate);
+    ldpb_envelope_free(d);
+    assert_int_equal(ldpb_envelope_decode(report_ok, sizeof report_ok, &d, NULL), LDPB_OK);
+    assert_int_equal(d->report->bit, 1);
+    ldpb_envelope_free(d);
+}
+
+static void unknown_fields_bounded(void **state)
+{
+    (void)state;
+    /* a newer peer's optional fields are skipped, up to LDPB_WIRE_UNKNOWN_MAX of them */
+    uint8_t msg[8 + 2 * (LDPB_WIRE_UNKNOWN_MAX + 1)];
+    size_t n = 0;
+    msg[n++] = 0x08;
+    msg[n++] = 0x01;
+    msg[n++] = 0x72;
+    msg[n++] = 0x00;
+    for (unsigned i = 0; i < LDPB_WIRE_UNKNOWN_MAX; i++) {
+        msg[n++] = 0x18; /* field 3, varint */
+        msg[n++] = (uint8_t)i;
+    }
+    Ldpb__V1__Envelope *d = NULL;
+    assert_int_equal(ldpb_envelope_decode(msg, n, &d, NULL), LDPB_OK);
+    assert_int_equal(d->body_case, LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST);
+    ldpb_envelope_free(d);
+    msg[n++] = 0x18;
+    msg[n++] = 0x00;
+    refused_before_decoding(msg, n);
+}
+
+/* Every repeated field of the schema must have a limit in the scanner's table (context and
+ * arms today), and no message may have more fields than the scanner tracks. */
+static void schema_is_covered_by_the_limits(void **state)
+{
+    (void)state;
+    const ProtobufCMessageDescriptor *all[] = {
+        &ldpb__v1__envelope__descriptor,   &ldpb__v1__assign_request__descriptor,
+        &ldpb__v1__assignment__descriptor, &ldpb__v1__report__descriptor,
+        &ldpb__v1__ack__descriptor,        &ldpb__v1__status_request__descriptor,
+        &ldpb__v1__arm_status__descriptor, &ldpb__v1__status__descriptor,
+        &ldpb__v1__error__descriptor,
+    };
+    size_t repeated = 0;
+    for (size_t i = 0; i < COUNT(all); i++) {
+        assert_true(all[i]->n_fields <= 16);
+        for (unsigned f = 0; f < all[i]->n_fields; f++) {
+            const ProtobufCFieldDescriptor *fd = &all[i]->fields[f];
+            if (fd->label != PROTOBUF_C_LABEL_REPEATED)
+                continue;
+            repeated++;
+            int known = (all[i] == &ldpb__v1__assign_request__descriptor && fd->id == 1) ||
+                        (all[i] == &ldpb__v1__status__descriptor && fd->id == 5);
+            if (!known)
+                fail_msg("%s.%s is repeated but has no limit in wire.c", all[i]->name, fd->name);
+        }
+    }
+    assert_int_equal(repeated, 2);
+}
+
+/* ---- semantic rules, both directions ------------------------------------------------------- */
+
+static void semantic_rules(void **state)
+{
+    (void)state;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    /* no body */
+    refused_both_ways(&e, LDPB_EINVAL);
+
+    Ldpb__V1__Report r = LDPB__V1__REPORT__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    e.report = &r;
+    r.assignment_id.data = id16;
+    r.assignment_id.len = 4;
+    r.mechanism = LDPB__V1__MECHANISM__LINEAR;
+    r.epsilon = 1.0;
+    r.value_case = LDPB__V1__REPORT__VALUE_BIT;
+    r.bit = 1;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+
+    r.value_case = LDPB__V1__REPORT__VALUE__NOT_SET; /* a missing value is not a bit 0 */
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.value_case = LDPB__V1__REPORT__VALUE_BIT;
+    r.bit = 2;
+    refused_both_ways(&e, LDPB_ERANGE);
+    r.bit = 0;
+    r.value_case = LDPB__V1__REPORT__VALUE_REAL; /* a real with a Bernoulli mechanism */
+    r.real = 0.0;
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.mechanism = LDPB__V1__MECHANISM__LAPLACE;
+    r.real = NAN;
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.real = INFINITY;
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.real = 0.5;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+    r.value_case = LDPB__V1__REPORT__VALUE_BIT; /* a bit with Laplace */
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.value_case = LDPB__V1__REPORT__VALUE_REAL;
+    r.mechanism = LDPB__V1__MECHANISM__MECHANISM_UNSPECIFIED;
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.mechanism = (Ldpb__V1__Mechanism)6;
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.mechanism = LDPB__V1__MECHANISM__LAPLACE;
+    r.epsilon = 0.0;
+    refused_both_ways(&e, LDPB_ERANGE);
+    r.epsilon = 10.5;
+    refused_both_ways(&e, LDPB_ERANGE);
+    r.epsilon = NAN;
+    refused_both_ways(&e, LDPB_EINVAL);
+    r.mechanism = LDPB__V1__MECHANISM__RAW;
+    r.epsilon = 1.0; /* RAW carries epsilon 0 */
+    refused_both_ways(&e, LDPB_ERANGE);
+    r.epsilon = 0.0;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+    r.assignment_id.len = 0;
+    refused_both_ways(&e, LDPB_EINVAL);
+
+    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+    e.assignment = &a;
+    a.assignment_id.data = id16;
+    a.assignment_id.len = 16;
+    a.mechanism = LDPB__V1__MECHANISM__LINEAR;
+    a.epsilon = 1.0;
+    a.propensity = 0.5;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+    a.propensity = 0.0;
+    refused_both_ways(&e, LDPB_ERANGE);
+    a.propensity = 1.5;
+    refused_both_ways(&e, LDPB_ERANGE);
+    a.propensity = NAN;
+    refused_both_ways(&e, LDPB_EINVAL);
+    a.propensity = 0.5;
+    a.has_kappa = 1;
+    a.kappa = 0.5; /* kappa with LINEAR */
+    refused_both_ways(&e, LDPB_EINVAL);
+    a.mechanism = LDPB__V1__MECHANISM__QUADRATIC;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+    a.kappa = -1.5;
+    refused_both_ways(&e, LDPB_ERANGE);
+    a.kappa = NAN;
+    refused_both_ways(&e, LDPB_EINVAL);
+
+    double ctx[2] = {1.0, NAN};
+    Ldpb__V1__AssignRequest q = LDPB__V1__ASSIGN_REQUEST__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    e.assign_request = &q;
+    q.n_context = 2;
+    q.context = ctx;
+    refused_both_ways(&e, LDPB_EINVAL);
+    ctx[1] = 2.0;
+    q.has_max_epsilon = 1;
+    q.max_epsilon = 0.0;
+    refused_both_ways(&e, LDPB_ERANGE);
+    q.max_epsilon = INFINITY;
+    refused_both_ways(&e, LDPB_EINVAL);
+    q.max_epsilon = LDPB_EPSILON_MAX;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+
+    Ldpb__V1__ArmStatus arm = LDPB__V1__ARM_STATUS__INIT, *parm = &arm;
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    e.status = &st;
+    st.policy = "ldp-ucb";
+    st.model = "local";
+    st.n_arms = 1;
+    st.arms = &parm;
+    arm.has_ci_high = 1;
+    arm.ci_high = -INFINITY;
+    refused_both_ways(&e, LDPB_EINVAL);
+    arm.ci_high = 1.0;
+    st.model = "bad \xff utf-8";
+    refused_both_ways(&e, LDPB_EINVAL);
+    st.model = NULL;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_EINVAL);
+    st.model = "local";
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+
+    Ldpb__V1__Error er = LDPB__V1__ERROR__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
+    e.error = &er;
+    er.code = 0;
+    er.reason = "zero";
+    refused_both_ways(&e, LDPB_EINVAL);
+
+    /* NULL pointers and another protocol version are refused when encoding */
+    e.error = NULL;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_EINVAL);
+    e.error = &er;
+    er.code = 1;
+    e.protocol_version = 2;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_EINVAL);
+    assert_int_equal(ldpb_envelope_check(NULL, NULL), LDPB_EINVAL);
+}
+
+/* ---- truncation, versions, frames ----------------------------------------------------------- */
+
+static void truncated_envelopes_fail_cleanly(void **state)
+{
+    (void)state;
+    Ldpb__V1__ArmStatus arm = LDPB__V1__ARM_STATUS__INIT, *parm = &arm;
+    arm.has_estimate = 1;
+    arm.estimate = 0.25;
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    st.policy = "ts";
+    st.model = "local";
+    st.n_arms = 1;
+    st.arms = &parm;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    e.status = &st;
+    size_t len;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_OK);
+    for (size_t n = 0; n < len; n++) {
+        uint8_t *copy = malloc(n ? n : 1); /* exact size, so ASan sees any overread */
+        assert_non_null(copy);
+        memcpy(copy, buf, n);
+        Ldpb__V1__Envelope *d = (Ldpb__V1__Envelope *)&d;
+        long live = alloc_live;
+        assert_int_equal(ldpb_envelope_decode(copy, n, &d, NULL), LDPB_EPROTO);
+        assert_null(d);
+        assert_int_equal(alloc_live, live);
+        free(copy);
+    }
+}
+
+static void version_rules(void **state)
+{
+    (void)state;
+    char detail[LDPB_DETAIL_BYTES];
+    assert_int_equal(ldpb_wire_check_version(LDPB_PROTOCOL_VERSION, detail), LDPB_OK);
+    assert_int_equal(ldpb_wire_check_version(2, detail), LDPB_EVERSION);
+    assert_non_null(strstr(detail, "version 2"));
+    assert_non_null(strstr(detail, "version 1"));
+
+    /* a version-2 message whose body this schema cannot even parse: the version and the request
+     * id are still read, and decode answers LDPB_EVERSION naming both versions */
+    static const uint8_t v2[] = {0x08, 0x02, 0x10, 0x2a, 0xfa, 0x01, 0x03, 'n', 'e', 'w'};
+    uint32_t version = 0;
+    uint64_t rid = 0;
+    int has_rid = 0;
+    assert_int_equal(ldpb_envelope_peek(v2, sizeof v2, &version, &rid, &has_rid), LDPB_OK);
+    assert_int_equal(version, 2);
+    assert_int_equal(has_rid, 1);
+    assert_true(rid == 42);
+    Ldpb__V1__Envelope *d = NULL;
+    assert_int_equal(ldpb_envelope_decode(v2, sizeof v2, &d, detail), LDPB_EVERSION);
+    assert_null(d);
+    assert_non_null(strstr(detail, "version 2"));
+
+    static const uint8_t no_rid[] = {0x08, 0x01, 0x72, 0x00};
+    assert_int_equal(ldpb_envelope_peek(no_rid, sizeof no_rid, &version, &rid, &has_rid), LDPB_OK);
+    assert_int_equal(version, 1);
+    assert_int_equal(has_rid, 0);
+    assert_true(rid == 0);
+    static const uint8_t none[] = {0x10, 0x01};
+    assert_int_equal(ldpb_envelope_peek(none, sizeof none, &version, NULL, NULL), LDPB_EPROTO);
+    assert_int_equal(ldpb_envelope_peek(none, sizeof none, NULL, NULL, NULL), LDPB_EINVAL);
+}
+
+static void error_codes_map(void **state)
+{
+    (void)state;
+    for (uint32_t c = 1; c <= (uint32_t)LDPB_EBUSY; c++)
+        assert_int_equal(ldpb_wire_err_from_code(c), (ldpb_err)c);
+    assert_int_equal(ldpb_wire_err_from_code(LDPB_ENOTFOUND), LDPB_ENOTFOUND);
+    assert_int_equal(ldpb_wire_err_from_code(LDPB_EEXPIRED), LDPB_EEXPIRED);
+    assert_int_equal(ldpb_wire_err_from_code(0), LDPB_EPROTO);
+    assert_int_equal(ldpb_wire_err_from_code((uint32_t)LDPB_EBUSY + 1), LDPB_EPROTO);
+    assert_int_equal(ldpb_wire_err_from_code(UINT32_MAX), LDPB_EPROTO);
+}
+
+static void frames(void **state)
+{
+    (void)state;
+    ldpb_frame f;
+    char detail[LDPB_DETAIL_BYTES];
+    size_t len;
+
+    /* PLAIN_ERROR round trip */
+    assert_int_equal(
+        ldpb_frame_build_plain_error(buf, sizeof buf, &len, LDPB_EAUTH, "client key not allowed"),
+        LDPB_OK);
+    assert_int_equal(len, LDPB_FRAME_ERROR_MIN + 22);
+    assert_memory_equal(buf, "LDPB\x01\x02\x0e\x00\x00\x00\x16\x00", 12);
+    assert_int_equal(ldpb_frame_parse(buf, len, &f, NULL), LDPB_OK);
+    assert_int_equal(f.kind, LDPB_FRAME_PLAIN_ERROR);
+    assert_int_equal(f.error_code, LDPB_EAUTH);
+    assert_int_equal(f.reason_len, 22);
+    assert_memory_equal(f.reason, "client key not allowed", 22);
+    assert_int_equal(ldpb_wire_err_from_code(f.error_code), LDPB_EAUTH);
+    /* every truncation and one trailing byte are refused */
+    for (size_t n = 0; n < len; n++)
+        assert_int_equal(ldpb_frame_parse(buf, n, &f, NULL), LDPB_EPROTO);
+    buf[len] = 'x';
+    assert_int_equal(ldpb_frame_parse(buf, len + 1, &f, detail), LDPB_EPROTO);
+
+    /* a long reason is cut at a character boundary; a bad one is refused */
+    char reason[LDPB_WIRE_STRING_MAX + 8];
+    memset(reason, 'a', LDPB_WIRE_STRING_MAX - 1);
+    memcpy(reason + LDPB_WIRE_STRING_MAX - 1, "\xe2\x82\xac tail", 9); /* the euro sign */
+    assert_int_equal(ldpb_frame_build_plain_error(buf, sizeof buf, &len, 1, reason), LDPB_OK);
+    assert_int_equal(len, LDPB_FRAME_ERROR_MIN + LDPB_WIRE_STRING_MAX - 1);
+    assert_int_equal(ldpb_frame_parse(buf, len, &f, NULL), LDPB_OK);
+    assert_int_equal(ldpb_frame_build_plain_error(buf, sizeof buf, &len, 1, "\xc0\xaf"),
+                     LDPB_EINVAL);
+    assert_int_equal(ldpb_frame_build_plain_error(buf, sizeof buf, &len, 0, "x"), LDPB_EINVAL);
+    assert_int_equal(ldpb_frame_build_plain_error(buf, 5, &len, 1, "abc"), LDPB_ERANGE);
+    assert_int_equal(len, LDPB_FRAME_ERROR_MIN + 3);
+
+    /* hand-made PLAIN_ERROR frames: code 0, a reason too long, not UTF-8 */
+    uint8_t pe[LDPB_FRAME_ERROR_MIN + LDPB_WIRE_STRING_MAX + 1];
+    memcpy(pe, "LDPB\x01\x02\x00\x00\x00\x00\x01\x00z", 13);
+    assert_int_equal(ldpb_frame_parse(pe, 13, &f, detail), LDPB_EPROTO);
+    pe[6] = 5;
+    assert_int_equal(ldpb_frame_parse(pe, 13, &f, detail), LDPB_OK);
+    pe[12] = 0xff;
+    assert_int_equal(ldpb_frame_parse(pe, 13, &f, detail), LDPB_EPROTO);
+    memset(pe + 12, 'r', LDPB_WIRE_STRING_MAX + 1);
+    pe[10] = (uint8_t)((LDPB_WIRE_STRING_MAX + 1) & 0xff);
+    pe[11] = (uint8_t)((LDPB_WIRE_STRING_MAX + 1) >> 8);
+    assert_int_equal(ldpb_frame_parse(pe, sizeof pe, &f, detail), LDPB_EPROTO);
+
+    /* header checks */
+    memcpy(buf, "LDPB\x01\x01", 6);
+    memset(buf + 6, 0, LDPB_FRAME_SEALED_OVERHEAD);
+    assert_int_equal(ldpb_frame_parse(buf, LDPB_FRAME_SEALED_OVERHEAD, &f, NULL), LDPB_OK);
+    assert_int_equal(f.kind, LDPB_FRAME_SEALED);
+    assert_int_equal(f.ciphertext_len, LDPB_FRAME_MAC_BYTES);
+    assert_ptr_equal(f.client_pk, buf + 6);
+    assert_ptr_equal(f.nonce, buf + 38);
+    assert_ptr_equal(f.ciphertext, buf + 62);
+    assert_int_equal(ldpb_frame_parse(buf, LDPB_FRAME_SEALED_OVERHEAD - 1, &f, NULL), LDPB_EPROTO);
+    buf[5] = 3;
+    assert_int_equal(ldpb_frame_parse(buf, LDPB_FRAME_SEALED_OVERHEAD, &f, detail), LDPB_EPROTO);
+    assert_non_null(strstr(detail, "kind 3"));
+    buf[5] = 1;
+    buf[4] = 2;
+    assert_int_equal(ldpb_frame_parse(buf, LDPB_FRAME_SEALED_OVERHEAD, &f, detail), LDPB_EVERSION);
+    assert_non_null(strstr(detail, "frame version 2"));
+    buf[4] = 1;
+    buf[0] = 'X';
+    assert_int_equal(ldpb_frame_parse(buf, LDPB_FRAME_SEALED_OVERHEAD, &f, NULL), LDPB_EPROTO);
+    buf[0] = 'L';
+    /* size: the limit is inclusive; one byte more is refused whatever the bytes are */
+    memset(buf + 6, 0, LDPB_FRAME_MAX - 6 + 1);
+    assert_int_equal(ldpb_frame_parse(buf, LDPB_FRAME_MAX, &f, NULL), LDPB_OK);
+    assert_int_equal(f.ciphertext_len, LDPB_PLAINTEXT_MAX + LDPB_FRAME_MAC_BYTES);
+    assert_int_equal(ldpb_frame_parse(buf, LDPB_FRAME_MAX + 1, &f, detail), LDPB_EPROTO);
+    assert_non_null(strstr(detail, "exceeds"));
+    assert_int_equal(ldpb_frame_parse(NULL, 1, &f, NULL), LDPB_EINVAL);
+    assert_int_equal(ldpb_frame_parse(buf, 1, NULL, NULL), LDPB_EINVAL);
+}
+
+static void utf8_validation(void **state)
+{
+    (void)state;
+    static const char *good[] = {"",
+                                 "plain",
+                                 "\xc2\xa2",
+                                 "\xe2\x82\xac",
+                                 "\xf0\x9f\x98\x80",
+                                 "\xf4\x8f\xbf\xbf",
+                                 "\xed\x9f\xbf"};
+    static const char *bad[] = {"\x80",
+                                "\xc0\xaf",
+                                "\xc1\xbf",
+                                "\xe0\x80\xaf",
+                                "\xed\xa0\x80",
+                                "\xf0\x80\x80\xaf",
+                                "\xf4\x90\x80\x80",
+                                "\xf5\x80\x80\x80",
+                                "\xe2\x82",
+                                "\xff"};
+    for (size_t i = 0; i < COUNT(good); i++)
+        assert_true(ldpb_wire_utf8_valid(good[i], strlen(good[i])));
+    for (size_t i = 0; i < COUNT(bad); i++)
+        assert_false(ldpb_wire_utf8_valid(bad[i], strlen(bad[i])));
+    assert_false(ldpb_wire_utf8_valid("a\0b", 3));
+}
+
+/* ---- out of memory -----------------------------------------------------------------------------
+ */
+
+static void decode_out_of_memory(void **state)
+{
+    (void)state;
+    Ldpb__V1__ArmStatus arms[3], *parms[3];
+    for (int i = 0; i < 3; i++) {
+        ldpb__v1__arm_status__init(&arms[i]);
+        arms[i].arm = (uint32_t)i;
+        parms[i] = &arms[i];
+    }
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    st.policy = "p";
+    st.model = "m";
+    st.n_arms = 3;
+    st.arms = parms;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    e.status = &st;
+    size_t len;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_OK);
+    long failures = 0;
+    for (long n = 0;; n++) {
+        assert_true(n < 100);
+        long live = alloc_live;
+        alloc_calls = 0;
+        alloc_fail_at = n;
+        Ldpb__V1__Envelope *d = (Ldpb__V1__Envelope *)&d;
+        ldpb_err err = ldpb_envelope_decode(buf, len, &d, NULL);
+        alloc_fail_at = -1;
+        if (err == LDPB_OK) {
+            assert_int_equal(d->status->n_arms, 3);
+            ldpb_envelope_free(d);
+            assert_int_equal(alloc_live, live);
+            break;
+        }
+        assert_int_equal(err, LDPB_ENOMEM);
+        assert_null(d);
+        assert_int_equal(alloc_live, live);
+        failures++;
+    }
+    assert_true(failures >= 5); /* envelope, status, two strings, arms array, each arm */
+}
+
+static void null_arguments(void **state)
+{
+    (void)state;
+    Ldpb__V1__Envelope *d = NULL;
+    size_t len;
+    assert_int_equal(ldpb_envelope_decode(NULL, 3, &d, NULL), LDPB_EINVAL);
+    assert_int_equal(ldpb_envelope_decode(buf, 3, NULL, NULL), LDPB_EINVAL);
+    assert_int_equal(ldpb_envelope_encode(NULL, buf, sizeof buf, &len, NULL), LDPB_EINVAL);
+    ldpb_envelope_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(round_trip_assign_request),
+        cmocka_unit_test(round_trip_assignment),
+        cmocka_unit_test(round_trip_report),
+        cmocka_unit_test(round_trip_ack_and_status_request),
+        cmocka_unit_test(round_trip_status_and_error),
+        cmocka_unit_test(limit_context_values),
+        cmocka_unit_test(limit_strings_and_ids),
+        cmocka_unit_test(limit_plaintext_size),
+        cmocka_unit_test(malformed_encodings_refused),
+        cmocka_unit_test(unknown_fields_bounded),
+        cmocka_unit_test(schema_is_covered_by_the_limits),
+        cmocka_unit_test(semantic_rules),
+        cmocka_unit_test(truncated_envelopes_fail_cleanly),
+        cmocka_unit_test(version_rules),
+        cmocka_unit_test(error_codes_map),
+        cmocka_unit_test(frames),
+        cmocka_unit_test(utf8_validation),
+        cmocka_unit_test(decode_out_of_memory),
+        cmocka_unit_test(null_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
