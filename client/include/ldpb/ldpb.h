@@ -6,5 +6,6 @@
 #include "ldpb/rng.h"
 #include "ldpb/mech.h"
 #include "ldpb/ledger.h"
+#include "ldpb/client.h"
 
 #endif

@@ -1,0 +1,176 @@
+/* The client networking API: what an app calls to take part in an experiment. Ask the aggregator
+ * which arm to use (ldpb_client_assign), act on it, observe the reward, and report it
+ * (ldpb_client_report): the client rescales the reward to [0,1], clips it, privatizes it with the
+ * mechanism and epsilon the assignment names, charges the device's privacy ledger, and sends only
+ * the privatized value, sealed to the pinned server key, over nanomsg. docs/client.md is the guide.
+ *
+ * The client is the privacy authority on the device: it refuses an assignment whose epsilon is
+ * above its own cap or that its ledger cannot afford, before the app acts on it; it privatizes an
+ * assignment's reward once (a retry, even after a restart, resends the same value); and it never
+ * sends a reward that was not privatized unless the app opted in to RAW (central) mode.
+ *
+ * Thread safety: a handle is not thread-safe; use one per thread, or serialize calls on it.
+ * Different handles share nothing and may run in parallel, but two handles must not use one
+ * ledger file (the ledger's lock refuses the second with LDPB_ESTATE): an app with several threads
+ * either serializes one handle behind a mutex, or gives each thread its own ledger file and
+ * budget (the device's total is then the sum of the budgets). */
+#ifndef LDPB_CLIENT_H
+#define LDPB_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ldpb/err.h"
+#include "ldpb/export.h"
+#include "ldpb/ledger.h"
+#include "ldpb/mech.h"
+#include "ldpb/rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X25519 keys (the server's public key, the client's secret key) are 32 bytes. */
+#define LDPB_CLIENT_KEY_BYTES 32
+
+/* Bounds on the options (inclusive) and the defaults ldpb_client_opts_init fills in. */
+#define LDPB_CLIENT_TIMEOUT_DEFAULT_MS  2000u
+#define LDPB_CLIENT_TIMEOUT_MAX_MS      3600000u /* one hour per attempt */
+#define LDPB_CLIENT_ATTEMPTS_DEFAULT    3u
+#define LDPB_CLIENT_ATTEMPTS_MAX        100u
+#define LDPB_CLIENT_EPSILON_CAP_DEFAULT 1.0
+#define LDPB_CLIENT_URL_MAX             127u /* bytes, as nanomsg allows */
+#define LDPB_CLIENT_CONTEXT_MAX         256u /* values in a context vector */
+
+typedef struct ldpb_client_opts {
+    /* The aggregator's endpoint, "tcp://host:port" or "ipc://path"; copied. Required. */
+    const char *server_url;
+    /* The aggregator's public key, pinned: replies sealed under any other key are refused.
+     * Required (all zeros means unset); ldpb_client_opts_load_server_key reads the key file
+     * `ldpb keygen` writes (aggregator.pub). */
+    uint8_t server_public_key[LDPB_CLIENT_KEY_BYTES];
+    /* NULL (default): the handle generates an ephemeral keypair. A deployment whose aggregator
+     * keeps an allow-list of client keys must pass a persistent secret key here (32 bytes, e.g.
+     * loaded from `ldpb keygen`'s client.key with ldpb_keyfile_load_secret); it is copied at
+     * ldpb_client_new, so the caller may wipe its copy right after. */
+    const uint8_t *client_secret_key;
+    /* The device's privacy ledger file, created if missing. NULL (default) makes an in-memory
+     * ledger, for simulations only: it forgets every spend when the handle is freed. A real
+     * device must give a path, so the budget and the one-value-per-assignment rule survive
+     * restarts. */
+    const char *ledger_path;
+    /* Used only when the ledger is created (an existing file keeps the values it was created
+     * with); defaults from ldpb_ledger_opts_init: lifetime budget 100, per-report cap 10. */
+    double lifetime_budget;
+    double per_report_cap;
+    /* The largest per-report epsilon this client accepts, (0, LDPB_EPSILON_MAX]; an assignment
+     * asking for more is refused with LDPB_EBUDGET. Default LDPB_CLIENT_EPSILON_CAP_DEFAULT. */
+    double epsilon_cap;
+    /* 0 (default): an assignment with mechanism RAW (central or non-private mode, which sends the
+     * reward itself) is refused with LDPB_EBUDGET. Nonzero: RAW assignments are accepted, and the
+     * aggregator then sees this device's rescaled, clipped reward; only set this if the app
+     * trusts the aggregator with it. */
+    int allow_raw;
+    /* The app's reward range: rewards are rescaled from [reward_lo, reward_hi] to [0,1] and
+     * clipped. Both finite, reward_lo < reward_hi; default [0, 1]. */
+    double reward_lo;
+    double reward_hi;
+    /* How long one attempt waits for its reply, [1, LDPB_CLIENT_TIMEOUT_MAX_MS]; default
+     * LDPB_CLIENT_TIMEOUT_DEFAULT_MS. */
+    uint32_t timeout_ms;
+    /* Attempts per call, [1, LDPB_CLIENT_ATTEMPTS_MAX]; default LDPB_CLIENT_ATTEMPTS_DEFAULT. A
+     * call can take up to timeout_ms * max_attempts. */
+    uint32_t max_attempts;
+    /* NULL (default): privacy noise comes from a system RNG the handle owns. Tests and
+     * simulations may inject a seeded generator; it is borrowed (it must outlive the handle and
+     * must not be used by another thread meanwhile) and drives privacy noise only. */
+    ldpb_rng *rng;
+} ldpb_client_opts;
+
+/* The mechanism an assignment asks for. Values equal ldpb_mech_kind where they overlap and the
+ * wire's Mechanism enum. */
+typedef enum ldpb_client_mech {
+    LDPB_CLIENT_MECH_LINEAR = 1,      /* Bernoulli, linear (CTB): reports a bit */
+    LDPB_CLIENT_MECH_QUADRATIC = 2,   /* Bernoulli, quadratic with curvature kappa: a bit */
+    LDPB_CLIENT_MECH_EXPONENTIAL = 3, /* Bernoulli, exponential: a bit */
+    LDPB_CLIENT_MECH_LAPLACE = 4,     /* discrete Laplace noise on a grid: a real */
+    LDPB_CLIENT_MECH_RAW = 5,         /* central / non-private: the reward itself, epsilon 0 */
+} ldpb_client_mech;
+
+/* An assignment as ldpb_client_assign fills it: a plain value the app may copy or store (with the
+ * ledger's record of it, a report after a restart resends what was sent before). */
+typedef struct ldpb_assignment {
+    uint8_t id[LDPB_ASSIGNMENT_ID_MAX]; /* opaque, unique, chosen by the aggregator */
+    size_t id_len;                      /* 1..LDPB_ASSIGNMENT_ID_MAX */
+    uint32_t arm;                       /* the variant to use */
+    ldpb_client_mech mechanism;
+    double epsilon;          /* per-report epsilon, (0, LDPB_EPSILON_MAX]; 0 for RAW */
+    double kappa;            /* QUADRATIC's curvature in [-1, 1] (LDPB_KAPPA_DEFAULT if the
+                                aggregator sent none); 0 for the other mechanisms */
+    uint64_t expires_at_ms;  /* ms since the Unix epoch on the aggregator's clock */
+    double propensity;       /* probability the policy chose this arm, (0, 1] */
+    uint64_t policy_version; /* 0 if the aggregator sent none */
+} ldpb_assignment;
+
+typedef struct ldpb_client ldpb_client;
+
+/* Fills `opts` with the defaults above; server_url and server_public_key are left unset. */
+LDPB_API void ldpb_client_opts_init(ldpb_client_opts *opts);
+
+/* Reads a public key file ("ldpb-public-key-v1 HEX", as `ldpb keygen` writes aggregator.pub)
+ * into opts->server_public_key. Errors: LDPB_EINVAL (NULL, or a secret key file), LDPB_EIO
+ * (cannot read the file), LDPB_ECORRUPT (not a public key file). */
+LDPB_API ldpb_err ldpb_client_opts_load_server_key(ldpb_client_opts *opts, const char *path);
+
+/* Validates `opts`, opens (or creates) the ledger, derives the sealing key and connects the
+ * nanomsg socket (the connection itself is made in the background: a missing server shows up as
+ * LDPB_ETIMEDOUT on the first call, not here). Errors: LDPB_EINVAL (NULL, no URL or a URL
+ * nanomsg refuses, unset server key, NaN options), LDPB_ERANGE (an option outside its bounds,
+ * including the ledger's), LDPB_ECRYPTO (an invalid server key, libsodium failed), the ledger's
+ * errors (LDPB_EIO, LDPB_ECORRUPT, LDPB_ESTATE if another handle holds the ledger file),
+ * LDPB_ETRANSPORT, LDPB_ENOMEM. On success *out is owned by the caller: ldpb_client_free(). */
+LDPB_API ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts);
+
+/* Closes the socket and the ledger, wipes the keys and buffers and frees the handle. Accepts
+ * NULL. */
+LDPB_API void ldpb_client_free(ldpb_client *c);
+
+/* Asks the aggregator for an assignment (with an optional context vector of at most
+ * LDPB_CLIENT_CONTEXT_MAX finite values; NULL if n_context is 0) and fills *out, zeroed on error.
+ * Spends nothing. Refused before the app can act on it: LDPB_EBUDGET (epsilon above epsilon_cap,
+ * RAW without allow_raw, more than the ledger allows), LDPB_EEXPIRED. Also LDPB_EINVAL, LDPB_ERANGE
+ * (arguments), LDPB_ETIMEDOUT, LDPB_EPROTO (a bad reply), LDPB_ECRYPTO (no authentic reply: wrong
+ * pinned key?), the aggregator's Error code (its reason in ldpb_client_errmsg), LDPB_ETRANSPORT,
+ * LDPB_ENOMEM. Retries and which replies count: docs/client.md. */
+LDPB_API ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_context,
+                                     ldpb_assignment *out);
+
+/* Rescales, clips and privatizes `reward` for `a` through the ledger (durable before it is
+ * released; an assignment privatized before, even before a restart, gets the stored value and
+ * `reward` is ignored), sends it, and waits for the Ack. RAW (allow_raw only) sends the unit-scale
+ * reward and charges nothing. Errors: those of assign; LDPB_EINVAL (a bad reward or assignment);
+ * LDPB_EBUDGET, LDPB_EEXPIRED before any draw (nothing spent or sent); LDPB_ESTATE (the ledger
+ * holds this id with another mechanism or epsilon); LDPB_ETIMEDOUT keeps the spend: report again
+ * later and the same value is resent. */
+LDPB_API ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward);
+
+/* One line on the last failed call on this handle ("epsilon 2 above the client's cap 1", the
+ * aggregator's reason, the transport's error), or "" if the last call succeeded. Owned by the
+ * handle, valid until its next call. */
+LDPB_API const char *ldpb_client_errmsg(const ldpb_client *c);
+
+/* This client's public key (the half of the keypair in use), e.g. for an operator's allow-list. */
+LDPB_API void ldpb_client_public_key(const ldpb_client *c, uint8_t pk[LDPB_CLIENT_KEY_BYTES]);
+
+/* The handle's ledger, to read the spend (ldpb_ledger_spent, ldpb_ledger_remaining). Borrowed:
+ * valid until ldpb_client_free; not to be used while another thread calls into the handle. */
+LDPB_API const ldpb_ledger *ldpb_client_ledger(const ldpb_client *c);
+
+/* "linear", "quadratic", "exponential", "laplace", "raw"; "unknown" for other values. */
+LDPB_API const char *ldpb_client_mech_name(ldpb_client_mech mech);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,843 @@
+/* The client networking API (client.h): option checks, the sealed request/reply exchange over one
+ * nanomsg REQ socket (per-attempt timeout, resend with a fresh nonce, strict reply matching), the
+ * checks that make the client the privacy authority (its epsilon cap, the RAW opt-in, the ledger,
+ * expiry), and a small cache of mechanisms so that a report in steady state builds none. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+#include <sodium.h>
+
+#include "ldpb/client.h"
+#include "ldpb/keyfile.h"
+#include "ldpb/seal.h"
+#include "ldpb/wire.h"
+
+_Static_assert(LDPB_CLIENT_KEY_BYTES == LDPB_KEY_BYTES, "key size");
+_Static_assert(LDPB_ASSIGNMENT_ID_MAX == LDPB_WIRE_ID_MAX, "assignment id size");
+_Static_assert(LDPB_CLIENT_CONTEXT_MAX == LDPB_WIRE_CONTEXT_MAX, "context limit");
+_Static_assert(LDPB_CLIENT_URL_MAX < NN_SOCKADDR_MAX, "URL limit");
+_Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB_MECH_LINEAR &&
+                   (int)LDPB_CLIENT_MECH_QUADRATIC == (int)LDPB_MECH_QUADRATIC &&
+                   (int)LDPB_CLIENT_MECH_EXPONENTIAL == (int)LDPB_MECH_EXPONENTIAL &&
+                   (int)LDPB_CLIENT_MECH_LAPLACE == (int)LDPB_MECH_LAPLACE,
+               "mechanism values match ldpb_mech_kind");
+_Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB__V1__MECHANISM__LINEAR &&
+                   (int)LDPB_CLIENT_MECH_QUADRATIC == (int)LDPB__V1__MECHANISM__QUADRATIC &&
+                   (int)LDPB_CLIENT_MECH_EXPONENTIAL == (int)LDPB__V1__MECHANISM__EXPONENTIAL &&
+                   (int)LDPB_CLIENT_MECH_LAPLACE == (int)LDPB__V1__MECHANISM__LAPLACE &&
+                   (int)LDPB_CLIENT_MECH_RAW == (int)LDPB__V1__MECHANISM__RAW,
+               "mechanism values match the wire");
+
+/* Mechanisms kept built, per (kind, epsilon, kappa); an aggregator uses a handful at a time. */
+#define MECH_CACHE 8
+
+/* The largest request: an AssignRequest with LDPB_WIRE_CONTEXT_MAX doubles encodes to about
+ * 2.1 KB (a Report to about 100 bytes). */
+#define REQ_PT_CAP 4096u
+#define SEND_CAP   (REQ_PT_CAP + LDPB_FRAME_SEALED_OVERHEAD)
+/* The largest reply a client can expect is an Error with a reason of LDPB_WIRE_STRING_MAX bytes,
+ * about 1.2 KB sealed; a longer frame is refused without being opened. The receive buffer has one
+ * spare byte so that an oversized frame is recognised whatever nanomsg reports for it. */
+#define REPLY_CAP 4096u
+_Static_assert(REPLY_CAP > LDPB_FRAME_SEALED_OVERHEAD + LDPB_WIRE_STRING_MAX + 64,
+               "an Error with the longest reason fits");
+
+#define ERRMSG_BYTES (LDPB_WIRE_STRING_MAX + 256u)
+
+typedef struct mech_slot {
+    ldpb_mech *mech; /* NULL: empty */
+    ldpb_client_mech kind;
+    double epsilon, kappa;
+} mech_slot;
+
+struct ldpb_client {
+    int sock; /* nanomsg NN_REQ socket, -1 if not open */
+    char *url;
+    ldpb_keypair kp;     /* secret */
+    ldpb_seal_key key;   /* secret: crypto_box_beforenm(server pk, kp.sk) */
+    ldpb_ledger *ledger; /* owned */
+    ldpb_rng *sys_rng;   /* owned: nonces, the first request id, and noise unless injected */
+    ldpb_rng *noise_rng; /* sys_rng or the caller's (borrowed) */
+    double epsilon_cap;
+    int allow_raw;
+    double reward_lo, reward_hi;
+    uint32_t timeout_ms, max_attempts;
+    uint64_t next_request_id;
+    mech_slot mechs[MECH_CACHE];
+    unsigned mech_next; /* the slot replaced on the next miss (round robin) */
+    char errmsg[ERRMSG_BYTES];
+    uint8_t req_pt[REQ_PT_CAP];
+    uint8_t send_buf[SEND_CAP];
+    uint8_t recv_buf[REPLY_CAP + 1];
+    uint8_t reply_pt[REPLY_CAP];
+};
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static ldpb_err
+setf(ldpb_client *c, ldpb_err err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+/* Text from the network, made safe to put in a log line: control bytes become '?'. */
+static void sanitize(char *dst, size_t cap, const char *src, size_t len)
+{
+    size_t n = len < cap - 1 ? len : cap - 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        dst[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    dst[n] = '\0';
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+const char *ldpb_client_mech_name(ldpb_client_mech mech)
+{
+    switch (mech) {
+    case LDPB_CLIENT_MECH_LINEAR:
+        return "linear";
+    case LDPB_CLIENT_MECH_QUADRATIC:
+        return "quadratic";
+    case LDPB_CLIENT_MECH_EXPONENTIAL:
+        return "exponential";
+    case LDPB_CLIENT_MECH_LAPLACE:
+        return "laplace";
+    case LDPB_CLIENT_MECH_RAW:
+        return "raw";
+    }
+    return "unknown";
+}
+
+static const char *body_name(int body)
+{
+    switch (body) {
+    case LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST:
+        return "an assign_request";
+    case LDPB__V1__ENVELOPE__BODY_ASSIGNMENT:
+        return "an assignment";
+    case LDPB__V1__ENVELOPE__BODY_REPORT:
+        return "a report";
+    case LDPB__V1__ENVELOPE__BODY_ACK:
+        return "an ack";
+    case LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST:
+        return "a status_request";
+    case LDPB__V1__ENVELOPE__BODY_STATUS:
+        return "a status";
+    case LDPB__V1__ENVELOPE__BODY_ERROR:
+        return "an error";
+    default:
+        return "no body";
+    }
+}
+
+/* ---- options and lifecycle ---------------------------------------------------------------- */
+
+void ldpb_client_opts_init(ldpb_client_opts *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    ldpb_ledger_opts lo;
+    ldpb_ledger_opts_init(&lo);
+    opts->lifetime_budget = lo.lifetime_budget;
+    opts->per_report_cap = lo.per_report_cap;
+    opts->epsilon_cap = LDPB_CLIENT_EPSILON_CAP_DEFAULT;
+    opts->reward_lo = 0.0;
+    opts->reward_hi = 1.0;
+    opts->timeout_ms = LDPB_CLIENT_TIMEOUT_DEFAULT_MS;
+    opts->max_attempts = LDPB_CLIENT_ATTEMPTS_DEFAULT;
+}
+
+ldpb_err ldpb_client_opts_load_server_key(ldpb_client_opts *opts, const char *path)
+{
+    if (!opts || !path)
+        return LDPB_EINVAL;
+    uint8_t pk[LDPB_KEY_BYTES];
+    ldpb_err err = ldpb_keyfile_load_public(path, pk, NULL);
+    if (err == LDPB_OK)
+        memcpy(opts->server_public_key, pk, sizeof pk);
+    return err;
+}
+
+static ldpb_err check_opts(const ldpb_client_opts *o)
+{
+    if (!o->server_url || o->server_url[0] == '\0')
+        return LDPB_EINVAL;
+    if (strlen(o->server_url) > LDPB_CLIENT_URL_MAX)
+        return LDPB_ERANGE;
+    static const uint8_t zero[LDPB_KEY_BYTES];
+    if (sodium_memcmp(o->server_public_key, zero, sizeof zero) == 0)
+        return LDPB_EINVAL;
+    if (o->ledger_path && o->ledger_path[0] == '\0')
+        return LDPB_EINVAL;
+    if (!isfinite(o->epsilon_cap) || !isfinite(o->reward_lo) || !isfinite(o->reward_hi) ||
+        !isfinite(o->lifetime_budget) || !isfinite(o->per_report_cap))
+        return LDPB_EINVAL;
+    if (!(o->epsilon_cap > 0.0 && o->epsilon_cap <= LDPB_EPSILON_MAX))
+        return LDPB_ERANGE;
+    if (!(o->reward_lo < o->reward_hi) || !isfinite(o->reward_hi - o->reward_lo))
+        return LDPB_ERANGE;
+    if (o->timeout_ms < 1 || o->timeout_ms > LDPB_CLIENT_TIMEOUT_MAX_MS)
+        return LDPB_ERANGE;
+    if (o->max_attempts < 1 || o->max_attempts > LDPB_CLIENT_ATTEMPTS_MAX)
+        return LDPB_ERANGE;
+    return LDPB_OK; /* the ledger checks its budget and cap itself */
+}
+
+/* nanomsg's errors at connect: a refused address is the caller's, anything else the transport's. */
+static ldpb_err connect_error(int e)
+{
+    return e == EINVAL || e == EPROTONOSUPPORT || e == ENAMETOOLONG || e == ENODEV
+               ? LDPB_EINVAL
+               : LDPB_ETRANSPORT;
+}
+
+static ldpb_err open_socket(ldpb_client *c, const ldpb_client_opts *o)
+{
+    c->sock = nn_socket(AF_SP, NN_REQ);
+    if (c->sock < 0)
+        return LDPB_ETRANSPORT;
+    /* nanomsg would resend an unanswered request on its own (the same bytes, which the server's
+     * replay cache refuses); resends are ours, with a fresh nonce, so its timer never fires. */
+    int resend = INT_MAX;
+    int sndtimeo = (int)o->timeout_ms;
+    int maxsize = (int)LDPB_FRAME_MAX;
+    if (nn_setsockopt(c->sock, NN_REQ, NN_REQ_RESEND_IVL, &resend, sizeof resend) < 0 ||
+        nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_SNDTIMEO, &sndtimeo, sizeof sndtimeo) < 0 ||
+        nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsize, sizeof maxsize) < 0)
+        return LDPB_ETRANSPORT;
+    if (nn_connect(c->sock, c->url) < 0)
+        return connect_error(nn_errno());
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
+{
+    if (!out)
+        return LDPB_EINVAL;
+    *out = NULL;
+    if (!opts)
+        return LDPB_EINVAL;
+    ldpb_err err = check_opts(opts);
+    if (err)
+        return err;
+    if (sodium_init() < 0)
+        return LDPB_ECRYPTO;
+
+    ldpb_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return LDPB_ENOMEM;
+    c->sock = -1;
+    c->epsilon_cap = opts->epsilon_cap;
+    c->allow_raw = opts->allow_raw != 0;
+    c->reward_lo = opts->reward_lo;
+    c->reward_hi = opts->reward_hi;
+    c->timeout_ms = opts->timeout_ms;
+    c->max_attempts = opts->max_attempts;
+
+    err = LDPB_ENOMEM;
+    size_t ulen = strlen(opts->server_url);
+    c->url = malloc(ulen + 1);
+    if (!c->url)
+        goto fail;
+    memcpy(c->url, opts->server_url, ulen + 1);
+
+    if ((err = ldpb_rng_new_system(&c->sys_rng)) != LDPB_OK)
+        goto fail;
+    c->noise_rng = opts->rng ? opts->rng : c->sys_rng;
+    err = opts->client_secret_key ? ldpb_keypair_from_secret(&c->kp, opts->client_secret_key)
+                                  : ldpb_keypair_generate(&c->kp);
+    if (err)
+        goto fail;
+    if ((err = ldpb_seal_key_derive(&c->key, opts->server_public_key, c->kp.sk)) != LDPB_OK)
+        goto fail;
+
+    ldpb_ledger_opts lo;
+    lo.lifetime_budget = opts->lifetime_budget;
+    lo.per_report_cap = opts->per_report_cap;
+    if ((err = ldpb_ledger_open(&c->ledger, opts->ledger_path, &lo)) != LDPB_OK)
+        goto fail;
+
+    if ((err = open_socket(c, opts)) != LDPB_OK)
+        goto fail;
+    /* A random start, so that a reply recorded from an earlier handle (same persistent key, ids
+     * counted from the same start) can never match a request of this one. */
+    c->next_request_id = ldpb_rng_u64(c->sys_rng) >> 1;
+    *out = c;
+    return LDPB_OK;
+
+fail:
+    ldpb_client_free(c);
+    return err;
+}
+
+void ldpb_client_free(ldpb_client *c)
+{
+    if (!c)
+        return;
+    if (c->sock >= 0)
+        while (nn_close(c->sock) != 0 && nn_errno() == EINTR)
+            ;
+    ldpb_ledger_close(c->ledger);
+    for (size_t i = 0; i < MECH_CACHE; i++)
+        ldpb_mech_free(c->mechs[i].mech);
+    ldpb_rng_free(c->sys_rng);
+    free(c->url);
+    /* Keys, the last request (in RAW mode, a reward) and the last reply. */
+    sodium_memzero(c, sizeof *c);
+    free(c);
+}
+
+const char *ldpb_client_errmsg(const ldpb_client *c)
+{
+    return c ? c->errmsg : "no client handle";
+}
+
+void ldpb_client_public_key(const ldpb_client *c, uint8_t pk[LDPB_CLIENT_KEY_BYTES])
+{
+    if (!pk)
+        return;
+    if (c)
+        memcpy(pk, c->kp.pk, LDPB_KEY_BYTES);
+    else
+        memset(pk, 0, LDPB_KEY_BYTES);
+}
+
+const ldpb_ledger *ldpb_client_ledger(const ldpb_client *c)
+{
+    return c ? c->ledger : NULL;
+}
+
+/* ---- mechanisms, assignments and the privacy rules ---------------------------------------- */
+
+static ldpb_err get_mech(ldpb_client *c, ldpb_client_mech kind, double epsilon, double kappa,
+                         const ldpb_mech **out)
+{
+    for (size_t i = 0; i < MECH_CACHE; i++) {
+        const mech_slot *s = &c->mechs[i];
+        if (s->mech && s->kind == kind && s->epsilon == epsilon && s->kappa == kappa) {
+            *out = s->mech;
+            return LDPB_OK;
+        }
+    }
+    ldpb_mech_opts mo;
+    ldpb_mech_opts_init(&mo, (ldpb_mech_kind)kind, epsilon);
+    if (kind == LDPB_CLIENT_MECH_QUADRATIC)
+        mo.kappa = kappa;
+    mo.range_lo = c->reward_lo;
+    mo.range_hi = c->reward_hi;
+    ldpb_mech *m = NULL;
+    ldpb_err err = ldpb_mech_new(&m, &mo);
+    if (err)
+        return err;
+    mech_slot *s = &c->mechs[c->mech_next];
+    c->mech_next = (c->mech_next + 1) % MECH_CACHE;
+    ldpb_mech_free(s->mech);
+    s->mech = m;
+    s->kind = kind;
+    s->epsilon = epsilon;
+    s->kappa = kappa;
+    *out = m;
+    return LDPB_OK;
+}
+
+/* The shape of an assignment, whoever made it: `bad` is LDPB_EPROTO for one from the network and
+ * LDPB_EINVAL for one the app passes in. */
+static ldpb_err check_assignment(ldpb_client *c, const ldpb_assignment *a, ldpb_err bad)
+{
+    if (a->id_len < 1 || a->id_len > LDPB_ASSIGNMENT_ID_MAX)
+        return setf(c, bad, "assignment id of %zu bytes; 1 to %d expected", a->id_len,
+                    LDPB_ASSIGNMENT_ID_MAX);
+    if (a->mechanism < LDPB_CLIENT_MECH_LINEAR || a->mechanism > LDPB_CLIENT_MECH_RAW)
+        return setf(c, bad, "assignment mechanism %d is not a known mechanism", (int)a->mechanism);
+    if (!isfinite(a->epsilon))
+        return setf(c, bad, "assignment epsilon is not a finite number");
+    if (a->mechanism == LDPB_CLIENT_MECH_RAW) {
+        if (a->epsilon != 0.0)
+            return setf(c, bad, "assignment epsilon %g with mechanism raw; 0 expected", a->epsilon);
+    } else if (!(a->epsilon > 0.0 && a->epsilon <= LDPB_EPSILON_MAX)) {
+        return setf(c, bad, "assignment epsilon %g outside (0, %g]", a->epsilon, LDPB_EPSILON_MAX);
+    }
+    if (a->mechanism == LDPB_CLIENT_MECH_QUADRATIC) {
+        if (!(a->kappa >= -1.0 && a->kappa <= 1.0))
+            return setf(c, bad, "assignment kappa %g outside [-1, 1]", a->kappa);
+    } else if (a->kappa != 0.0) {
+        return setf(c, bad, "assignment kappa %g with mechanism %s; 0 expected", a->kappa,
+                    ldpb_client_mech_name(a->mechanism));
+    }
+    if (!(a->propensity > 0.0 && a->propensity <= 1.0))
+        return setf(c, bad, "assignment propensity %g outside (0, 1]", a->propensity);
+    return LDPB_OK;
+}
+
+/* The client's privacy rules for an assignment about to draw a new value: RAW only if the app
+ * opted in, epsilon within the client's cap, and within what the ledger still allows. */
+static ldpb_err admit(ldpb_client *c, const ldpb_assignment *a)
+{
+    if (a->mechanism == LDPB_CLIENT_MECH_RAW) {
+        if (!c->allow_raw)
+            return setf(c, LDPB_EBUDGET,
+                        "the assignment asks for mechanism raw (the reward itself, no local "
+                        "privacy) and this client was not created with allow_raw");
+        return LDPB_OK;
+    }
+    if (a->epsilon > c->epsilon_cap)
+        return setf(c, LDPB_EBUDGET, "epsilon %g above the client's cap %g", a->epsilon,
+                    c->epsilon_cap);
+    if (ldpb_ledger_check(c->ledger, a->epsilon) != LDPB_OK) {
+        ldpb_ledger_opts lo = ldpb_ledger_get_opts(c->ledger);
+        return setf(c, LDPB_EBUDGET,
+                    "epsilon %g is more than the ledger allows: per-report cap %g, %g left of "
+                    "the lifetime budget %g, %zu reports stored",
+                    a->epsilon, lo.per_report_cap, ldpb_ledger_remaining(c->ledger),
+                    lo.lifetime_budget, ldpb_ledger_count(c->ledger));
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_expiry(ldpb_client *c, const ldpb_assignment *a)
+{
+    uint64_t now = ldpb_seal_now_ms();
+    if (now < a->expires_at_ms)
+        return LDPB_OK;
+    return setf(c, LDPB_EEXPIRED,
+                "the assignment expired at %" PRIu64 " ms, %" PRIu64
+                " ms before this device's clock (%" PRIu64 "); check the clocks if this is new",
+                a->expires_at_ms, now - a->expires_at_ms, now);
+}
+
+/* ---- the exchange ------------------------------------------------------------------------- */
+
+typedef enum verdict {
+    REPLY_OK,    /* an authenticated reply to this request that is not an Error */
+    REPLY_FAIL,  /* the call fails with this error */
+    REPLY_RETRY, /* the attempt is over without an answer: resend */
+} verdict;
+
+static ldpb_err send_frame(ldpb_client *c, size_t len)
+{
+    for (;;) {
+        if (nn_send(c->sock, c->send_buf, len, 0) >= 0)
+            return LDPB_OK;
+        int e = nn_errno();
+        if (e == EINTR)
+            continue;
+        if (e == ETIMEDOUT || e == EAGAIN)
+            return setf(c, LDPB_ETIMEDOUT, "sending to %s timed out", c->url);
+        return setf(c, LDPB_ETRANSPORT, "nn_send to %s: %s", c->url, nn_strerror(e));
+    }
+}
+
+/* Waits until `deadline` (monotonic ms) for the reply; LDPB_ETIMEDOUT when it passes. */
+static ldpb_err recv_frame(ldpb_client *c, uint64_t deadline, size_t *n)
+{
+    for (;;) {
+        uint64_t now = mono_ms();
+        if (now >= deadline)
+            return LDPB_ETIMEDOUT;
+        int ms = deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
+        if (nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &ms, sizeof ms) < 0)
+            return setf(c, LDPB_ETRANSPORT, "nn_setsockopt: %s", nn_strerror(nn_errno()));
+        int rc = nn_recv(c->sock, c->recv_buf, sizeof c->recv_buf, 0);
+        if (rc >= 0) {
+            *n = (size_t)rc;
+            return LDPB_OK;
+        }
+        int e = nn_errno();
+        if (e == EINTR)
+            continue;
+        if (e == ETIMEDOUT || e == EAGAIN)
+            return LDPB_ETIMEDOUT;
+        return setf(c, LDPB_ETRANSPORT, "nn_recv from %s: %s", c->url, nn_strerror(e));
+    }
+}
+
+/* Judges one reply frame (`n` bytes in recv_buf) to request `request_id` (docs/protocol.md
+ * sections 4, 6, 7). Whatever is not authenticated (an unparseable frame, a PLAIN_ERROR, a frame
+ * that fails to open or is reflected) only ends the attempt, since anyone on the path could have
+ * sent it; so does a reply naming another request id, and the server's LDPB_EREPLAY (nanomsg
+ * resends the same bytes itself when a connection breaks, which the server refuses as a replay).
+ * Everything else the server says, authenticated, is final. A sealed reply without a request id
+ * is the server refusing a nonce before it could read the request: only an Error may lack it. */
+static verdict judge_reply(ldpb_client *c, size_t n, uint64_t request_id, Ldpb__V1__Envelope **out,
+                           ldpb_err *err)
+{
+    char detail[LDPB_DETAIL_BYTES] = "";
+    char text[LDPB_WIRE_STRING_MAX + 1];
+    if (n > REPLY_CAP) {
+        *err = setf(c, LDPB_EPROTO, "a reply of %zu bytes, more than any reply to a client (%u)", n,
+                    REPLY_CAP);
+        return REPLY_RETRY;
+    }
+    ldpb_frame f;
+    ldpb_err e = ldpb_frame_parse(c->recv_buf, n, &f, detail);
+    if (e) {
+        *err = setf(c, e, "a malformed reply frame: %s", detail);
+        return REPLY_RETRY;
+    }
+    if (f.kind == LDPB_FRAME_PLAIN_ERROR) {
+        e = ldpb_wire_err_from_code(f.error_code);
+        sanitize(text, sizeof text, f.reason, f.reason_len);
+        *err = setf(c, e, "the server refused the request (%s, unauthenticated): %s",
+                    ldpb_errname(e), text);
+        return REPLY_RETRY;
+    }
+
+    size_t pt_len = 0;
+    e = ldpb_seal_open(&f, &c->key, LDPB_DIR_TO_CLIENT, c->kp.pk, c->reply_pt, sizeof c->reply_pt,
+                       &pt_len, detail);
+    if (e) {
+        *err =
+            setf(c, e, "a reply that failed authentication (is the pinned key the server's?): %s",
+                 detail);
+        return REPLY_RETRY;
+    }
+    Ldpb__V1__Envelope *env = NULL;
+    e = ldpb_envelope_decode(c->reply_pt, pt_len, &env, detail);
+    sodium_memzero(c->reply_pt, pt_len);
+    if (e) {
+        *err = setf(c, e, "the server's reply is malformed: %s", detail);
+        return REPLY_FAIL;
+    }
+    if (env->has_request_id && env->request_id != request_id) {
+        *err = setf(c, LDPB_EPROTO,
+                    "a reply to request %" PRIu64 " while waiting for request %" PRIu64,
+                    env->request_id, request_id);
+        ldpb_envelope_free(env);
+        return REPLY_RETRY;
+    }
+    if (env->body_case == LDPB__V1__ENVELOPE__BODY_ERROR) {
+        e = ldpb_wire_err_from_code(env->error->code);
+        sanitize(text, sizeof text, env->error->reason, strlen(env->error->reason));
+        *err = setf(c, e, "the server refused the request (%s): %s", ldpb_errname(e), text);
+        ldpb_envelope_free(env);
+        return e == LDPB_EREPLAY ? REPLY_RETRY : REPLY_FAIL;
+    }
+    if (!env->has_request_id) {
+        *err = setf(c, LDPB_EPROTO, "the server sent %s without a request id",
+                    body_name((int)env->body_case));
+        ldpb_envelope_free(env);
+        return REPLY_FAIL;
+    }
+    *out = env;
+    return REPLY_OK;
+}
+
+/* Sends the request in req_pt (`pt_len` bytes) until an attempt gets an answer: each attempt
+ * seals the same bytes under a fresh nonce and waits timeout_ms. A REQ socket delivers one reply
+ * per request, so a reply that is ignored ends its attempt early. */
+static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id,
+                         Ldpb__V1__Envelope **reply)
+{
+    *reply = NULL;
+    ldpb_err last = LDPB_ETIMEDOUT;
+    for (uint32_t attempt = 0; attempt < c->max_attempts; attempt++) {
+        uint8_t nonce[LDPB_NONCE_BYTES];
+        ldpb_nonce_make(nonce, ldpb_seal_now_ms(), LDPB_DIR_TO_SERVER, c->sys_rng);
+        size_t len = 0;
+        ldpb_err err = ldpb_seal_frame(c->send_buf, sizeof c->send_buf, &len, c->kp.pk, &c->key,
+                                       nonce, c->req_pt, pt_len);
+        if (err)
+            return setf(c, err, "sealing the request failed (%s)", ldpb_errname(err));
+        uint64_t deadline = mono_ms() + c->timeout_ms;
+        size_t n = 0;
+        err = send_frame(c, len);
+        if (err == LDPB_OK)
+            err = recv_frame(c, deadline, &n);
+        if (err == LDPB_OK) {
+            verdict v = judge_reply(c, n, request_id, reply, &err);
+            if (v == REPLY_OK) {
+                c->errmsg[0] = '\0'; /* what ended earlier attempts is not this call's failure */
+                return LDPB_OK;
+            }
+            if (v == REPLY_FAIL)
+                return err;
+        } else if (err == LDPB_ETIMEDOUT) {
+            setf(c, err, "no reply from %s within %" PRIu32 " ms", c->url, c->timeout_ms);
+        } else {
+            return err; /* the transport failed */
+        }
+        last = err;
+    }
+    char prev[ERRMSG_BYTES];
+    memcpy(prev, c->errmsg, sizeof prev);
+    return setf(c, last, "no answer after %" PRIu32 " attempts of %" PRIu32 " ms; the last: %s",
+                c->max_attempts, c->timeout_ms, prev);
+}
+
+/* ---- assign and report -------------------------------------------------------------------- */
+
+static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, ldpb_assignment *out)
+{
+    if (env->body_case != LDPB__V1__ENVELOPE__BODY_ASSIGNMENT)
+        return setf(c, LDPB_EPROTO, "the server answered an assign request with %s",
+                    body_name((int)env->body_case));
+    const Ldpb__V1__Assignment *m = env->assignment;
+    ldpb_assignment a;
+    memset(&a, 0, sizeof a);
+    if (!m->assignment_id.data || m->assignment_id.len < 1 ||
+        m->assignment_id.len > LDPB_ASSIGNMENT_ID_MAX)
+        return setf(c, LDPB_EPROTO, "assignment id of %zu bytes; 1 to %d expected",
+                    m->assignment_id.len, LDPB_ASSIGNMENT_ID_MAX);
+    memcpy(a.id, m->assignment_id.data, m->assignment_id.len);
+    a.id_len = m->assignment_id.len;
+    a.arm = m->arm;
+    a.mechanism = (ldpb_client_mech)m->mechanism;
+    a.epsilon = m->epsilon;
+    if (m->has_kappa && m->mechanism != LDPB__V1__MECHANISM__QUADRATIC)
+        return setf(c, LDPB_EPROTO, "assignment kappa with mechanism %s",
+                    ldpb_client_mech_name(a.mechanism));
+    if (m->mechanism == LDPB__V1__MECHANISM__QUADRATIC)
+        a.kappa = m->has_kappa ? m->kappa : LDPB_KAPPA_DEFAULT;
+    a.expires_at_ms = m->expires_at_ms;
+    a.propensity = m->propensity;
+    a.policy_version = m->has_policy_version ? m->policy_version : 0;
+
+    ldpb_err err = check_assignment(c, &a, LDPB_EPROTO);
+    if (!err)
+        err = check_expiry(c, &a);
+    if (!err)
+        err = admit(c, &a);
+    if (err)
+        return err;
+    if (a.mechanism != LDPB_CLIENT_MECH_RAW) {
+        /* Built now: an assignment whose mechanism cannot be built is refused before the app
+         * acts on it, and the report finds the mechanism in the cache. */
+        const ldpb_mech *mech = NULL;
+        err = get_mech(c, a.mechanism, a.epsilon, a.kappa, &mech);
+        if (err == LDPB_ENOMEM)
+            return setf(c, err, "out of memory building the mechanism");
+        if (err)
+            return setf(c, LDPB_EPROTO,
+                        "the assignment's mechanism %s at epsilon %g cannot be "
+                        "built (%s)",
+                        ldpb_client_mech_name(a.mechanism), a.epsilon, ldpb_errname(err));
+    }
+    *out = a;
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_context,
+                            ldpb_assignment *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!out)
+        return setf(c, LDPB_EINVAL, "no assignment to fill (out is NULL)");
+    if (n_context && !context)
+        return setf(c, LDPB_EINVAL, "context is NULL with n_context %zu", n_context);
+    if (n_context > LDPB_CLIENT_CONTEXT_MAX)
+        return setf(c, LDPB_ERANGE, "context has %zu values, more than %u", n_context,
+                    LDPB_CLIENT_CONTEXT_MAX);
+    for (size_t i = 0; i < n_context; i++)
+        if (!isfinite(context[i]))
+            return setf(c, LDPB_EINVAL, "context[%zu] is not a finite number", i);
+
+    /* Tell the aggregator the most this client will take: its cap, the ledger's per-report cap
+     * and what is left of the lifetime budget. */
+    ldpb_ledger_opts lo = ldpb_ledger_get_opts(c->ledger);
+    double offer = c->epsilon_cap;
+    if (lo.per_report_cap < offer)
+        offer = lo.per_report_cap;
+    double left = ldpb_ledger_remaining(c->ledger);
+    if (left < offer)
+        offer = left;
+    if (!(offer > 0.0) && !c->allow_raw)
+        return setf(c, LDPB_EBUDGET, "the ledger's lifetime budget %g is spent",
+                    lo.lifetime_budget);
+
+    Ldpb__V1__AssignRequest req = LDPB__V1__ASSIGN_REQUEST__INIT;
+    req.n_context = n_context;
+    req.context = (double *)context;
+    if (offer > 0.0) {
+        req.has_max_epsilon = 1;
+        req.max_epsilon = offer;
+    }
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    env.assign_request = &req;
+
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    if (err)
+        return setf(c, err, "encoding the assign request: %s", detail);
+    Ldpb__V1__Envelope *reply = NULL;
+    err = exchange(c, pt_len, env.request_id, &reply);
+    sodium_memzero(c->req_pt, pt_len);
+    if (err)
+        return err;
+    err = take_assignment(c, reply, out);
+    ldpb_envelope_free(reply);
+    return err;
+}
+
+/* The reward on the unit scale, as the mechanisms compute it (division, so hi maps to 1). */
+static double unit_reward(const ldpb_client *c, double reward)
+{
+    double x = (reward - c->reward_lo) / (c->reward_hi - c->reward_lo);
+    return x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x);
+}
+
+/* The value to send for `a`: drawn through the ledger (or the stored one), or the unit reward
+ * for RAW. *is_bit says which field of the Report carries it. */
+static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double reward, double *value,
+                             int *is_bit)
+{
+    if (a->mechanism == LDPB_CLIENT_MECH_RAW) {
+        ldpb_err err = admit(c, a);
+        if (!err)
+            err = check_expiry(c, a);
+        if (err)
+            return err;
+        *value = unit_reward(c, reward);
+        *is_bit = 0;
+        return LDPB_OK;
+    }
+    ldpb_ledger_entry e;
+    int stored = ldpb_ledger_lookup(c->ledger, a->id, a->id_len, &e) == LDPB_OK;
+    if (!stored) {
+        /* A new draw: every rule applies. A stored value was paid for already; sending it again
+         * reveals nothing new, whatever the clock or the cap says now. */
+        ldpb_err err = check_expiry(c, a);
+        if (!err)
+            err = admit(c, a);
+        if (err)
+            return err;
+    }
+    const ldpb_mech *mech = NULL;
+    ldpb_err err = get_mech(c, a->mechanism, a->epsilon, a->kappa, &mech);
+    if (err)
+        return setf(c, err, "the mechanism %s at epsilon %g cannot be built (%s)",
+                    ldpb_client_mech_name(a->mechanism), a->epsilon, ldpb_errname(err));
+    err = ldpb_ledger_privatize(c->ledger, a->id, a->id_len, mech, c->noise_rng, reward, &e);
+    switch (err) {
+    case LDPB_OK:
+        break;
+    case LDPB_ESTATE:
+        return setf(c, err,
+                    "the ledger already holds a report for this assignment with another "
+                    "mechanism or epsilon");
+    case LDPB_EBUDGET:
+        return setf(c, err, "the ledger refused the charge of epsilon %g (%g left)",
+                    ldpb_mech_epsilon_effective(mech), ldpb_ledger_remaining(c->ledger));
+    case LDPB_EIO:
+        return setf(c, err, "the ledger could not make the spend durable; nothing was sent");
+    case LDPB_EINVAL:
+    case LDPB_ENOMEM:
+    case LDPB_ERANGE:
+    case LDPB_EPROTO:
+    case LDPB_ECRYPTO:
+    case LDPB_ETRANSPORT:
+    case LDPB_ETIMEDOUT:
+    case LDPB_ECORRUPT:
+    case LDPB_EREPLAY:
+    case LDPB_EVERSION:
+    case LDPB_EAUTH:
+    case LDPB_ENOTFOUND:
+    case LDPB_EEXPIRED:
+    case LDPB_EBUSY:
+        return setf(c, err, "privatizing through the ledger failed (%s)", ldpb_errname(err));
+    }
+    *value = e.value;
+    *is_bit = ldpb_mech_is_bernoulli(mech);
+    sodium_memzero(&e, sizeof e);
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward)
+{
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!a)
+        return setf(c, LDPB_EINVAL, "no assignment (a is NULL)");
+    if (!isfinite(reward))
+        return setf(c, LDPB_EINVAL, "the reward is not a finite number");
+    ldpb_err err = check_assignment(c, a, LDPB_EINVAL);
+    if (err)
+        return err;
+    double value = 0.0;
+    int is_bit = 0;
+    if ((err = report_value(c, a, reward, &value, &is_bit)) != LDPB_OK)
+        return err;
+
+    /* Encoded once: every attempt, and every later call for this assignment, carries the same
+     * value (only the nonce, hence the ciphertext, differs). */
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    rep.assignment_id.data = (uint8_t *)a->id;
+    rep.assignment_id.len = a->id_len;
+    rep.mechanism = (Ldpb__V1__Mechanism)a->mechanism;
+    rep.epsilon = a->epsilon;
+    if (is_bit) {
+        rep.value_case = LDPB__V1__REPORT__VALUE_BIT;
+        rep.bit = value != 0.0;
+    } else {
+        rep.value_case = LDPB__V1__REPORT__VALUE_REAL;
+        rep.real = value;
+    }
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    env.report = &rep;
+
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    sodium_memzero(&rep, sizeof rep);
+    sodium_memzero(&value, sizeof value);
+    if (err)
+        return setf(c, err, "encoding the report: %s", detail);
+    Ldpb__V1__Envelope *reply = NULL;
+    err = exchange(c, pt_len, env.request_id, &reply);
+    sodium_memzero(c->req_pt, pt_len);
+    if (err) {
+        if (err == LDPB_ETIMEDOUT && a->mechanism != LDPB_CLIENT_MECH_RAW) {
+            char prev[ERRMSG_BYTES];
+            memcpy(prev, c->errmsg, sizeof prev);
+            setf(c, err,
+                 "%s; the spend stays in the ledger and reporting this assignment "
+                 "again resends the same value",
+                 prev);
+        }
+        return err;
+    }
+    if (reply->body_case != LDPB__V1__ENVELOPE__BODY_ACK)
+        err = setf(c, LDPB_EPROTO, "the server answered a report with %s",
+                   body_name((int)reply->body_case));
+    else if (reply->ack->assignment_id.len != a->id_len ||
+             memcmp(reply->ack->assignment_id.data, a->id, a->id_len) != 0)
+        err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
+    ldpb_envelope_free(reply);
+    return err;
+}
