@@ -1,0 +1,112 @@
+/* Encoding and MAC of assignment tokens (assign_token.h has the layout and the reasons). */
+#include <string.h>
+
+#include <sodium.h>
+
+#include "assign_token.h"
+
+static const char token_context[] = "ldpb assignment token key v1";
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t dbl_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static double bits_dbl(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+ldpb_err agg_token_key_derive(agg_token_key *out, const uint8_t server_sk[LDPB_KEY_BYTES])
+{
+    if (!out || !server_sk)
+        return LDPB_EINVAL;
+    if (sodium_init() < 0 ||
+        crypto_generichash(out->k, sizeof out->k, (const uint8_t *)token_context,
+                           sizeof token_context - 1, server_sk, LDPB_KEY_BYTES) != 0) {
+        sodium_memzero(out, sizeof *out);
+        return LDPB_ECRYPTO;
+    }
+    return LDPB_OK;
+}
+
+void agg_token_key_wipe(agg_token_key *key)
+{
+    if (key)
+        sodium_memzero(key, sizeof *key);
+}
+
+static int mac(const agg_token_key *key, const uint8_t *body, uint8_t out[AGG_TOKEN_MAC_BYTES])
+{
+    return crypto_generichash(out, AGG_TOKEN_MAC_BYTES, body, AGG_TOKEN_BODY_BYTES, key->k,
+                              sizeof key->k);
+}
+
+ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id[AGG_TOKEN_BYTES])
+{
+    if (!key || !t || !id)
+        return LDPB_EINVAL;
+    uint8_t *p = id;
+    *p++ = AGG_TOKEN_VERSION;
+    put_le(p, t->arm, 4);
+    p += 4;
+    *p++ = t->mechanism;
+    put_le(p, dbl_bits(t->epsilon), 8);
+    p += 8;
+    put_le(p, t->expires_at_ms, 8);
+    p += 8;
+    put_le(p, dbl_bits(t->propensity), 8);
+    p += 8;
+    put_le(p, t->policy_version, 8);
+    p += 8;
+    memcpy(p, t->random, AGG_TOKEN_RANDOM_BYTES);
+    p += AGG_TOKEN_RANDOM_BYTES;
+    if (mac(key, id, p) != 0)
+        return LDPB_ECRYPTO;
+    return LDPB_OK;
+}
+
+ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len, agg_token *out)
+{
+    if (!key || !out || (!id && len))
+        return LDPB_EINVAL;
+    if (len != AGG_TOKEN_BYTES || id[0] != AGG_TOKEN_VERSION)
+        return LDPB_ENOTFOUND;
+    uint8_t want[AGG_TOKEN_MAC_BYTES];
+    if (mac(key, id, want) != 0)
+        return LDPB_ECRYPTO;
+    if (sodium_memcmp(want, id + AGG_TOKEN_BODY_BYTES, AGG_TOKEN_MAC_BYTES) != 0)
+        return LDPB_ENOTFOUND;
+    const uint8_t *p = id + 1;
+    out->arm = (uint32_t)get_le(p, 4);
+    p += 4;
+    out->mechanism = *p++;
+    out->epsilon = bits_dbl(get_le(p, 8));
+    p += 8;
+    out->expires_at_ms = get_le(p, 8);
+    p += 8;
+    out->propensity = bits_dbl(get_le(p, 8));
+    p += 8;
+    out->policy_version = get_le(p, 8);
+    p += 8;
+    memcpy(out->random, p, AGG_TOKEN_RANDOM_BYTES);
+    return LDPB_OK;
+}

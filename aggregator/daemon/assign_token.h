@@ -1,0 +1,58 @@
+/* Assignments are stateless tokens: the assignment id the client receives carries everything the
+ * aggregator needs to accept the report later (arm, mechanism, epsilon, expiry, propensity, policy
+ * version) under a MAC keyed by a key derived from the aggregator's secret key. Issuing an
+ * assignment therefore writes nothing to disk, and a report for an id the aggregator never issued
+ * (forged, corrupted, issued under another key) fails the MAC: "unknown assignment".
+ *
+ * Layout (AGG_TOKEN_BYTES = 62, little-endian):
+ *   version u8 (1) | arm u32 | mechanism u8 (wire enum) | epsilon f64 | expires_at_ms u64 |
+ *   propensity f64 | policy_version u64 | random[8] | MAC[16]
+ * MAC = BLAKE2b-128 keyed (crypto_generichash) over the first 46 bytes.
+ *
+ * Thread safety: reentrant; a key is read-only after derivation. */
+#ifndef LDPB_AGG_ASSIGN_TOKEN_H
+#define LDPB_AGG_ASSIGN_TOKEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ldpb/err.h"
+#include "ldpb/seal.h"
+
+#define AGG_TOKEN_VERSION      1u
+#define AGG_TOKEN_RANDOM_BYTES 8u
+#define AGG_TOKEN_MAC_BYTES    16u
+#define AGG_TOKEN_BODY_BYTES   46u
+#define AGG_TOKEN_BYTES        (AGG_TOKEN_BODY_BYTES + AGG_TOKEN_MAC_BYTES)
+
+typedef struct agg_token {
+    uint32_t arm;
+    uint8_t mechanism; /* Ldpb__V1__Mechanism value */
+    double epsilon;
+    uint64_t expires_at_ms;
+    double propensity;
+    uint64_t policy_version;
+    uint8_t random[AGG_TOKEN_RANDOM_BYTES];
+} agg_token;
+
+/* The MAC key: BLAKE2b-256 of a fixed context string keyed by the aggregator's secret key, so
+ * tokens survive a restart with the same key and die with a key rotation. Secret. */
+typedef struct agg_token_key {
+    uint8_t k[32];
+} agg_token_key;
+
+/* Derives the token key from the server's X25519 secret key. LDPB_EINVAL (NULL), LDPB_ECRYPTO. */
+ldpb_err agg_token_key_derive(agg_token_key *out, const uint8_t server_sk[LDPB_KEY_BYTES]);
+
+/* Zeroes the key. Accepts NULL. */
+void agg_token_key_wipe(agg_token_key *key);
+
+/* Writes the token `t` with its MAC into `id`. LDPB_EINVAL (NULL), LDPB_ECRYPTO. */
+ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id[AGG_TOKEN_BYTES]);
+
+/* Verifies and decodes an assignment id received from a client. LDPB_ENOTFOUND for anything that
+ * is not a token this key issued (wrong length, unknown version, MAC mismatch, compared in
+ * constant time); LDPB_EINVAL for NULL. *out is written only on success. */
+ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len, agg_token *out);
+
+#endif

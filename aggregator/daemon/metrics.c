@@ -1,0 +1,170 @@
+/* The /metrics endpoint (metrics.h). Counters are read from atomics (agg_server_stats_get), so a
+ * scrape never waits for a commit. */
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "metrics.h"
+#include "server.h"
+
+struct agg_metrics {
+    struct MHD_Daemon *d;
+    agg_server *s;
+};
+
+#define BODY_MAX 8192
+
+static size_t render(agg_server *s, char *buf, size_t cap)
+{
+    agg_server_stats st;
+    agg_server_stats_get(s, &st);
+    size_t n = 0;
+#define EMIT(...)                                                                                  \
+    do {                                                                                           \
+        int r_ = snprintf(buf + n, cap - n, __VA_ARGS__);                                          \
+        if (r_ > 0)                                                                                \
+            n = n + (size_t)r_ < cap ? n + (size_t)r_ : cap - 1;                                   \
+    } while (0)
+#define COUNTER(name, help, v)                                                                     \
+    EMIT("# HELP " name " " help "\n# TYPE " name " counter\n" name " %" PRIu64 "\n", (v))
+    COUNTER("ldpb_requests_total", "Frames received and answered.", st.requests);
+    COUNTER("ldpb_assignments_total", "Assignments issued.", st.assignments);
+    COUNTER("ldpb_reports_total", "Reports counted (durable, acknowledged).", st.reports);
+    COUNTER("ldpb_duplicate_reports_total", "Resent reports acknowledged as duplicates.",
+            st.duplicates);
+    COUNTER("ldpb_status_total", "Status replies.", st.status);
+    COUNTER("ldpb_plain_errors_total", "Frames refused before authentication.", st.plain_errors);
+    COUNTER("ldpb_commits_total", "Committed transactions.", st.batches);
+    COUNTER("ldpb_commit_items_total", "Reports and decisions in committed transactions.",
+            st.batch_items);
+    COUNTER("ldpb_commit_failures_total", "Transactions rolled back.", st.commit_failures);
+    COUNTER("ldpb_commit_microseconds_total", "Microseconds spent committing.", st.commit_us);
+    COUNTER("ldpb_decisions_dropped_total", "Decisions not logged (queue full).",
+            st.decisions_dropped);
+    COUNTER("ldpb_send_failures_total", "Replies the transport could not send.", st.send_failures);
+    EMIT("# HELP ldpb_errors_total Sealed Error replies by code.\n"
+         "# TYPE ldpb_errors_total counter\n");
+    for (int c = 1; c < 32; c++)
+        if (st.errors[c])
+            EMIT("ldpb_errors_total{code=\"%s\"} %" PRIu64 "\n", ldpb_errname((ldpb_err)c),
+                 st.errors[c]);
+    EMIT("# HELP ldpb_queue_depth Items waiting for the committer.\n"
+         "# TYPE ldpb_queue_depth gauge\nldpb_queue_depth %" PRIu64 "\n",
+         st.queue_depth);
+#undef COUNTER
+#undef EMIT
+    return n;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    (void)upload;
+    (void)upload_size;
+    (void)con_cls;
+    agg_metrics *m = cls;
+    struct MHD_Response *resp;
+    unsigned status;
+    if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0) {
+        char *body = malloc(BODY_MAX);
+        if (!body)
+            return MHD_NO;
+        size_t n = render(m->s, body, BODY_MAX);
+        resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+            free(body);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+        status = MHD_HTTP_OK;
+    } else {
+        static const char nf[] = "not found: try /metrics\n";
+        resp = MHD_create_response_from_buffer(sizeof nf - 1, (void *)nf, MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+            return MHD_NO;
+        status = MHD_HTTP_NOT_FOUND;
+    }
+    enum MHD_Result r = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+/* Parses HOST:PORT (IPv4, [IPv6] or empty host for every address). */
+static int parse_addr(const char *hp, struct sockaddr_storage *ss, int *v6)
+{
+    const char *colon = strrchr(hp, ':');
+    if (!colon || colon[1] == '\0')
+        return 0;
+    char *end;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || port == 0 || port > 65535)
+        return 0;
+    char host[128];
+    size_t hl = (size_t)(colon - hp);
+    if (hl >= sizeof host)
+        return 0;
+    memcpy(host, hp, hl);
+    host[hl] = '\0';
+    memset(ss, 0, sizeof *ss);
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        host[hl - 1] = '\0';
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        *v6 = 1;
+        return inet_pton(AF_INET6, host + 1, &a->sin6_addr) == 1;
+    }
+    struct sockaddr_in *a = (struct sockaddr_in *)ss;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    *v6 = 0;
+    if (hl == 0) {
+        a->sin_addr.s_addr = htonl(INADDR_ANY);
+        return 1;
+    }
+    return inet_pton(AF_INET, host, &a->sin_addr) == 1;
+}
+
+ldpb_err agg_metrics_start(agg_metrics **out, const char *host_port, struct agg_server *s,
+                           char *errmsg)
+{
+    *out = NULL;
+    struct sockaddr_storage ss;
+    int v6 = 0;
+    if (!parse_addr(host_port, &ss, &v6)) {
+        snprintf(errmsg, AGG_SERVER_ERRMAX, "'%s' is not HOST:PORT (e.g. 127.0.0.1:9464)",
+                 host_port);
+        return LDPB_EINVAL;
+    }
+    agg_metrics *m = calloc(1, sizeof *m);
+    if (!m)
+        return LDPB_ENOMEM;
+    m->s = s;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0);
+    m->d = MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!m->d) {
+        snprintf(errmsg, AGG_SERVER_ERRMAX, "cannot serve HTTP on %s (address in use?)", host_port);
+        free(m);
+        return LDPB_EIO;
+    }
+    *out = m;
+    return LDPB_OK;
+}
+
+void agg_metrics_stop(agg_metrics *m)
+{
+    if (!m)
+        return;
+    MHD_stop_daemon(m->d);
+    free(m);
+}

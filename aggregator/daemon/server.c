@@ -1,0 +1,1312 @@
+/* The aggregator service (server.h): request handling, the group-commit pipeline and the nanomsg
+ * transport.
+ *
+ * Locks, always taken in this order and never held across I/O:
+ *   seal_mu    the key cache and the replay cache (neither is thread-safe)
+ *   policy_mu  the policy, its decision generator and noise source, and the policy version
+ *   queue_mu   the committer's queue
+ * The committer holds policy_mu only while it applies a batch's new reports to the policy (and,
+ * if the COMMIT fails, while it restores the pre-batch state); the SQL runs outside it, so
+ * assignments keep flowing during an fsync. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+#include <sodium.h>
+
+#include "assign_token.h"
+#include "ldpb/keyfile.h"
+#include "ldpb/mech.h"
+#include "ldpb/seal.h"
+#include "ldpb/wire.h"
+#include "metrics.h"
+#include "policy.h"
+#include "rand.h"
+#include "server.h"
+#include "store.h"
+
+/* A worker polls its socket this often, so a stop is noticed within it. */
+#define RECV_TIMEOUT_MS 100
+/* After a stop, workers keep answering what arrives until a receive times out, at most this
+ * long, so requests already on the wire are answered rather than dropped. */
+#define DRAIN_MAX_MS 2000
+/* nanomsg drops messages still queued when a socket closes: give the last replies this long. */
+#define LINGER_MS 200
+/* Frames a little above LDPB_FRAME_MAX are received so they can be answered with an error;
+ * anything larger is cut off by nanomsg (the connection is dropped). */
+#define RECV_MAX_BYTES    (4 * LDPB_FRAME_MAX)
+#define SEND_BUFFER_BYTES (4 << 20)
+/* A privatized Laplace value further than this many noise scales from [0,1] has probability
+ * below e^-100 for an honest client: refuse it before it can swamp a sum. */
+#define LAPLACE_MAX_SCALES 100.0
+
+typedef enum item_kind { ITEM_REPORT = 1, ITEM_DECISION = 2 } item_kind;
+
+/* One entry of the committer's queue. */
+typedef struct item {
+    item_kind kind;
+    int expired; /* report received after the assignment's expiry */
+    agg_token tok;
+    uint8_t id[AGG_TOKEN_BYTES];
+    double value;
+    uint64_t at_ms;
+    /* reports: how to answer */
+    uint8_t client_pk[LDPB_KEY_BYTES];
+    ldpb_seal_key key;
+    uint64_t request_id;
+    int has_request_id;
+    agg_reply_to to;
+} item;
+
+struct agg_worker {
+    ldpb_rng *rng;
+    uint8_t pt[LDPB_PLAINTEXT_MAX];
+    uint8_t enc[LDPB_PLAINTEXT_MAX];
+    uint8_t frame[LDPB_FRAME_MAX];
+    agg_arm_status *arms;
+    Ldpb__V1__ArmStatus *arm_msgs;
+    Ldpb__V1__ArmStatus **arm_ptrs;
+    uint32_t arms_cap;
+};
+
+struct agg_server {
+    const agg_config *cfg;
+    agg_log_fn log;
+    void *log_ctx;
+    agg_send_fn send;
+    void *send_ctx;
+
+    ldpb_keypair kp;
+    agg_token_key token_key;
+    ldpb_keycache *kc;
+    ldpb_replay *rp;
+    pthread_mutex_t seal_mu;
+
+    agg_store *store;
+    agg_policy *policy;
+    int mc_propensity; /* choose() is a pure draw from the state: estimate propensity by MC */
+    ldpb_rng *policy_rng, *noise_rng;
+    agg_rand rand;
+    agg_noise *noise;
+    uint64_t policy_version; /* under policy_mu: reports the policy has observed */
+    pthread_mutex_t policy_mu;
+    int wire_mechanism; /* what every assignment asks for */
+    double wire_epsilon;
+    const char *mech_name;
+
+    /* the committer's queue: a ring of items */
+    item *q;
+    size_t q_cap, q_head, q_count;
+    pthread_mutex_t queue_mu;
+    pthread_cond_t queue_cv;
+    int committer_stop;
+
+    /* committer-only state */
+    item *batch;
+    int *batch_status; /* per item: 0 new, 1 duplicate, else an ldpb_err to answer */
+    uint8_t *save_buf, *snap_buf;
+    size_t save_cap, snap_cap;
+    agg_worker *cw;
+    agg_store_counters committed;
+
+    /* transport */
+    int sock;
+    int started;
+    atomic_int stopping;
+    pthread_t *workers;
+    struct worker_arg *worker_args;
+    size_t n_workers;
+    pthread_t committer;
+    int committer_running;
+    agg_metrics *metrics;
+
+    /* counters */
+    atomic_uint_fast64_t n_requests, n_status, n_plain_errors, n_errors[32];
+    atomic_uint_fast64_t n_assignments, n_reports, n_duplicates;
+    atomic_uint_fast64_t n_batches, n_batch_items, n_commit_failures, commit_us;
+    atomic_uint_fast64_t n_decisions_dropped, n_send_failures;
+};
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+logf_(agg_server *s, int level, const char *fmt, ...)
+{
+    if (!s->log || level > s->cfg->log_level)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    s->log(s->log_ctx, level, buf);
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void
+say(char *out, const char *fmt, ...)
+{
+    if (!out)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, AGG_SERVER_ERRMAX, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void count_error(agg_server *s, ldpb_err code)
+{
+    unsigned c = (unsigned)code;
+    atomic_fetch_add(&s->n_errors[c < 32 ? c : 31], 1);
+}
+
+/* ---- replies ----------------------------------------------------------------------------- */
+
+static void send_plain_error(agg_server *s, agg_worker *w, agg_reply_to to, ldpb_err code,
+                             const char *reason)
+{
+    size_t len = 0;
+    atomic_fetch_add(&s->n_plain_errors, 1);
+    if (ldpb_frame_build_plain_error(w->frame, sizeof w->frame, &len, (uint32_t)code, reason) !=
+        LDPB_OK)
+        (void)ldpb_frame_build_plain_error(w->frame, sizeof w->frame, &len, (uint32_t)code,
+                                           ldpb_strerror(code));
+    s->send(s->send_ctx, to, w->frame, len);
+}
+
+/* Encodes `env` and seals it for the client; on an encoding failure answers with a sealed
+ * Error instead (that one always encodes). */
+static void send_sealed(agg_server *s, agg_worker *w, agg_reply_to to,
+                        const uint8_t client_pk[LDPB_KEY_BYTES], const ldpb_seal_key *key,
+                        Ldpb__V1__Envelope *env)
+{
+    size_t enc_len = 0, len = 0;
+    char detail[LDPB_DETAIL_BYTES];
+    ldpb_err err = ldpb_envelope_encode(env, w->enc, sizeof w->enc, &enc_len, detail);
+    if (err) {
+        logf_(s, AGG_LOG_WARN, "cannot encode a reply: %s", detail);
+        Ldpb__V1__Error e = LDPB__V1__ERROR__INIT;
+        e.code = (uint32_t)err;
+        e.reason = err == LDPB_ERANGE ? "the reply does not fit a frame" : "cannot encode reply";
+        env->body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
+        env->error = &e;
+        count_error(s, err);
+        err = ldpb_envelope_encode(env, w->enc, sizeof w->enc, &enc_len, NULL);
+        env->error = NULL;
+        if (err) {
+            send_plain_error(s, w, to, err, "cannot encode the reply");
+            return;
+        }
+    }
+    uint8_t nonce[LDPB_NONCE_BYTES];
+    ldpb_nonce_make(nonce, ldpb_seal_now_ms(), LDPB_DIR_TO_CLIENT, w->rng);
+    err = ldpb_seal_frame(w->frame, sizeof w->frame, &len, client_pk, key, nonce, w->enc, enc_len);
+    sodium_memzero(w->enc, enc_len);
+    if (err) {
+        send_plain_error(s, w, to, err, "cannot seal the reply");
+        return;
+    }
+    s->send(s->send_ctx, to, w->frame, len);
+}
+
+static void send_sealed_error(agg_server *s, agg_worker *w, agg_reply_to to,
+                              const uint8_t client_pk[LDPB_KEY_BYTES], const ldpb_seal_key *key,
+                              uint64_t request_id, int has_request_id, ldpb_err code,
+                              const char *reason)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Error e = LDPB__V1__ERROR__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = has_request_id;
+    env.request_id = request_id;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
+    env.error = &e;
+    e.code = (uint32_t)code;
+    e.reason =
+        (char *)(reason && ldpb_wire_utf8_valid(reason, strlen(reason)) ? reason
+                                                                        : ldpb_strerror(code));
+    count_error(s, code);
+    send_sealed(s, w, to, client_pk, key, &env);
+}
+
+/* ---- workers' buffers -------------------------------------------------------------------- */
+
+ldpb_err agg_worker_new(agg_worker **out)
+{
+    if (!out)
+        return LDPB_EINVAL;
+    *out = NULL;
+    agg_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return LDPB_ENOMEM;
+    ldpb_err err = ldpb_rng_new_system(&w->rng);
+    if (err) {
+        free(w);
+        return err;
+    }
+    *out = w;
+    return LDPB_OK;
+}
+
+void agg_worker_free(agg_worker *w)
+{
+    if (!w)
+        return;
+    ldpb_rng_free(w->rng);
+    free(w->arms);
+    free(w->arm_msgs);
+    free(w->arm_ptrs);
+    sodium_memzero(w->pt, sizeof w->pt);
+    free(w);
+}
+
+/* ---- the committer's queue --------------------------------------------------------------- */
+
+/* Appends `it` if fewer than `limit` items wait; 0 otherwise. Decisions are queued only while
+ * the queue is less than half full, so logging can never crowd out reports. */
+static int enqueue(agg_server *s, const item *it, size_t limit)
+{
+    pthread_mutex_lock(&s->queue_mu);
+    int ok = s->q_count < limit;
+    if (ok) {
+        s->q[(s->q_head + s->q_count) % s->q_cap] = *it;
+        s->q_count++;
+        pthread_cond_signal(&s->queue_cv);
+    }
+    pthread_mutex_unlock(&s->queue_mu);
+    return ok;
+}
+
+/* ---- assign ------------------------------------------------------------------------------ */
+
+static agg_policy_env policy_env(agg_server *s)
+{
+    agg_policy_env env = {&s->rand, s->cfg->mode == AGG_MODE_CENTRAL ? s->noise : NULL};
+    return env;
+}
+
+static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                      const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
+{
+    const Ldpb__V1__AssignRequest *ar = req->assign_request;
+    char reason[256];
+    if (ar->has_max_epsilon && s->wire_mechanism != LDPB__V1__MECHANISM__RAW &&
+        s->wire_epsilon > ar->max_epsilon) {
+        snprintf(reason, sizeof reason,
+                 "this aggregator asks for epsilon %g per report, above the client's cap %g",
+                 s->wire_epsilon, ar->max_epsilon);
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_EBUDGET, reason);
+        return;
+    }
+    uint32_t arm = 0;
+    agg_token t;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_lock(&s->policy_mu);
+    agg_policy_env env = policy_env(s);
+    ldpb_err err = agg_policy_choose(s->policy, &env, &arm);
+    if (!err) {
+        t.policy_version = s->policy_version;
+        uint64_t m = s->mc_propensity ? s->cfg->propensity_samples : 0, hits = 0;
+        for (uint64_t i = 0; i < m && !err; i++) {
+            uint32_t again;
+            err = agg_policy_choose(s->policy, &env, &again);
+            hits += again == arm;
+        }
+        t.propensity = (double)(1 + hits) / (double)(1 + m);
+    }
+    pthread_mutex_unlock(&s->policy_mu);
+    if (err) {
+        logf_(s, AGG_LOG_ERROR, "the policy failed to choose an arm: %s", ldpb_strerror(err));
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          "the policy failed to choose an arm");
+        return;
+    }
+    uint64_t now = ldpb_seal_now_ms();
+    t.arm = arm;
+    t.mechanism = (uint8_t)s->wire_mechanism;
+    t.epsilon = s->wire_epsilon;
+    t.expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
+    ldpb_rng_bytes(w->rng, t.random, sizeof t.random);
+    item it;
+    memset(&it, 0, sizeof it);
+    it.kind = ITEM_DECISION;
+    it.tok = t;
+    it.at_ms = now;
+    err = agg_token_seal(&s->token_key, &t, it.id);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          "cannot issue an assignment id");
+        return;
+    }
+    atomic_fetch_add(&s->n_assignments, 1);
+    if (!enqueue(s, &it, s->q_cap / 2))
+        atomic_fetch_add(&s->n_decisions_dropped, 1);
+
+    Ldpb__V1__Envelope env_out = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
+    env_out.protocol_version = LDPB_PROTOCOL_VERSION;
+    env_out.has_request_id = req->has_request_id;
+    env_out.request_id = req->request_id;
+    env_out.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+    env_out.assignment = &a;
+    a.assignment_id.data = it.id;
+    a.assignment_id.len = AGG_TOKEN_BYTES;
+    a.arm = arm;
+    a.mechanism = (Ldpb__V1__Mechanism)s->wire_mechanism;
+    a.epsilon = s->wire_epsilon;
+    a.expires_at_ms = t.expires_at_ms;
+    a.propensity = t.propensity;
+    a.has_policy_version = 1;
+    a.policy_version = t.policy_version;
+    if (s->wire_mechanism == LDPB__V1__MECHANISM__QUADRATIC) {
+        a.has_kappa = 1;
+        a.kappa = s->cfg->kappa;
+    }
+    send_sealed(s, w, to, client_pk, key, &env_out);
+}
+
+/* ---- report ------------------------------------------------------------------------------ */
+
+/* The checks of a report against its (authentic) assignment. LDPB_OK or an error with `reason`. */
+static ldpb_err check_report(agg_server *s, const agg_token *t, const Ldpb__V1__Report *r,
+                             double *value, char reason[256])
+{
+    if (t->arm >= s->cfg->arms) {
+        snprintf(reason, 256, "unknown assignment (arm %" PRIu32 " outside this aggregator's %u)",
+                 t->arm, (unsigned)s->cfg->arms);
+        return LDPB_ENOTFOUND;
+    }
+    if ((int)r->mechanism != (int)t->mechanism || (int)t->mechanism != s->wire_mechanism) {
+        snprintf(reason, 256, "report mechanism %d, but the assignment asks for mechanism %d",
+                 (int)r->mechanism, (int)t->mechanism);
+        return LDPB_EINVAL;
+    }
+    if (r->epsilon > t->epsilon) {
+        snprintf(reason, 256, "report epsilon %.17g is above the assignment's %.17g", r->epsilon,
+                 t->epsilon);
+        return LDPB_ERANGE;
+    }
+    if (r->epsilon != t->epsilon) {
+        snprintf(reason, 256, "report epsilon %.17g differs from the assignment's %.17g",
+                 r->epsilon, t->epsilon);
+        return LDPB_EINVAL;
+    }
+    double v;
+    if (r->value_case == LDPB__V1__REPORT__VALUE_BIT) {
+        v = (double)r->bit; /* 0 or 1: the wire check enforces both */
+    } else if (r->value_case == LDPB__V1__REPORT__VALUE_REAL) {
+        v = r->real;
+        if (t->mechanism == LDPB__V1__MECHANISM__RAW && !(v >= 0.0 && v <= 1.0)) {
+            snprintf(reason, 256, "raw reward %g outside [0, 1]", v);
+            return LDPB_ERANGE;
+        }
+        if (t->mechanism == LDPB__V1__MECHANISM__LAPLACE &&
+            !(fabs(v - 0.5) <= 0.5 + LAPLACE_MAX_SCALES / t->epsilon)) {
+            snprintf(reason, 256, "laplace value %g is implausibly far from [0, 1]", v);
+            return LDPB_ERANGE;
+        }
+    } else {
+        snprintf(reason, 256, "report has no value");
+        return LDPB_EINVAL;
+    }
+    *value = v;
+    return LDPB_OK;
+}
+
+static void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                      const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
+{
+    const Ldpb__V1__Report *r = req->report;
+    char reason[256];
+    item it;
+    memset(&it, 0, sizeof it);
+    ldpb_err err =
+        agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it.tok);
+    if (err == LDPB_ENOTFOUND)
+        snprintf(reason, sizeof reason,
+                 "unknown assignment (not issued by this aggregator, or corrupted)");
+    else if (err)
+        snprintf(reason, sizeof reason, "cannot verify the assignment id");
+    if (!err)
+        err = check_report(s, &it.tok, r, &it.value, reason);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          reason);
+        return;
+    }
+    it.kind = ITEM_REPORT;
+    it.at_ms = ldpb_seal_now_ms();
+    it.expired = it.at_ms > it.tok.expires_at_ms;
+    memcpy(it.id, r->assignment_id.data, AGG_TOKEN_BYTES);
+    memcpy(it.client_pk, client_pk, LDPB_KEY_BYTES);
+    it.key = *key;
+    it.request_id = req->request_id;
+    it.has_request_id = req->has_request_id;
+    it.to = to;
+    if (!enqueue(s, &it, s->q_cap)) {
+        sodium_memzero(&it.key, sizeof it.key);
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_EBUSY, "the aggregator's commit queue is full; retry later");
+    }
+}
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+static const char *model_name(agg_model m)
+{
+    switch (m) {
+    case AGG_MODEL_NONPRIVATE:
+        return "nonprivate";
+    case AGG_MODEL_LOCAL:
+        return "local";
+    case AGG_MODEL_CENTRAL:
+        return "central";
+    }
+    return "unknown";
+}
+
+static void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                      const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
+{
+    uint32_t k = (uint32_t)s->cfg->arms;
+    if (k > LDPB_WIRE_ARMS_MAX) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_ERANGE, "too many arms for a status reply");
+        return;
+    }
+    if (w->arms_cap < k) {
+        agg_arm_status *a = realloc(w->arms, k * sizeof *a);
+        if (a)
+            w->arms = a;
+        Ldpb__V1__ArmStatus *m = realloc(w->arm_msgs, k * sizeof *m);
+        if (m)
+            w->arm_msgs = m;
+        Ldpb__V1__ArmStatus **p = realloc(w->arm_ptrs, k * sizeof *p);
+        if (p)
+            w->arm_ptrs = p;
+        if (!a || !m || !p) {
+            send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                              LDPB_ENOMEM, "out of memory");
+            return;
+        }
+        w->arms_cap = k;
+    }
+    pthread_mutex_lock(&s->policy_mu);
+    ldpb_err err = agg_policy_describe(s->policy, w->arms, k);
+    pthread_mutex_unlock(&s->policy_mu);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          "the policy cannot describe its state");
+        return;
+    }
+    for (uint32_t a = 0; a < k; a++) {
+        Ldpb__V1__ArmStatus *m = &w->arm_msgs[a];
+        ldpb__v1__arm_status__init(m);
+        m->arm = a;
+        m->pulls = w->arms[a].pulls;
+        m->has_estimate = isfinite(w->arms[a].estimate);
+        m->estimate = m->has_estimate ? w->arms[a].estimate : 0;
+        m->has_ci_low = isfinite(w->arms[a].ci_low);
+        m->ci_low = m->has_ci_low ? w->arms[a].ci_low : 0;
+        m->has_ci_high = isfinite(w->arms[a].ci_high);
+        m->ci_high = m->has_ci_high ? w->arms[a].ci_high : 0;
+        m->has_active = 1;
+        m->active = w->arms[a].active != 0;
+        w->arm_ptrs[a] = m;
+    }
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = req->has_request_id;
+    env.request_id = req->request_id;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    env.status = &st;
+    st.policy = (char *)s->cfg->policy;
+    st.model = (char *)model_name(s->policy->ops->model);
+    st.reports = atomic_load(&s->n_reports);
+    st.assignments = atomic_load(&s->n_assignments);
+    st.n_arms = k;
+    st.arms = w->arm_ptrs;
+    atomic_fetch_add(&s->n_status, 1);
+    send_sealed(s, w, to, client_pk, key, &env);
+}
+
+/* ---- the request handler ----------------------------------------------------------------- */
+
+void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t len,
+                       agg_reply_to to)
+{
+    char detail[LDPB_DETAIL_BYTES] = "";
+    ldpb_frame fr;
+    atomic_fetch_add(&s->n_requests, 1);
+    ldpb_err err = ldpb_frame_parse(msg, len, &fr, detail);
+    if (err) {
+        logf_(s, AGG_LOG_DEBUG, "refused a frame: %s", detail);
+        send_plain_error(s, w, to, err, detail);
+        return;
+    }
+    if (fr.kind != LDPB_FRAME_SEALED) {
+        send_plain_error(s, w, to, LDPB_EPROTO, "the server accepts only sealed frames");
+        return;
+    }
+    ldpb_seal_key key;
+    memset(&key, 0, sizeof key);
+    size_t pt_len = 0;
+    pthread_mutex_lock(&s->seal_mu);
+    err = ldpb_seal_open_request(s->kc, s->rp, &fr, ldpb_seal_now_ms(), w->pt, sizeof w->pt,
+                                 &pt_len, &key, detail);
+    pthread_mutex_unlock(&s->seal_mu);
+    const uint8_t *pk = fr.client_pk;
+    if (err) {
+        logf_(s, AGG_LOG_DEBUG, "refused a frame: %s", detail);
+        if (!sodium_is_zero(key.k, sizeof key.k)) /* authentic: answer sealed */
+            send_sealed_error(s, w, to, pk, &key, 0, 0, err, detail);
+        else
+            send_plain_error(s, w, to, err, detail);
+        sodium_memzero(&key, sizeof key);
+        return;
+    }
+    uint32_t version = 0;
+    uint64_t request_id = 0;
+    int has_request_id = 0;
+    Ldpb__V1__Envelope *env = NULL;
+    err = ldpb_envelope_peek(w->pt, pt_len, &version, &request_id, &has_request_id);
+    if (err) {
+        send_sealed_error(s, w, to, pk, &key, 0, 0, LDPB_EPROTO,
+                          "malformed envelope (no protocol_version)");
+        goto done;
+    }
+    err = ldpb_envelope_decode(w->pt, pt_len, &env, detail);
+    if (err) {
+        send_sealed_error(s, w, to, pk, &key, request_id, has_request_id, err, detail);
+        goto done;
+    }
+    switch (env->body_case) {
+    case LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST:
+        do_assign(s, w, to, pk, &key, env);
+        break;
+    case LDPB__V1__ENVELOPE__BODY_REPORT:
+        do_report(s, w, to, pk, &key, env);
+        break;
+    case LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST:
+        do_status(s, w, to, pk, &key, env);
+        break;
+    case LDPB__V1__ENVELOPE__BODY_ASSIGNMENT:
+    case LDPB__V1__ENVELOPE__BODY_ACK:
+    case LDPB__V1__ENVELOPE__BODY_STATUS:
+    case LDPB__V1__ENVELOPE__BODY_ERROR:
+    case LDPB__V1__ENVELOPE__BODY__NOT_SET:
+    case _LDPB__V1__ENVELOPE__BODY__CASE_IS_INT_SIZE:
+        send_sealed_error(s, w, to, pk, &key, request_id, has_request_id, LDPB_EPROTO,
+                          "not a request: the server accepts assign_request, report and "
+                          "status_request");
+        break;
+    }
+done:
+    ldpb_envelope_free(env);
+    sodium_memzero(w->pt, pt_len);
+    sodium_memzero(&key, sizeof key);
+}
+
+/* ---- the committer ----------------------------------------------------------------------- */
+
+/* Saves the policy into *buf (grown as needed). Under policy_mu. */
+static ldpb_err save_policy(agg_server *s, uint8_t **buf, size_t *cap, size_t *len)
+{
+    ldpb_err err = agg_policy_save(s->policy, *buf, *cap, len);
+    if (err == LDPB_ERANGE) {
+        size_t want = *len + *len / 2 + 64;
+        uint8_t *nb = realloc(*buf, want);
+        if (!nb)
+            return LDPB_ENOMEM;
+        *buf = nb;
+        *cap = want;
+        err = agg_policy_save(s->policy, *buf, *cap, len);
+    }
+    return err;
+}
+
+static void answer_report(agg_server *s, item *it, int status)
+{
+    if (status == 0 || status == 1) {
+        Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+        Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;
+        env.protocol_version = LDPB_PROTOCOL_VERSION;
+        env.has_request_id = it->has_request_id;
+        env.request_id = it->request_id;
+        env.body_case = LDPB__V1__ENVELOPE__BODY_ACK;
+        env.ack = &ack;
+        ack.assignment_id.data = it->id;
+        ack.assignment_id.len = AGG_TOKEN_BYTES;
+        ack.has_duplicate = 1;
+        ack.duplicate = status == 1;
+        send_sealed(s, s->cw, it->to, it->client_pk, &it->key, &env);
+    } else {
+        const char *reason = status == LDPB_EEXPIRED
+                                 ? "the assignment has expired; ask for a new one"
+                                 : "the report could not be stored; retry";
+        send_sealed_error(s, s->cw, it->to, it->client_pk, &it->key, it->request_id,
+                          it->has_request_id, (ldpb_err)status, reason);
+    }
+    sodium_memzero(&it->key, sizeof it->key);
+}
+
+static agg_store_row row_of(const agg_server *s, const item *it)
+{
+    agg_store_row r;
+    r.id = it->id;
+    r.id_len = AGG_TOKEN_BYTES;
+    r.arm = it->tok.arm;
+    r.mechanism = s->mech_name;
+    r.epsilon = it->tok.epsilon;
+    r.propensity = it->tok.propensity;
+    r.policy_version = it->tok.policy_version;
+    r.expires_at_ms = it->tok.expires_at_ms;
+    r.at_ms = it->at_ms;
+    r.value = it->value;
+    return r;
+}
+
+size_t agg_server_commit_batch(agg_server *s)
+{
+    pthread_mutex_lock(&s->queue_mu);
+    size_t n = s->q_count < s->cfg->batch_max ? s->q_count : (size_t)s->cfg->batch_max;
+    for (size_t i = 0; i < n; i++)
+        s->batch[i] = s->q[(s->q_head + i) % s->q_cap];
+    s->q_head = (s->q_head + n) % s->q_cap;
+    s->q_count -= n;
+    pthread_mutex_unlock(&s->queue_mu);
+    if (n == 0)
+        return 0;
+
+    uint64_t t0 = mono_us();
+    uint64_t n_new = 0, n_dup = 0;
+    int observed = 0;
+    size_t snap_len = 0, save_len = 0;
+    ldpb_err err = agg_store_begin(s->store);
+    for (size_t i = 0; i < n && !err; i++) {
+        item *it = &s->batch[i];
+        agg_store_row row = row_of(s, it);
+        s->batch_status[i] = 0;
+        if (it->kind == ITEM_DECISION) {
+            err = agg_store_add_decision(s->store, &row);
+        } else if (it->expired) {
+            int exists = 0;
+            err = agg_store_has_report(s->store, it->id, AGG_TOKEN_BYTES, &exists);
+            s->batch_status[i] = exists ? 1 : LDPB_EEXPIRED;
+            n_dup += exists;
+        } else {
+            int is_new = 0;
+            err = agg_store_add_report(s->store, &row, &is_new);
+            s->batch_status[i] = is_new ? 0 : 1;
+            n_new += is_new;
+            n_dup += !is_new;
+        }
+    }
+    if (!err) {
+        pthread_mutex_lock(&s->policy_mu);
+        err = save_policy(s, &s->snap_buf, &s->snap_cap, &snap_len);
+        agg_policy_env env = policy_env(s);
+        for (size_t i = 0; i < n && !err; i++) {
+            item *it = &s->batch[i];
+            if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
+                continue;
+            observed = 1;
+            err = agg_policy_observe(s->policy, &env, it->tok.arm, it->value);
+            if (err)
+                logf_(s, AGG_LOG_ERROR, "the policy refused a validated report (arm %u): %s",
+                      (unsigned)it->tok.arm, ldpb_strerror(err));
+        }
+        if (!err) {
+            s->policy_version += n_new;
+            err = save_policy(s, &s->save_buf, &s->save_cap, &save_len);
+            if (err)
+                s->policy_version -= n_new;
+        }
+        if (err && observed) {
+            ldpb_err rerr = agg_policy_restore(s->policy, s->snap_buf, snap_len);
+            if (rerr)
+                logf_(s, AGG_LOG_ERROR, "cannot restore the pre-batch policy state: %s",
+                      ldpb_strerror(rerr));
+        }
+        pthread_mutex_unlock(&s->policy_mu);
+    }
+    agg_store_counters c = s->committed;
+    c.policy_version += n_new;
+    c.reports += n_new;
+    c.duplicates += n_dup;
+    c.assignments = atomic_load(&s->n_assignments);
+    if (!err)
+        err = agg_store_put_state(s->store, s->save_buf, save_len, &c);
+    if (!err)
+        err = agg_store_commit(s->store);
+    if (err) {
+        logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back: %s", n,
+              agg_store_errmsg(s->store));
+        agg_store_rollback(s->store);
+        if (observed) {
+            pthread_mutex_lock(&s->policy_mu);
+            ldpb_err rerr = agg_policy_restore(s->policy, s->snap_buf, snap_len);
+            if (!rerr)
+                s->policy_version = s->committed.policy_version;
+            pthread_mutex_unlock(&s->policy_mu);
+            if (rerr)
+                logf_(s, AGG_LOG_ERROR, "cannot restore the pre-batch policy state: %s",
+                      ldpb_strerror(rerr));
+        }
+        atomic_fetch_add(&s->n_commit_failures, 1);
+        for (size_t i = 0; i < n; i++)
+            if (s->batch[i].kind == ITEM_REPORT)
+                answer_report(s, &s->batch[i], LDPB_EIO);
+        return n;
+    }
+    s->committed = c;
+    atomic_store(&s->n_reports, c.reports);
+    atomic_store(&s->n_duplicates, c.duplicates);
+    atomic_fetch_add(&s->n_batches, 1);
+    atomic_fetch_add(&s->n_batch_items, n);
+    atomic_fetch_add(&s->commit_us, mono_us() - t0);
+    for (size_t i = 0; i < n; i++)
+        if (s->batch[i].kind == ITEM_REPORT)
+            answer_report(s, &s->batch[i], s->batch_status[i]);
+    return n;
+}
+
+static void *committer_main(void *arg)
+{
+    agg_server *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->queue_mu);
+        while (s->q_count == 0 && !s->committer_stop)
+            pthread_cond_wait(&s->queue_cv, &s->queue_mu);
+        int done = s->q_count == 0 && s->committer_stop;
+        pthread_mutex_unlock(&s->queue_mu);
+        if (done)
+            break;
+        agg_server_commit_batch(s);
+    }
+    return NULL;
+}
+
+/* ---- construction ------------------------------------------------------------------------ */
+
+static int choose_is_pure_draw(const char *policy)
+{
+    /* Thompson sampling: choose() draws from the posterior and changes nothing else, so extra
+     * draws estimate the probability of the arm chosen. The other policies choose
+     * deterministically from their state (ties aside: their propensity is 1) or advance a
+     * round-robin pointer, which extra calls would disturb. */
+    return strcmp(policy, "ts") == 0 || strcmp(policy, "ldp-ts-b") == 0;
+}
+
+static ldpb_err load_allowlist(agg_server *s, const char *path, char *errmsg)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        say(errmsg, "allowlist %s: cannot open: %s", path, strerror(errno));
+        return LDPB_EIO;
+    }
+    char line[256];
+    unsigned lineno = 0, keys = 0;
+    ldpb_err err = LDPB_OK;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t n = strlen(line);
+        if (n == sizeof line - 1 && line[n - 1] != '\n') {
+            say(errmsg, "%s:%u: line too long for a key", path, lineno);
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        if (n && line[n - 1] == '\n')
+            line[--n] = '\0';
+        if (n && line[n - 1] == '\r')
+            line[--n] = '\0';
+        if (n == 0 || line[0] == '#')
+            continue;
+        uint8_t pk[LDPB_KEY_BYTES];
+        char detail[LDPB_DETAIL_BYTES] = "";
+        err = ldpb_keyfile_parse(line, n, LDPB_KEYFILE_PUBLIC, pk, detail);
+        if (!err)
+            err = ldpb_keycache_allow(s->kc, pk);
+        if (err) {
+            say(errmsg, "%s:%u: %s", path, lineno,
+                err == LDPB_ERANGE ? "more keys than the allow-list holds" : detail);
+            break;
+        }
+        keys++;
+    }
+    if (!err && ferror(f)) {
+        say(errmsg, "allowlist %s: read error", path);
+        err = LDPB_EIO;
+    }
+    fclose(f);
+    if (!err && keys == 0) {
+        say(errmsg, "allowlist %s has no keys: no client could connect", path);
+        err = LDPB_EINVAL;
+    }
+    return err;
+}
+
+/* Lines of `path` (an upper bound on its keys), for sizing the allow-list. */
+static size_t count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t n = 1;
+    int c;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void null_send(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len)
+{
+    (void)ctx;
+    (void)frame;
+    (void)len;
+    if (to.control)
+        nn_freemsg(to.control);
+}
+
+ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log, void *log_ctx,
+                        char *errmsg)
+{
+    if (errmsg)
+        errmsg[0] = '\0';
+    if (!out || !cfg || !errmsg)
+        return LDPB_EINVAL;
+    *out = NULL;
+    char detail[AGG_SERVER_ERRMAX];
+    if (agg_config_check(cfg, detail) != LDPB_OK) {
+        say(errmsg, "%s", detail);
+        return LDPB_EINVAL;
+    }
+    if (sodium_init() < 0) {
+        say(errmsg, "libsodium cannot initialise");
+        return LDPB_ECRYPTO;
+    }
+    agg_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return LDPB_ENOMEM;
+    s->cfg = cfg;
+    s->log = log;
+    s->log_ctx = log_ctx;
+    s->send = null_send;
+    s->sock = -1;
+    pthread_mutex_init(&s->seal_mu, NULL);
+    pthread_mutex_init(&s->policy_mu, NULL);
+    pthread_mutex_init(&s->queue_mu, NULL);
+    pthread_cond_init(&s->queue_cv, NULL);
+
+    char kd[LDPB_DETAIL_BYTES] = "";
+    ldpb_err err = ldpb_keyfile_load_secret(cfg->key, &s->kp, kd);
+    if (err) {
+        say(errmsg, "key %s: %s", cfg->key, kd[0] ? kd : ldpb_strerror(err));
+        goto fail;
+    }
+    err = agg_token_key_derive(&s->token_key, s->kp.sk);
+    if (err) {
+        say(errmsg, "cannot derive the assignment key");
+        goto fail;
+    }
+    ldpb_keycache_opts ko;
+    ldpb_keycache_opts_init(&ko);
+    ko.max_entries = cfg->keycache_entries;
+    if (cfg->auth == AGG_AUTH_ALLOWLIST) {
+        size_t lines = count_lines(cfg->allowlist);
+        ko.allowlist_max = lines < LDPB_ALLOWLIST_MAX ? lines : LDPB_ALLOWLIST_MAX;
+    }
+    err = ldpb_keycache_new(&s->kc, &s->kp, &ko);
+    if (!err && cfg->auth == AGG_AUTH_ALLOWLIST)
+        err = load_allowlist(s, cfg->allowlist, errmsg);
+    if (err) {
+        if (!errmsg[0])
+            say(errmsg, "cannot create the key cache: %s", ldpb_strerror(err));
+        goto fail;
+    }
+    ldpb_replay_opts ro;
+    ldpb_replay_opts_init(&ro);
+    ro.window_ms = cfg->replay_window_s * 1000u;
+    if (ro.window_ms < 1000)
+        ro.window_ms = 1000;
+    ro.max_entries = cfg->replay_entries;
+    err = ldpb_replay_new(&s->rp, &ro);
+    if (err) {
+        say(errmsg, "cannot create the replay cache: %s", ldpb_strerror(err));
+        goto fail;
+    }
+
+    /* The policy, its generators and the noise source. */
+    agg_policy_config pc;
+    agg_policy_config_init(&pc);
+    pc.k = (uint32_t)cfg->arms;
+    pc.horizon = cfg->horizon;
+    pc.epsilon = cfg->epsilon;
+    pc.kappa = cfg->kappa;
+    pc.beta = cfg->beta;
+    pc.gamma = cfg->gamma;
+    pc.eps_arm = cfg->eps_arm;
+    pc.mechanism = (ldpb_mech_kind)cfg->mechanism;
+    char pmsg[AGG_ERRMSG_MAX] = "";
+    err = agg_policy_new(&s->policy, cfg->policy, &pc, pmsg);
+    if (err) {
+        say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
+        goto fail;
+    }
+    s->mc_propensity = choose_is_pure_draw(cfg->policy);
+    err = ldpb_rng_new_system(&s->policy_rng);
+    if (!err)
+        err = ldpb_rng_new_system(&s->noise_rng);
+    if (!err)
+        err = agg_noise_new(&s->noise, AGG_NOISE_SECURE, s->noise_rng, NULL);
+    if (err) {
+        say(errmsg, "cannot create the generators: %s", ldpb_strerror(err));
+        goto fail;
+    }
+    agg_rand_seed(&s->rand, s->policy_rng);
+    if (cfg->mode == AGG_MODE_LOCAL) {
+        s->wire_mechanism = cfg->mechanism; /* the wire enum equals ldpb_mech_kind */
+        s->wire_epsilon = cfg->epsilon;
+        s->mech_name = ldpb_mech_kind_name((ldpb_mech_kind)cfg->mechanism);
+    } else {
+        s->wire_mechanism = LDPB__V1__MECHANISM__RAW;
+        s->wire_epsilon = 0.0;
+        s->mech_name = "raw";
+    }
+
+    /* The durable state. */
+    agg_store_meta meta = {cfg->policy,  (uint32_t)cfg->arms,
+                           s->mech_name, cfg->mode == AGG_MODE_NONPRIVATE ? 0.0 : cfg->epsilon,
+                           cfg->kappa,   agg_mode_name(cfg->mode),
+                           cfg->horizon, cfg->beta,
+                           cfg->gamma,   cfg->eps_arm};
+    char smsg[AGG_STORE_ERRMAX] = "";
+    err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
+    if (err) {
+        say(errmsg, "%s", smsg);
+        goto fail;
+    }
+    uint8_t *blob = NULL;
+    size_t blob_len = 0;
+    err = agg_store_load(s->store, &blob, &blob_len, &s->committed);
+    if (!err && blob) {
+        err = agg_policy_restore(s->policy, blob, blob_len);
+        if (err)
+            say(errmsg, "state_dir %s: the stored policy state does not restore (%s)",
+                cfg->state_dir, ldpb_strerror(err));
+    } else if (err) {
+        say(errmsg, "state_dir %s: %s", cfg->state_dir, agg_store_errmsg(s->store));
+    }
+    free(blob);
+    if (err)
+        goto fail;
+    s->policy_version = s->committed.policy_version;
+    atomic_store(&s->n_reports, s->committed.reports);
+    atomic_store(&s->n_duplicates, s->committed.duplicates);
+    atomic_store(&s->n_assignments, s->committed.assignments);
+
+    /* The committer's queue and buffers. */
+    s->q_cap = cfg->queue_max;
+    s->q = calloc(s->q_cap, sizeof *s->q);
+    s->batch = calloc(cfg->batch_max, sizeof *s->batch);
+    s->batch_status = calloc(cfg->batch_max, sizeof *s->batch_status);
+    if (!s->q || !s->batch || !s->batch_status) {
+        err = LDPB_ENOMEM;
+        say(errmsg, "out of memory for a queue of %zu", s->q_cap);
+        goto fail;
+    }
+    err = agg_worker_new(&s->cw);
+    if (err) {
+        say(errmsg, "cannot create the committer's generator");
+        goto fail;
+    }
+    logf_(s, AGG_LOG_INFO,
+          "state %s: policy %s (%s mode), %u arms, %" PRIu64 " reports, %" PRIu64
+          " assignments so far",
+          cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->arms,
+          s->committed.reports, s->committed.assignments);
+    *out = s;
+    return LDPB_OK;
+fail:
+    agg_server_free(s);
+    return err;
+}
+
+void agg_server_set_sender(agg_server *s, agg_send_fn send, void *ctx)
+{
+    if (!s || s->started)
+        return;
+    s->send = send ? send : null_send;
+    s->send_ctx = send ? ctx : NULL;
+}
+
+void agg_server_stats_get(agg_server *s, agg_server_stats *o)
+{
+    memset(o, 0, sizeof *o);
+    o->requests = atomic_load(&s->n_requests);
+    o->assignments = atomic_load(&s->n_assignments);
+    o->reports = atomic_load(&s->n_reports);
+    o->duplicates = atomic_load(&s->n_duplicates);
+    o->status = atomic_load(&s->n_status);
+    o->plain_errors = atomic_load(&s->n_plain_errors);
+    for (int i = 0; i < 32; i++)
+        o->errors[i] = atomic_load(&s->n_errors[i]);
+    o->batches = atomic_load(&s->n_batches);
+    o->batch_items = atomic_load(&s->n_batch_items);
+    o->commit_failures = atomic_load(&s->n_commit_failures);
+    o->commit_us = atomic_load(&s->commit_us);
+    o->decisions_dropped = atomic_load(&s->n_decisions_dropped);
+    o->send_failures = atomic_load(&s->n_send_failures);
+    pthread_mutex_lock(&s->queue_mu);
+    o->queue_depth = s->q_count;
+    pthread_mutex_unlock(&s->queue_mu);
+}
+
+/* ---- transport --------------------------------------------------------------------------- */
+
+static void nn_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len)
+{
+    agg_server *s = ctx;
+    void *control = to.control;
+    struct nn_iovec iov = {(void *)frame, len};
+    struct nn_msghdr hdr;
+    memset(&hdr, 0, sizeof hdr);
+    hdr.msg_iov = &iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = &control;
+    hdr.msg_controllen = NN_MSG;
+    if (nn_sendmsg(s->sock, &hdr, NN_DONTWAIT) < 0) {
+        atomic_fetch_add(&s->n_send_failures, 1);
+        logf_(s, AGG_LOG_DEBUG, "a reply could not be sent: %s", nn_strerror(nn_errno()));
+        if (control)
+            nn_freemsg(control);
+    }
+}
+
+typedef struct worker_arg {
+    agg_server *s;
+    agg_worker *w;
+} worker_arg;
+
+static void *worker_main(void *arg)
+{
+    worker_arg *wa = arg;
+    agg_server *s = wa->s;
+    agg_worker *w = wa->w;
+    uint64_t drain_deadline = 0;
+    for (;;) {
+        if (atomic_load(&s->stopping)) {
+            uint64_t now = mono_us();
+            if (!drain_deadline)
+                drain_deadline = now + DRAIN_MAX_MS * 1000u;
+            else if (now > drain_deadline)
+                break;
+        }
+        void *body = NULL, *control = NULL;
+        struct nn_iovec iov = {&body, NN_MSG};
+        struct nn_msghdr hdr;
+        memset(&hdr, 0, sizeof hdr);
+        hdr.msg_iov = &iov;
+        hdr.msg_iovlen = 1;
+        hdr.msg_control = &control;
+        hdr.msg_controllen = NN_MSG;
+        int n = nn_recvmsg(s->sock, &hdr, 0);
+        if (n < 0) {
+            int e = nn_errno();
+            if (e == EAGAIN || e == ETIMEDOUT || e == EINTR) {
+                if (atomic_load(&s->stopping) && e != EINTR)
+                    break; /* drained: nothing arrived within a receive timeout */
+                continue;
+            }
+            logf_(s, AGG_LOG_ERROR, "receive failed: %s", nn_strerror(e));
+            break;
+        }
+        agg_reply_to to = {control, 0};
+        agg_server_handle(s, w, body, (size_t)n, to);
+        nn_freemsg(body);
+    }
+    return NULL;
+}
+
+ldpb_err agg_server_start(agg_server *s, char *errmsg)
+{
+    if (errmsg)
+        errmsg[0] = '\0';
+    if (!s)
+        return LDPB_EINVAL;
+    if (s->started) {
+        say(errmsg, "already started");
+        return LDPB_ESTATE;
+    }
+    ldpb_err err = LDPB_ETRANSPORT;
+    s->sock = nn_socket(AF_SP_RAW, NN_REP);
+    if (s->sock < 0) {
+        say(errmsg, "nn_socket: %s", nn_strerror(nn_errno()));
+        return LDPB_ETRANSPORT;
+    }
+    int maxsz = RECV_MAX_BYTES, tmo = RECV_TIMEOUT_MS, sndbuf = SEND_BUFFER_BYTES;
+    if (nn_setsockopt(s->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz, sizeof maxsz) < 0 ||
+        nn_setsockopt(s->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo) < 0 ||
+        nn_setsockopt(s->sock, NN_SOL_SOCKET, NN_SNDBUF, &sndbuf, sizeof sndbuf) < 0) {
+        say(errmsg, "nn_setsockopt: %s", nn_strerror(nn_errno()));
+        goto fail;
+    }
+    for (size_t i = 0; i < s->cfg->n_listen; i++)
+        if (nn_bind(s->sock, s->cfg->listen[i]) < 0) {
+            say(errmsg, "listen %s: cannot bind: %s", s->cfg->listen[i], nn_strerror(nn_errno()));
+            goto fail;
+        }
+    if (s->send == null_send) {
+        s->send = nn_send_reply;
+        s->send_ctx = s;
+    }
+    if (s->cfg->metrics) {
+        char mmsg[AGG_SERVER_ERRMAX] = "";
+        err = agg_metrics_start(&s->metrics, s->cfg->metrics, s, mmsg);
+        if (err) {
+            say(errmsg, "metrics %s: %s", s->cfg->metrics, mmsg);
+            goto fail;
+        }
+    }
+    s->started = 1;
+    if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
+        err = LDPB_ENOMEM;
+        say(errmsg, "cannot start the committer thread");
+        goto fail_started;
+    }
+    s->committer_running = 1;
+    s->workers = calloc(s->cfg->workers, sizeof *s->workers);
+    worker_arg *args = calloc(s->cfg->workers, sizeof *args);
+    if (!s->workers || !args) {
+        free(args);
+        err = LDPB_ENOMEM;
+        say(errmsg, "out of memory");
+        goto fail_started;
+    }
+    for (size_t i = 0; i < s->cfg->workers; i++) {
+        args[i].s = s;
+        if (agg_worker_new(&args[i].w) != LDPB_OK ||
+            pthread_create(&s->workers[i], NULL, worker_main, &args[i]) != 0) {
+            agg_worker_free(args[i].w);
+            args[i].w = NULL;
+            err = LDPB_ENOMEM;
+            say(errmsg, "cannot start worker %zu", i);
+            break;
+        }
+        s->n_workers++;
+    }
+    /* The worker args live until the workers are joined: park them in the server. */
+    s->worker_args = args;
+    if (s->n_workers < s->cfg->workers)
+        goto fail_started;
+    for (size_t i = 0; i < s->cfg->n_listen; i++)
+        logf_(s, AGG_LOG_INFO, "listening on %s", s->cfg->listen[i]);
+    logf_(s, AGG_LOG_INFO, "%zu workers, batches of up to %" PRIu64 " items", s->n_workers,
+          s->cfg->batch_max);
+    return LDPB_OK;
+fail_started:
+    agg_server_stop(s);
+    return err;
+fail:
+    nn_close(s->sock);
+    s->sock = -1;
+    return err;
+}
+
+void agg_server_stop(agg_server *s)
+{
+    if (!s || !s->started)
+        return;
+    atomic_store(&s->stopping, 1);
+    for (size_t i = 0; i < s->n_workers; i++)
+        pthread_join(s->workers[i], NULL);
+    for (size_t i = 0; s->worker_args && i < s->cfg->workers; i++)
+        agg_worker_free(s->worker_args[i].w);
+    free(s->worker_args);
+    free(s->workers);
+    s->worker_args = NULL;
+    s->workers = NULL;
+    s->n_workers = 0;
+    if (s->committer_running) {
+        pthread_mutex_lock(&s->queue_mu);
+        s->committer_stop = 1;
+        pthread_cond_signal(&s->queue_cv);
+        pthread_mutex_unlock(&s->queue_mu);
+        pthread_join(s->committer, NULL);
+        s->committer_running = 0;
+    }
+    agg_metrics_stop(s->metrics);
+    s->metrics = NULL;
+    if (s->sock >= 0) {
+        struct timespec ts = {0, LINGER_MS * 1000000L};
+        nanosleep(&ts, NULL); /* let nanomsg flush the last replies */
+        nn_close(s->sock);
+        s->sock = -1;
+    }
+    s->started = 0;
+    logf_(s, AGG_LOG_INFO, "stopped: %" PRIu64 " reports counted, %" PRIu64 " assignments",
+          s->committed.reports, (uint64_t)atomic_load(&s->n_assignments));
+}
+
+void agg_server_free(agg_server *s)
+{
+    if (!s)
+        return;
+    agg_server_stop(s);
+    /* Anything still queued (a server never started) is answered with an error. */
+    while (s->q && s->q_count) {
+        item *it = &s->q[s->q_head];
+        if (it->kind == ITEM_REPORT)
+            answer_report(s, it, LDPB_EIO);
+        s->q_head = (s->q_head + 1) % s->q_cap;
+        s->q_count--;
+    }
+    agg_store_close(s->store);
+    agg_policy_free(s->policy);
+    agg_noise_free(s->noise);
+    ldpb_rng_free(s->policy_rng);
+    ldpb_rng_free(s->noise_rng);
+    ldpb_keycache_free(s->kc);
+    ldpb_replay_free(s->rp);
+    ldpb_keypair_wipe(&s->kp);
+    agg_token_key_wipe(&s->token_key);
+    agg_worker_free(s->cw);
+    if (s->q)
+        sodium_memzero(s->q, s->q_cap * sizeof *s->q);
+    free(s->q);
+    if (s->batch)
+        sodium_memzero(s->batch, s->cfg->batch_max * sizeof *s->batch);
+    free(s->batch);
+    free(s->batch_status);
+    free(s->save_buf);
+    free(s->snap_buf);
+    pthread_mutex_destroy(&s->seal_mu);
+    pthread_mutex_destroy(&s->policy_mu);
+    pthread_mutex_destroy(&s->queue_mu);
+    pthread_cond_destroy(&s->queue_cv);
+    free(s);
+}

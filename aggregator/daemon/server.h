@@ -1,0 +1,101 @@
+/* The aggregator service as a library (main.c is a thin shell over it): the request handler that
+ * opens sealed frames and answers assign, report and status requests; the committer that makes
+ * reports durable in groups before acknowledging them; and the transport (one nanomsg raw REP
+ * socket bound to every listen URL, served by several worker threads).
+ *
+ * Every request is answered exactly once: a frame that cannot be authenticated with a
+ * PLAIN_ERROR frame, anything after the frame opens with a sealed Envelope (Assignment, Ack,
+ * Status or Error with a code and a reason). docs/aggregator.md describes the design.
+ *
+ * Threads: agg_server_handle may run on many threads at once, each with its own agg_worker;
+ * agg_server_commit_batch runs on one thread at a time (the committer, or the caller when the
+ * server was not started). */
+#ifndef LDPB_AGG_SERVER_H
+#define LDPB_AGG_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ldpb/err.h"
+
+#define AGG_SERVER_ERRMAX 512
+
+typedef struct agg_server agg_server;
+typedef struct agg_worker agg_worker;
+
+/* A log line: `level` is an agg_log_level, `msg` one line without a newline. Called from any
+ * server thread; must be thread-safe. */
+typedef void (*agg_log_fn)(void *ctx, int level, const char *msg);
+
+/* Where a reply goes: the transport's handle for one received request. */
+typedef struct agg_reply_to {
+    void *control; /* nanomsg: the raw REP backtrace header (an NN_MSG chunk) */
+    uint64_t tag;  /* embedders' own tag (tests, fuzzing) */
+} agg_reply_to;
+
+/* Delivers the reply `frame` for `to`. Called exactly once per handled request, from a worker or
+ * from the committer; it owns `to` from then on (frees the header whether or not it sends). */
+typedef void (*agg_send_fn)(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len);
+
+typedef struct agg_server_stats {
+    uint64_t requests;          /* frames handled */
+    uint64_t assignments;       /* assignments issued (persisted across restarts) */
+    uint64_t reports;           /* reports counted (= policy version) */
+    uint64_t duplicates;        /* resent reports acked as duplicates */
+    uint64_t status;            /* status replies */
+    uint64_t plain_errors;      /* PLAIN_ERROR replies (frame not authenticated) */
+    uint64_t errors[32];        /* sealed Error replies by code (ldpb_err) */
+    uint64_t batches;           /* committed transactions */
+    uint64_t batch_items;       /* reports and decisions in them */
+    uint64_t commit_failures;   /* transactions rolled back */
+    uint64_t commit_us;         /* total time in commit, microseconds */
+    uint64_t decisions_dropped; /* decisions not logged because the queue was full */
+    uint64_t send_failures;     /* replies the transport could not send */
+    uint64_t queue_depth;       /* items waiting for the committer now */
+} agg_server_stats;
+
+/* Builds a server from a checked config (agg_config_check): loads the secret key and the
+ * allow-list, opens the state in state_dir (refusing another configuration's state), creates the
+ * policy and restores it. Nothing is bound and no thread runs until agg_server_start. Errors:
+ * LDPB_EINVAL / LDPB_ERANGE (config), LDPB_EIO, LDPB_ECRYPTO (key), LDPB_ESTATE (state of
+ * another configuration, or in use), LDPB_ECORRUPT, LDPB_ENOMEM; `errmsg` (AGG_SERVER_ERRMAX
+ * bytes) says what and where. `cfg` must outlive the server. `log` may be NULL. */
+ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log, void *log_ctx,
+                        char *errmsg);
+
+/* Replaces the transport for replies (before agg_server_start, or instead of it): tests and the
+ * fuzz target collect replies in memory. */
+void agg_server_set_sender(agg_server *s, agg_send_fn send, void *ctx);
+
+/* Binds the listen URLs, starts the workers, the committer and the metrics endpoint. Errors:
+ * LDPB_ETRANSPORT (a URL cannot be bound; `errmsg` names it), LDPB_EIO (metrics address),
+ * LDPB_ENOMEM, LDPB_ESTATE (already started). On failure everything started is stopped. */
+ldpb_err agg_server_start(agg_server *s, char *errmsg);
+
+/* Drains and stops: workers answer what has arrived (up to a short deadline), the committer
+ * commits and acks everything queued, then the sockets close. Safe to call once started; a
+ * no-op otherwise. */
+void agg_server_stop(agg_server *s);
+
+/* Stops if needed, closes the state and frees everything (keys wiped). Accepts NULL. */
+void agg_server_free(agg_server *s);
+
+/* A worker's private buffers and generator. LDPB_ENOMEM, LDPB_ECRYPTO. */
+ldpb_err agg_worker_new(agg_worker **out);
+void agg_worker_free(agg_worker *w);
+
+/* Handles one received message (`len` bytes, any content) and answers it through the sender:
+ * at once, or (a valid report) once the committer has made it durable. Never fails. */
+void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t len,
+                       agg_reply_to to);
+
+/* Commits one batch of what is queued (up to batch_max items) and sends its replies. Returns the
+ * number of items processed (0 if the queue was empty). Only for servers not started (the
+ * committer thread does this otherwise). */
+size_t agg_server_commit_batch(agg_server *s);
+
+/* A snapshot of the counters. */
+void agg_server_stats_get(agg_server *s, agg_server_stats *out);
+
+#endif

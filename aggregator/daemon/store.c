@@ -1,0 +1,550 @@
+/* SQLite durability for the aggregator (store.h). Every statement is prepared once; a batch is
+ * one transaction of INSERT OR IGNOREs plus the policy state row, so its COMMIT makes the reports
+ * and the state that counts them durable together (synchronous=FULL: the WAL is fsynced at every
+ * commit). A lock file (flock) keeps a second daemon off the same state directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct agg_store {
+    sqlite3 *db;
+    int lock_fd;
+    sqlite3_stmt *begin, *commit, *rollback;
+    sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
+    char errmsg[AGG_STORE_ERRMAX];
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void
+say(char *out, const char *fmt, ...)
+{
+    if (!out)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, AGG_STORE_ERRMAX, fmt, ap);
+    va_end(ap);
+}
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta("
+    " key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS state("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), policy_state BLOB NOT NULL,"
+    " policy_version INTEGER NOT NULL, reports INTEGER NOT NULL, duplicates INTEGER NOT NULL,"
+    " assignments INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reports("
+    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
+    " value REAL NOT NULL, expires_at_ms INTEGER NOT NULL, reported_at_ms INTEGER NOT NULL)"
+    " WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS decisions("
+    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
+    " issued_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL) WITHOUT ROWID;";
+
+static ldpb_err sql_fail(agg_store *s, const char *what)
+{
+    say(s->errmsg, "%s: %s", what, sqlite3_errmsg(s->db));
+    return LDPB_EIO;
+}
+
+static ldpb_err exec(agg_store *s, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        say(s->errmsg, "%s", msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        return LDPB_EIO;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err prepare(agg_store *s, sqlite3_stmt **st, const char *sql)
+{
+    if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+        return sql_fail(s, "prepare");
+    return LDPB_OK;
+}
+
+/* Runs a prepared statement that returns no rows, then resets it. */
+static ldpb_err step_done(agg_store *s, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE)
+        return sql_fail(s, what);
+    return LDPB_OK;
+}
+
+void agg_store_close(agg_store *s)
+{
+    if (!s)
+        return;
+    sqlite3_finalize(s->begin);
+    sqlite3_finalize(s->commit);
+    sqlite3_finalize(s->rollback);
+    sqlite3_finalize(s->add_report);
+    sqlite3_finalize(s->has_report);
+    sqlite3_finalize(s->add_decision);
+    sqlite3_finalize(s->put_state);
+    sqlite3_close(s->db);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* releases the flock */
+    free(s);
+}
+
+static void fmt_meta(char *buf, size_t cap, const char *key, const agg_store_meta *m)
+{
+    if (strcmp(key, "schema_version") == 0)
+        snprintf(buf, cap, "%d", AGG_STORE_SCHEMA_VERSION);
+    else if (strcmp(key, "policy") == 0)
+        snprintf(buf, cap, "%s", m->policy);
+    else if (strcmp(key, "arms") == 0)
+        snprintf(buf, cap, "%" PRIu32, m->arms);
+    else if (strcmp(key, "mechanism") == 0)
+        snprintf(buf, cap, "%s", m->mechanism);
+    else if (strcmp(key, "epsilon") == 0)
+        snprintf(buf, cap, "%.17g", m->epsilon);
+    else if (strcmp(key, "kappa") == 0)
+        snprintf(buf, cap, "%.17g", strcmp(m->mechanism, "quadratic") == 0 ? m->kappa : 0.0);
+    else if (strcmp(key, "mode") == 0)
+        snprintf(buf, cap, "%s", m->mode);
+    else if (strcmp(key, "horizon") == 0)
+        snprintf(buf, cap, "%" PRIu64, m->horizon);
+    else if (strcmp(key, "beta") == 0)
+        snprintf(buf, cap, "%.17g", m->beta);
+    else if (strcmp(key, "gamma") == 0)
+        snprintf(buf, cap, "%.17g", m->gamma);
+    else
+        snprintf(buf, cap, "%.17g", m->eps_arm);
+}
+
+static const char *const meta_keys[] = {"schema_version", "policy", "arms",   "mechanism",
+                                        "epsilon",        "kappa",  "mode",   "horizon",
+                                        "beta",           "gamma",  "eps_arm"};
+#define N_META (sizeof meta_keys / sizeof meta_keys[0])
+
+/* Writes the meta rows of a fresh state, or checks them against `m`. */
+static ldpb_err check_meta(agg_store *s, const agg_store_meta *m, char *errmsg)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, "SELECT value FROM meta WHERE key = ?1");
+    if (err)
+        goto fail;
+    sqlite3_stmt *count = NULL;
+    err = prepare(s, &count, "SELECT count(*) FROM meta");
+    if (err)
+        goto fail;
+    int rc = sqlite3_step(count);
+    sqlite3_int64 n = rc == SQLITE_ROW ? sqlite3_column_int64(count, 0) : -1;
+    sqlite3_finalize(count);
+    if (n < 0) {
+        err = sql_fail(s, "reading meta");
+        goto fail;
+    }
+    char want[128];
+    if (n == 0) {
+        sqlite3_finalize(st);
+        st = NULL;
+        err = prepare(s, &st, "INSERT INTO meta(key, value) VALUES (?1, ?2)");
+        if (err)
+            goto fail;
+        for (size_t i = 0; i < N_META; i++) {
+            fmt_meta(want, sizeof want, meta_keys[i], m);
+            sqlite3_bind_text(st, 1, meta_keys[i], -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, want, -1, SQLITE_TRANSIENT);
+            err = step_done(s, st, "writing meta");
+            if (err)
+                goto fail;
+        }
+        sqlite3_finalize(st);
+        return LDPB_OK;
+    }
+    for (size_t i = 0; i < N_META; i++) {
+        fmt_meta(want, sizeof want, meta_keys[i], m);
+        sqlite3_bind_text(st, 1, meta_keys[i], -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            sqlite3_reset(st);
+            if (rc != SQLITE_DONE) {
+                err = sql_fail(s, "reading meta");
+                goto fail;
+            }
+            say(errmsg, "state: meta has no '%s' row", meta_keys[i]);
+            err = LDPB_ECORRUPT;
+            goto fail;
+        }
+        const char *have = (const char *)sqlite3_column_text(st, 0);
+        int same = have && strcmp(have, want) == 0;
+        if (!same) {
+            say(errmsg,
+                "the state in this directory belongs to another configuration: %s is '%s' "
+                "there but '%s' now (use another state_dir, or the old configuration)",
+                meta_keys[i], have ? have : "NULL", want);
+            sqlite3_reset(st);
+            err = i == 0 ? LDPB_ECORRUPT : LDPB_ESTATE;
+            goto fail;
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return LDPB_OK;
+fail:
+    if (!errmsg[0])
+        say(errmsg, "%s", s->errmsg);
+    sqlite3_finalize(st);
+    return err;
+}
+
+ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *meta, char *errmsg)
+{
+    if (errmsg)
+        errmsg[0] = '\0';
+    if (!out || !dir || !meta || !errmsg)
+        return LDPB_EINVAL;
+    *out = NULL;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        say(errmsg, "state_dir %s: cannot create: %s", dir, strerror(errno));
+        return LDPB_EIO;
+    }
+    agg_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return LDPB_ENOMEM;
+    s->lock_fd = -1;
+    ldpb_err err = LDPB_EIO;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/lock", dir) >= sizeof path) {
+        say(errmsg, "state_dir %s: path too long", dir);
+        err = LDPB_EINVAL;
+        goto fail;
+    }
+    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (s->lock_fd < 0) {
+        say(errmsg, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        say(errmsg, "state_dir %s is in use by another ldpb-aggregator (%s is locked)", dir, path);
+        err = LDPB_ESTATE;
+        goto fail;
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME);
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        goto fail;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    if (exec(s, "PRAGMA journal_mode=WAL") || exec(s, "PRAGMA synchronous=FULL") ||
+        exec(s, "PRAGMA busy_timeout=5000") || exec(s, "BEGIN IMMEDIATE")) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        goto fail;
+    }
+    if (exec(s, schema_sql)) {
+        say(errmsg, "%s: cannot create the schema: %s", path, s->errmsg);
+        exec(s, "ROLLBACK");
+        goto fail;
+    }
+    err = check_meta(s, meta, errmsg);
+    if (err) {
+        exec(s, "ROLLBACK");
+        goto fail;
+    }
+    if (exec(s, "COMMIT")) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        err = LDPB_EIO;
+        goto fail;
+    }
+    err = prepare(s, &s->begin, "BEGIN");
+    if (!err)
+        err = prepare(s, &s->commit, "COMMIT");
+    if (!err)
+        err = prepare(s, &s->rollback, "ROLLBACK");
+    if (!err)
+        err = prepare(s, &s->add_report,
+                      "INSERT OR IGNORE INTO reports(assignment_id, arm, mechanism, epsilon,"
+                      " propensity, policy_version, value, expires_at_ms, reported_at_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    if (!err)
+        err = prepare(s, &s->has_report, "SELECT 1 FROM reports WHERE assignment_id = ?1");
+    if (!err)
+        err = prepare(s, &s->add_decision,
+                      "INSERT OR IGNORE INTO decisions(assignment_id, arm, mechanism, epsilon,"
+                      " propensity, policy_version, issued_at_ms, expires_at_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    if (!err)
+        err = prepare(s, &s->put_state,
+                      "INSERT OR REPLACE INTO state(id, policy_state, policy_version, reports,"
+                      " duplicates, assignments, updated_at_ms)"
+                      " VALUES (1, ?1, ?2, ?3, ?4, ?5, CAST((julianday('now') - 2440587.5) * "
+                      "86400000.0 AS INTEGER))");
+    if (err) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        goto fail;
+    }
+    *out = s;
+    return LDPB_OK;
+fail:
+    agg_store_close(s);
+    return err;
+}
+
+ldpb_err agg_store_load(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c)
+{
+    *blob = NULL;
+    *len = 0;
+    memset(c, 0, sizeof *c);
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st,
+                           "SELECT policy_state, policy_version, reports, duplicates, assignments,"
+                           " (SELECT count(*) FROM reports) FROM state WHERE id = 1");
+    if (err)
+        return err;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_stmt *cnt = NULL;
+        err = prepare(s, &cnt, "SELECT count(*) FROM reports");
+        if (!err && sqlite3_step(cnt) == SQLITE_ROW && sqlite3_column_int64(cnt, 0) != 0) {
+            say(s->errmsg, "reports are stored but the policy state is missing");
+            err = LDPB_ECORRUPT;
+        }
+        sqlite3_finalize(cnt);
+        sqlite3_finalize(st);
+        return err;
+    }
+    if (rc != SQLITE_ROW) {
+        err = sql_fail(s, "reading the state");
+        goto done;
+    }
+    sqlite3_int64 v[5];
+    for (int i = 0; i < 5; i++) {
+        v[i] = sqlite3_column_int64(st, i + 1);
+        if (v[i] < 0) {
+            say(s->errmsg, "negative counter in the state row");
+            err = LDPB_ECORRUPT;
+            goto done;
+        }
+    }
+    if (v[0] != v[1] || v[1] != v[4]) {
+        say(s->errmsg,
+            "the state counts %lld reports (policy version %lld) but the reports table has %lld",
+            (long long)v[1], (long long)v[0], (long long)v[4]);
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    c->policy_version = (uint64_t)v[0];
+    c->reports = (uint64_t)v[1];
+    c->duplicates = (uint64_t)v[2];
+    c->assignments = (uint64_t)v[3];
+    int n = sqlite3_column_bytes(st, 0);
+    const void *p = sqlite3_column_blob(st, 0);
+    if (n <= 0 || !p) {
+        say(s->errmsg, "the policy state is empty");
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    *blob = malloc((size_t)n);
+    if (!*blob) {
+        err = LDPB_ENOMEM;
+        goto done;
+    }
+    memcpy(*blob, p, (size_t)n);
+    *len = (size_t)n;
+done:
+    sqlite3_finalize(st);
+    return err;
+}
+
+ldpb_err agg_store_begin(agg_store *s)
+{
+    return step_done(s, s->begin, "BEGIN");
+}
+
+ldpb_err agg_store_commit(agg_store *s)
+{
+    return step_done(s, s->commit, "COMMIT");
+}
+
+void agg_store_rollback(agg_store *s)
+{
+    if (sqlite3_get_autocommit(s->db))
+        return; /* SQLite already rolled the transaction back */
+    (void)step_done(s, s->rollback, "ROLLBACK");
+}
+
+ldpb_err agg_store_add_report(agg_store *s, const agg_store_row *r, int *is_new)
+{
+    sqlite3_stmt *st = s->add_report;
+    sqlite3_bind_blob(st, 1, r->id, (int)r->id_len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, r->arm);
+    sqlite3_bind_text(st, 3, r->mechanism, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, r->epsilon);
+    sqlite3_bind_double(st, 5, r->propensity);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)r->policy_version);
+    sqlite3_bind_double(st, 7, r->value);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)r->expires_at_ms);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->at_ms);
+    ldpb_err err = step_done(s, st, "inserting a report");
+    *is_new = !err && sqlite3_changes(s->db) == 1;
+    return err;
+}
+
+ldpb_err agg_store_has_report(agg_store *s, const uint8_t *id, size_t id_len, int *exists)
+{
+    sqlite3_stmt *st = s->has_report;
+    sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_fail(s, "looking up a report");
+    *exists = rc == SQLITE_ROW;
+    return LDPB_OK;
+}
+
+ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d)
+{
+    sqlite3_stmt *st = s->add_decision;
+    sqlite3_bind_blob(st, 1, d->id, (int)d->id_len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, d->arm);
+    sqlite3_bind_text(st, 3, d->mechanism, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, d->epsilon);
+    sqlite3_bind_double(st, 5, d->propensity);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)d->policy_version);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)d->at_ms);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)d->expires_at_ms);
+    return step_done(s, st, "logging a decision");
+}
+
+ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
+                             const agg_store_counters *c)
+{
+    sqlite3_stmt *st = s->put_state;
+    sqlite3_bind_blob64(st, 1, blob, len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)c->policy_version);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->reports);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->duplicates);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->assignments);
+    return step_done(s, st, "writing the policy state");
+}
+
+ldpb_err agg_store_arm_counts(agg_store *s, uint64_t *counts, uint32_t k)
+{
+    memset(counts, 0, (size_t)k * sizeof *counts);
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, "SELECT arm, count(*) FROM reports GROUP BY arm");
+    if (err)
+        return err;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 arm = sqlite3_column_int64(st, 0);
+        if (arm < 0 || arm >= (sqlite3_int64)k) {
+            say(s->errmsg, "a stored report has arm %lld outside [0, %u)", (long long)arm, k);
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        counts[arm] = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = sql_fail(s, "counting reports");
+    sqlite3_finalize(st);
+    return err;
+}
+
+const char *agg_store_errmsg(const agg_store *s)
+{
+    return s ? s->errmsg : "no store";
+}
+
+/* ---- export ------------------------------------------------------------------------------ */
+
+static void csv_num(FILE *out, sqlite3_stmt *st, int col, int is_real)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return;
+    if (is_real)
+        fprintf(out, "%.17g", sqlite3_column_double(st, col));
+    else
+        fprintf(out, "%lld", (long long)sqlite3_column_int64(st, col));
+}
+
+ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME) >= sizeof path) {
+        say(errmsg, "state_dir %s: path too long", dir);
+        return LDPB_EINVAL;
+    }
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = LDPB_EIO;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        goto done;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    static const char sql[] =
+        "SELECT d.assignment_id, d.arm, d.propensity, d.policy_version, d.mechanism, d.epsilon,"
+        " r.value, d.issued_at_ms, d.expires_at_ms, r.reported_at_ms"
+        " FROM decisions d LEFT JOIN reports r ON r.assignment_id = d.assignment_id"
+        " UNION ALL "
+        "SELECT r.assignment_id, r.arm, r.propensity, r.policy_version, r.mechanism, r.epsilon,"
+        " r.value, NULL, r.expires_at_ms, r.reported_at_ms FROM reports r"
+        " WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.assignment_id = r.assignment_id)"
+        " ORDER BY 9, 1";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: not an ldpb-aggregator state: %s", path, sqlite3_errmsg(db));
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    fputs("assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,issued_at_ms,"
+          "expires_at_ms,reported_at_ms\n",
+          out);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const uint8_t *id = sqlite3_column_blob(st, 0);
+        int n = sqlite3_column_bytes(st, 0);
+        for (int i = 0; i < n; i++)
+            fprintf(out, "%02x", id[i]);
+        const unsigned char *mech = sqlite3_column_text(st, 4);
+        fprintf(out, ",%lld,%.17g,%lld,%s,%.17g,", (long long)sqlite3_column_int64(st, 1),
+                sqlite3_column_double(st, 2), (long long)sqlite3_column_int64(st, 3),
+                mech ? (const char *)mech : "", sqlite3_column_double(st, 5));
+        csv_num(out, st, 6, 1);
+        fputc(',', out);
+        csv_num(out, st, 7, 0);
+        fputc(',', out);
+        csv_num(out, st, 8, 0);
+        fputc(',', out);
+        csv_num(out, st, 9, 0);
+        fputc('\n', out);
+    }
+    if (rc != SQLITE_DONE) {
+        say(errmsg, "%s: %s", path, sqlite3_errmsg(db));
+        goto done;
+    }
+    if (fflush(out) != 0 || ferror(out)) {
+        say(errmsg, "writing the CSV failed: %s", strerror(errno));
+        goto done;
+    }
+    err = LDPB_OK;
+done:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return err;
+}

@@ -1,0 +1,106 @@
+/* The aggregator's durable state: one SQLite database (WAL, synchronous=FULL) in the state
+ * directory. Tables (docs/aggregator.md lists every column):
+ *   meta       the configuration the state belongs to (schema version, policy, K, mechanism,
+ *              epsilon, kappa, mode, horizon, beta, gamma, eps_arm); a restart with another
+ * configuration is refused state      one row: the policy's saved state, its version (reports
+ * counted) and counters, updated in the same transaction as the reports it reflects reports    one
+ * row per counted report, keyed by assignment id (single use, idempotent) decisions  the propensity
+ * log of issued assignments (written asynchronously; best effort)
+ *
+ * A store handle is used by one thread at a time (the committer); not thread-safe. */
+#ifndef LDPB_AGG_STORE_H
+#define LDPB_AGG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ldpb/err.h"
+
+#define AGG_STORE_SCHEMA_VERSION 1
+#define AGG_STORE_DB_NAME        "aggregator.db"
+#define AGG_STORE_ERRMAX         512
+
+typedef struct agg_store agg_store;
+
+/* What the state belongs to; compared field by field on every open of an existing state. */
+typedef struct agg_store_meta {
+    const char *policy;
+    uint32_t arms;
+    const char *mechanism; /* "linear", ..., or "raw" in central / nonprivate mode */
+    double epsilon;
+    double kappa; /* compared only for the quadratic mechanism */
+    const char *mode;
+    uint64_t horizon;
+    double beta, gamma, eps_arm; /* policy parameters (0: the policy's default) */
+} agg_store_meta;
+
+typedef struct agg_store_counters {
+    uint64_t policy_version; /* reports counted by the policy state */
+    uint64_t reports;        /* rows of `reports` (equal to policy_version) */
+    uint64_t duplicates;     /* resent reports acked as duplicates */
+    uint64_t assignments;    /* assignments issued (logged or not) */
+} agg_store_counters;
+
+/* A report or decision row. */
+typedef struct agg_store_row {
+    const uint8_t *id;
+    size_t id_len;
+    uint32_t arm;
+    const char *mechanism;
+    double epsilon;
+    double propensity;
+    uint64_t policy_version;
+    uint64_t expires_at_ms;
+    uint64_t at_ms; /* issued (decision) or received (report) */
+    double value;   /* reports only */
+} agg_store_row;
+
+/* Opens (creating the directory, mode 0700, and the database if needed) the state in `dir`
+ * and checks its meta against `meta`. Errors: LDPB_EIO (cannot create or open, with SQLite's
+ * reason), LDPB_ESTATE (the state belongs to another configuration: `errmsg` names the field, the
+ * stored and the configured value), LDPB_ECORRUPT (unreadable or inconsistent tables),
+ * LDPB_ENOMEM. `errmsg` has AGG_STORE_ERRMAX bytes. */
+ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *meta, char *errmsg);
+
+/* Closes the database (checkpointing the WAL). Accepts NULL. */
+void agg_store_close(agg_store *s);
+
+/* The saved policy state and counters. *blob is NULL (and *len 0) for a fresh state; otherwise
+ * malloc'd, freed by the caller. Errors: LDPB_EIO, LDPB_ECORRUPT, LDPB_ENOMEM. */
+ldpb_err agg_store_load(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c);
+
+/* Transactions: begin, then rows, then put_state, then commit (or rollback). LDPB_EIO on any
+ * SQLite failure (the message is in agg_store_errmsg). */
+ldpb_err agg_store_begin(agg_store *s);
+ldpb_err agg_store_commit(agg_store *s);
+void agg_store_rollback(agg_store *s);
+
+/* Inserts a report unless its id is there: *is_new = 1 if inserted, 0 if already counted. */
+ldpb_err agg_store_add_report(agg_store *s, const agg_store_row *r, int *is_new);
+
+/* *exists = 1 if a report with this id was counted. */
+ldpb_err agg_store_has_report(agg_store *s, const uint8_t *id, size_t id_len, int *exists);
+
+/* Logs an issued assignment (ignored if already logged). */
+ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d);
+
+/* Replaces the policy state and counters. */
+ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
+                             const agg_store_counters *c);
+
+/* Counted reports per arm (counts[0..k-1], zeroed first). LDPB_EIO; LDPB_ECORRUPT for an arm
+ * outside [0, k). */
+ldpb_err agg_store_arm_counts(agg_store *s, uint64_t *counts, uint32_t k);
+
+/* The last SQLite error message. */
+const char *agg_store_errmsg(const agg_store *s);
+
+/* Writes the propensity log of the state in `dir` as CSV to `out` (docs/aggregator.md: columns
+ * assignment_id, arm, propensity, policy_version, mechanism, epsilon, value, issued_at_ms,
+ * expires_at_ms, reported_at_ms; one row per issued assignment, value and reported_at_ms empty
+ * when unreported, plus reports whose decision row was not logged). Opens the database
+ * read-only, so it can run beside the daemon. Errors: LDPB_EIO, LDPB_ECORRUPT. */
+ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg);
+
+#endif

@@ -1,0 +1,236 @@
+/* The option table: defaults, every kind of value error, the ini file's FILE:LINE reports, flags
+ * over the file, the cross-option checks and the generated --help. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "ldpb/mech.h"
+
+static char path[64];
+
+static void reset(agg_config *c)
+{
+    agg_config_fini(c);
+    agg_config_init(c);
+}
+
+static const char *write_tmp(const char *text)
+{
+    snprintf(path, sizeof path, "/tmp/ldpb-test-config-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    agg_config c;
+    agg_config_init(&c);
+    assert_string_equal(c.policy, "ldp-ts-b");
+    assert_int_equal(c.mechanism, LDPB_MECH_LINEAR);
+    assert_true(c.epsilon == 1.0);
+    assert_true(c.kappa == 0.5);
+    assert_int_equal(c.mode, AGG_MODE_LOCAL);
+    assert_int_equal(c.allow_nonprivate, 0);
+    assert_int_equal(c.workers, 2);
+    assert_int_equal(c.batch_max, 4096);
+    assert_int_equal(c.assignment_ttl_s, 600);
+    assert_int_equal(c.auth, AGG_AUTH_OPEN);
+    assert_int_equal(c.replay_window_s, 300);
+    assert_int_equal(c.log_level, AGG_LOG_INFO);
+    assert_int_equal(c.arms, 0);
+    assert_null(c.state_dir);
+    assert_int_equal(c.n_listen, 0);
+    char err[AGG_CONFIG_ERRMAX];
+    assert_int_equal(agg_config_check(&c, err), LDPB_EINVAL);
+    assert_non_null(strstr(err, "state_dir is required"));
+    agg_config_fini(&c);
+}
+
+static void test_set(void **state)
+{
+    (void)state;
+    agg_config c;
+    agg_config_init(&c);
+    char r[AGG_CONFIG_ERRMAX];
+    assert_int_equal(agg_config_set(&c, "nope", "1", 0, r), LDPB_EINVAL);
+    assert_string_equal(r, "unknown option 'nope'");
+    assert_int_equal(agg_config_set(&c, "arms", "1", 0, r), LDPB_ERANGE);
+    assert_int_equal(agg_config_set(&c, "arms", "-3", 1, r), LDPB_EINVAL);
+    assert_int_equal(agg_config_set(&c, "arms", "3x", 1, r), LDPB_EINVAL);
+    assert_int_equal(agg_config_set(&c, "arms", "99999999999999999999999", 1, r), LDPB_ERANGE);
+    assert_int_equal(agg_config_set(&c, "arms", "3", 1, r), LDPB_OK);
+    assert_int_equal(c.arms, 3);
+    assert_int_equal(agg_config_set(&c, "epsilon", "0", 1, r), LDPB_ERANGE);
+    assert_string_equal(r, "epsilon: 0 outside (0, 10]");
+    assert_int_equal(agg_config_set(&c, "epsilon", "nan", 1, r), LDPB_EINVAL);
+    assert_int_equal(agg_config_set(&c, "epsilon", "10", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "beta", "1", 1, r), LDPB_ERANGE);
+    assert_string_equal(r, "beta: 1 outside [0, 1)");
+    assert_int_equal(agg_config_set(&c, "kappa", "-1", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "mechanism", "gauss", 1, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "linear, quadratic, exponential, laplace"));
+    assert_int_equal(agg_config_set(&c, "mechanism", "laplace", 1, r), LDPB_OK);
+    assert_int_equal(c.mechanism, LDPB_MECH_LAPLACE);
+    assert_int_equal(agg_config_set(&c, "allow_nonprivate", "maybe", 1, r), LDPB_EINVAL);
+    assert_int_equal(agg_config_set(&c, "allow_nonprivate", "yes", 1, r), LDPB_OK);
+    assert_int_equal(c.allow_nonprivate, 1);
+    assert_int_equal(agg_config_set(&c, "key", "", 1, r), LDPB_EINVAL);
+    for (int i = 0; i < AGG_LISTEN_MAX; i++)
+        assert_int_equal(agg_config_set(&c, "listen", "ipc:///x", 0, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "listen", "ipc:///x", 0, r), LDPB_ERANGE);
+    agg_config_fini(&c);
+}
+
+static void test_file(void **state)
+{
+    (void)state;
+    agg_config c;
+    agg_config_init(&c);
+    char err[AGG_CONFIG_ERRMAX], want[256];
+    const char *p = write_tmp("; comment\n[aggregator]\narms = 4 ; inline comment\n"
+                              "listen = ipc:///a\nlisten = tcp://127.0.0.1:1\n");
+    assert_int_equal(agg_config_load_file(&c, p, err), LDPB_OK);
+    assert_int_equal(c.arms, 4);
+    assert_int_equal(c.n_listen, 2);
+    assert_string_equal(c.listen[1], "tcp://127.0.0.1:1");
+    unlink(p);
+    reset(&c);
+
+    p = write_tmp("arms = 4\n\n\nepsilon = 20\nworkers = 0\n");
+    assert_int_equal(agg_config_load_file(&c, p, err), LDPB_ERANGE);
+    snprintf(want, sizeof want, "%s:4: epsilon: 20 outside (0, 10]", p);
+    assert_string_equal(err, want); /* the first error only */
+    unlink(p);
+    reset(&c);
+
+    assert_int_equal(agg_config_load_file(&c, "/nonexistent/ldpb.conf", err), LDPB_EIO);
+    assert_non_null(strstr(err, "/nonexistent/ldpb.conf: cannot open"));
+    agg_config_fini(&c);
+}
+
+static void test_args(void **state)
+{
+    (void)state;
+    agg_config c;
+    agg_config_init(&c);
+    char err[AGG_CONFIG_ERRMAX];
+    const char *p = write_tmp("arms = 4\nlisten = ipc:///a\nstate_dir = /tmp/s\nkey = /tmp/k\n"
+                              "policy = ldp-ucb-b\n");
+    char *argv[] = {"ldpb-aggregator",    "--listen", "tcp://127.0.0.1:5", "--arms=6",
+                    "--config",           (char *)p,  "--listen",          "ipc:///b",
+                    "--allow-nonprivate", NULL};
+    assert_int_equal(agg_config_parse_args(&c, 9, argv, err), LDPB_OK);
+    assert_int_equal(c.arms, 6); /* the flag wins over the file, wherever --config stands */
+    assert_int_equal(c.n_listen, 2);
+    assert_string_equal(c.listen[0], "tcp://127.0.0.1:5");
+    assert_string_equal(c.listen[1], "ipc:///b");
+    assert_string_equal(c.policy, "ldp-ucb-b");
+    assert_int_equal(c.allow_nonprivate, 1);
+    assert_int_equal(agg_config_check(&c, err), LDPB_OK);
+    reset(&c);
+
+    char *bad[] = {"ldpb-aggregator", "--config", (char *)p, "--workers", "0", NULL};
+    assert_int_equal(agg_config_parse_args(&c, 5, bad, err), LDPB_ERANGE);
+    assert_string_equal(err, "ldpb-aggregator: --workers: 0 outside [1, 64]");
+    reset(&c);
+    char *stray[] = {"ldpb-aggregator", "stray", NULL};
+    assert_int_equal(agg_config_parse_args(&c, 2, stray, err), LDPB_EINVAL);
+    reset(&c);
+    char *missing[] = {"ldpb-aggregator", "--arms", NULL};
+    assert_int_equal(agg_config_parse_args(&c, 2, missing, err), LDPB_EINVAL);
+    assert_non_null(strstr(err, "--arms needs a value"));
+    agg_config_fini(&c);
+    unlink(p);
+}
+
+static void test_check(void **state)
+{
+    (void)state;
+    agg_config c;
+    agg_config_init(&c);
+    char r[AGG_CONFIG_ERRMAX];
+    assert_int_equal(agg_config_set(&c, "state_dir", "/tmp/s", 0, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "listen", "http://x", 0, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "key", "/tmp/k", 0, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "arms", "2", 0, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "neither an ipc:// nor a tcp:// URL"));
+    assert_int_equal(agg_config_set(&c, "listen", "ipc:///x", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "policy", "nope", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "unknown policy 'nope' (known: "));
+    assert_int_equal(agg_config_set(&c, "policy", "ucb1", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "nonprivate-model policy but mode is local"));
+    assert_int_equal(agg_config_set(&c, "mode", "nonprivate", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "allow_nonprivate"));
+    assert_int_equal(agg_config_set(&c, "allow_nonprivate", "true", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "auth", "allowlist", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "needs allowlist = FILE"));
+    agg_config_fini(&c);
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    agg_config_help(f);
+    fclose(f);
+    static const char *const flags[] = {
+        "--listen URL",      "--state-dir DIR",    "--key FILE",          "--arms K",
+        "--policy NAME",     "--mechanism M",      "--epsilon E",         "--kappa X",
+        "--mode MODE",       "--allow-nonprivate", "--horizon T",         "--workers N",
+        "--batch-max N",     "--queue-max N",      "--assignment-ttl-s",  "--auth",
+        "--allowlist FILE",  "--replay-window-s",  "--metrics HOST:PORT", "--log-level",
+        "--export-csv FILE", "--config FILE",      "--check-config",      "--help"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        assert_non_null(strstr(buf, flags[i]));
+    free(buf);
+}
+
+/* The shipped example config parses and passes the checks. */
+static void test_example_conf(void **state)
+{
+    (void)state;
+    agg_config c;
+    agg_config_init(&c);
+    char err[AGG_CONFIG_ERRMAX] = "";
+    ldpb_err e = agg_config_load_file(&c, LDPB_EXAMPLE_CONF, err);
+    if (e)
+        print_message("%s\n", err);
+    assert_int_equal(e, LDPB_OK);
+    assert_int_equal(c.n_listen, 2);
+    assert_int_equal(c.arms, 4);
+    assert_int_equal(agg_config_check(&c, err), LDPB_OK);
+    agg_config_fini(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_set),
+        cmocka_unit_test(test_file),         cmocka_unit_test(test_args),
+        cmocka_unit_test(test_check),        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_example_conf),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
