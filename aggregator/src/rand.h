@@ -46,6 +46,7 @@ double agg_rand_beta(agg_rand *r, double a, double b);
  * refreshes only the pulled arm's. Draws have the same law as agg_rand_gamma / agg_rand_beta. */
 typedef struct agg_gamma_shape {
     double d, c;      /* Marsaglia-Tsang constants of the (boosted) shape */
+    double k;         /* c^2 / 12, the constant of the sampler's squeeze */
     double inv_shape; /* 1 / shape */
     int boost;        /* shape < 1: Gamma(shape + 1) * U^(1/shape) */
 } agg_gamma_shape;

@@ -3,9 +3,11 @@
  *
  * Statistical checks use fixed seeds and z = 5 tolerances on a sample moment whose standard
  * error is known or estimated from the sample: each such check fails by chance with probability
- * about 5.7e-7 (two-sided normal tail at 5 sigma), and the file has fewer than 80 of them, so a
- * correct implementation fails some seed with probability below 5e-5. The KS test uses the 1e-6
- * critical value. A failing check prints the seed and the numbers. */
+ * about 5.7e-7 (two-sided normal tail at 5 sigma), and the file has fewer than 80 of them. The
+ * law checks against GSL's distribution functions add 14 KS tests and 9 chi-square tests at the
+ * 1e-6 level and 28 tail frequencies at z = 5 (about 1e-6 each: binomial counts near 200). So a
+ * correct implementation fails some seed with probability below 2e-4. A failing check prints
+ * the seed and the numbers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_errno.h>
 
 #include "rand.h"
 
@@ -341,6 +345,187 @@ static void prepared_shapes_give_the_same_stream(void **state)
         assert_true(agg_rand_gamma_shape(&r1, &ga[i % K]) == agg_rand_gamma(&r2, a[i % K]));
 }
 
+/* The whole law, not just two moments. The draws are mapped through the law's CDF (GSL), which
+ * must give uniforms: a Kolmogorov-Smirnov test (P(sqrt(n) D > 2.68) ~ 1.1e-6), and the
+ * frequencies of both 1e-3 tails, where the Marsaglia-Tsang squeezes and the ziggurat's wedges
+ * and tail decide (z = 5 each). A squeeze that accepted too much would show here first. */
+static void check_law(const char *what, uint64_t seed, double *xs, size_t n,
+                      double (*cdf)(double, const double *), const double *args)
+{
+    const double p = 1e-3;
+    size_t lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        xs[i] = cdf(xs[i], args);
+        lo += xs[i] < p;
+        hi += xs[i] > 1.0 - p;
+    }
+    char tail[96];
+    snprintf(tail, sizeof tail, "%s lower 1e-3 tail", what);
+    expect_close(tail, seed, (double)lo / (double)n, p, sqrt(p * (1 - p) / (double)n));
+    snprintf(tail, sizeof tail, "%s upper 1e-3 tail", what);
+    expect_close(tail, seed, (double)hi / (double)n, p, sqrt(p * (1 - p) / (double)n));
+    qsort(xs, n, sizeof *xs, cmp_double);
+    double d = 0.0;
+    for (size_t i = 0; i < n; i++)
+        d = fmax(d, fmax(xs[i] - (double)i / (double)n, (double)(i + 1) / (double)n - xs[i]));
+    if (d * sqrt((double)n) > 2.68) {
+        print_error("%s (seed %llu): KS statistic sqrt(n) D = %g > 2.68\n", what,
+                    (unsigned long long)seed, d * sqrt((double)n));
+        fail();
+    }
+}
+
+static double cdf_gamma(double x, const double *args)
+{
+    return gsl_cdf_gamma_P(x, args[0], 1.0);
+}
+
+static double cdf_beta(double x, const double *args)
+{
+    return gsl_cdf_beta_P(x, args[0], args[1]);
+}
+
+/* A high-power check where the accept/reject decisions matter most: small shapes, where a
+ * Marsaglia-Tsang squeeze leaves the most proposals to the exact test. CELL_DRAWS draws fall into
+ * CELLS cells of equal probability (edges from GSL's quantile function); the chi-square statistic
+ * with CELLS - 1 degrees of freedom is compared with its 1 - 1e-6 quantile. A squeeze that
+ * wrongly accepted 0.1% of the proposals at shape 1 fails it; the KS test above does not see
+ * that below ~10^7 draws. */
+enum { CELLS = 128, CELL_DRAWS = 4000000, CELL_CHUNK = 1000 };
+
+typedef void (*fill_fn)(agg_rand *r, const double *args, double *out, size_t n);
+typedef double (*quantile_fn)(double p, const double *args);
+
+static void check_cells(const char *what, uint64_t seed, fill_fn fill, quantile_fn quantile,
+                        const double *args)
+{
+    double edges[CELLS - 1], count[CELLS] = {0}, buf[CELL_CHUNK];
+    for (int c = 1; c < CELLS; c++) {
+        edges[c - 1] = quantile((double)c / CELLS, args);
+        assert_true(isfinite(edges[c - 1]) && (c == 1 || edges[c - 1] > edges[c - 2]));
+    }
+    agg_rand r;
+    agg_rand_seed_u64(&r, seed);
+    for (int done = 0; done < CELL_DRAWS; done += CELL_CHUNK) {
+        fill(&r, args, buf, CELL_CHUNK);
+        for (int i = 0; i < CELL_CHUNK; i++) {
+            int lo = 0, hi = CELLS - 1; /* the cell: the number of edges <= x */
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (edges[mid] <= buf[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            count[lo] += 1.0;
+        }
+    }
+    double chi2 = 0.0, e = (double)CELL_DRAWS / CELLS;
+    for (int c = 0; c < CELLS; c++)
+        chi2 += (count[c] - e) * (count[c] - e) / e;
+    double crit = gsl_cdf_chisq_Qinv(1e-6, CELLS - 1);
+    if (!(chi2 <= crit)) {
+        print_error("%s (seed %llu): chi-square %g over %d equiprobable cells > %g\n", what,
+                    (unsigned long long)seed, chi2, CELLS, crit);
+        fail();
+    }
+}
+
+static void fill_gamma(agg_rand *r, const double *args, double *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = agg_rand_gamma(r, args[0]);
+}
+
+/* Through agg_rand_beta_fill in rounds of 20 arms, as ts.c draws. */
+static void fill_beta(agg_rand *r, const double *args, double *out, size_t n)
+{
+    enum { K = 20 };
+    agg_gamma_shape ga[K], gb[K];
+    for (int j = 0; j < K; j++) {
+        agg_gamma_shape_init(&ga[j], args[0]);
+        agg_gamma_shape_init(&gb[j], args[1]);
+    }
+    assert_true(n % K == 0);
+    for (size_t i = 0; i < n; i += K)
+        agg_rand_beta_fill(r, ga, gb, K, out + i);
+}
+
+static double quantile_gamma(double p, const double *args)
+{
+    return gsl_cdf_gamma_Pinv(p, args[0], 1.0);
+}
+
+static double quantile_beta(double p, const double *args)
+{
+    return gsl_cdf_beta_Pinv(p, args[0], args[1]);
+}
+
+static void small_shapes_in_cells(void **state)
+{
+    (void)state;
+    static const double g[] = {0.3, 1.0, 1.5, 3.0, 20.0};
+    static const double ab[][2] = {{1, 1}, {2, 5}, {13, 4}, {250, 40}};
+    for (size_t s = 0; s < sizeof g / sizeof g[0]; s++) {
+        char what[64];
+        snprintf(what, sizeof what, "gamma(%g)", g[s]);
+        check_cells(what, 100 + s, fill_gamma, quantile_gamma, &g[s]);
+    }
+    for (size_t s = 0; s < sizeof ab / sizeof ab[0]; s++) {
+        char what[64];
+        snprintf(what, sizeof what, "beta(%g, %g)", ab[s][0], ab[s][1]);
+        check_cells(what, 110 + s, fill_beta, quantile_beta, ab[s]);
+    }
+}
+
+static void gamma_law_against_cdf(void **state)
+{
+    (void)state;
+    static const double shapes[] = {0.3, 1.0, 1.5, 3.0, 20.0, 300.0};
+    enum { N = 200000 };
+    double *xs = malloc(N * sizeof *xs);
+    assert_non_null(xs);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const uint64_t seed = 80 + s;
+        agg_rand r;
+        agg_rand_seed_u64(&r, seed);
+        for (int i = 0; i < N; i++)
+            xs[i] = agg_rand_gamma(&r, shapes[s]);
+        char what[64];
+        snprintf(what, sizeof what, "gamma(%g)", shapes[s]);
+        check_law(what, seed, xs, N, cdf_gamma, &shapes[s]);
+    }
+    free(xs);
+}
+
+static void beta_law_against_cdf(void **state)
+{
+    (void)state;
+    /* Shapes as Thompson sampling meets them (small and large counts, skewed posteriors) plus
+     * boosted ones below 1. Drawn through agg_rand_beta_fill in rounds of K, as ts.c does. */
+    static const double ab[][2] = {{1, 1},    {2, 5},       {1, 40},    {13, 4},
+                                   {250, 40}, {9000, 1100}, {0.5, 0.5}, {0.3, 3}};
+    enum { N = 200000, K = 20 };
+    double *xs = malloc(N * sizeof *xs);
+    assert_non_null(xs);
+    for (size_t s = 0; s < sizeof ab / sizeof ab[0]; s++) {
+        const uint64_t seed = 90 + s;
+        agg_rand r;
+        agg_rand_seed_u64(&r, seed);
+        agg_gamma_shape ga[K], gb[K];
+        for (int j = 0; j < K; j++) {
+            agg_gamma_shape_init(&ga[j], ab[s][0]);
+            agg_gamma_shape_init(&gb[j], ab[s][1]);
+        }
+        for (int i = 0; i < N; i += K)
+            agg_rand_beta_fill(&r, ga, gb, K, xs + i);
+        char what[64];
+        snprintf(what, sizeof what, "beta(%g, %g)", ab[s][0], ab[s][1]);
+        check_law(what, seed, xs, N, cdf_beta, ab[s]);
+    }
+    free(xs);
+}
+
 static void binomial_law(void **state)
 {
     (void)state;
@@ -471,6 +656,7 @@ static void noise_sources(void **state)
 
 int main(void)
 {
+    gsl_set_error_handler_off(); /* a quantile that fails returns NaN and the test says so */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(xoshiro_reference_output),
         cmocka_unit_test(seeding),
@@ -480,6 +666,9 @@ int main(void)
         cmocka_unit_test(gamma_law),
         cmocka_unit_test(beta_law),
         cmocka_unit_test(prepared_shapes_give_the_same_stream),
+        cmocka_unit_test(gamma_law_against_cdf),
+        cmocka_unit_test(beta_law_against_cdf),
+        cmocka_unit_test(small_shapes_in_cells),
         cmocka_unit_test(binomial_law),
         cmocka_unit_test(laplace_law),
         cmocka_unit_test(noise_sources),
