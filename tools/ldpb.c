@@ -17,6 +17,8 @@ static const struct {
     {"audit", cmd_audit, "empirically audit a mechanism's privacy and fidelity"},
     {"keygen", cmd_keygen, "generate aggregator and client key files"},
     {"sim", cmd_sim, "simulate bandit algorithms: regret curves, summary, plots"},
+    {"status", cmd_status, "print an aggregator's policy, totals and per-arm table"},
+    {"loadgen", cmd_loadgen, "drive an aggregator with simulated devices; measure and learn"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# Contract tests for `ldpb loadgen` (design.md section 6, docs/cli.md) against the real
+# ldpb-aggregator binary: a daemon on a temporary state directory with keys from `ldpb keygen`,
+# served on ipc:// and tcp://127.0.0.1:<free port>. Checks help and usage errors (exit 2, one
+# line, nothing on stdout), an arm count that does not match the daemon's (exit 2), real runs on
+# both transports (exit 0, every round acked, numbers that parse and agree with each other, the
+# pseudo-regret recomputed from the pulls, the daemon's own count of reports afterwards), --laws,
+# the default environment, --duration, device rotation, failures counted by code while the
+# daemon is stopped (exit 1), a wrong key and an unreachable daemon (exit 1 within the timeout).
+# Whatever happens, the daemon is killed on exit.
+set -euo pipefail
+
+LDPB=${1:?usage: test_loadgen.sh PATH/TO/ldpb PATH/TO/ldpb-aggregator}
+AGG=${2:?usage: test_loadgen.sh PATH/TO/ldpb PATH/TO/ldpb-aggregator}
+LDPB=$(cd "$(dirname "$LDPB")" && pwd)/$(basename "$LDPB")
+AGG=$(cd "$(dirname "$AGG")" && pwd)/$(basename "$AGG")
+TMP=$(mktemp -d)
+PID=
+cleanup() {
+    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+        kill -CONT "$PID" 2>/dev/null || true
+        kill -KILL "$PID" 2>/dev/null || true
+        wait "$PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cd "$TMP"
+
+failures=0
+checks=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+check() { # check DESCRIPTION COMMAND...: the command must succeed
+    local what=$1
+    shift
+    checks=$((checks + 1))
+    if ! "$@"; then
+        fail "$what"
+    fi
+}
+
+# run ARGS...: runs ldpb loadgen; sets rc, stdout in $TMP/out, stderr in $TMP/err.
+run() {
+    set +e
+    "$LDPB" loadgen "$@" </dev/null >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    set -e
+}
+
+now_ms() { date +%s%3N; }
+
+# field NAME: the value after a label of the output ("reports acked   200" -> 200).
+field() { sed -n "s/^$1 \\+//p" out | head -1; }
+
+# daemon_reports URL: the daemon's count of reports, from `ldpb status --json`.
+daemon_reports() {
+    "$LDPB" status --connect "$1" --server-key "$PUB" --json |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])'
+}
+
+"$LDPB" keygen --out keys >/dev/null
+"$LDPB" keygen --out other >/dev/null
+PUB=keys/aggregator.pub
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+IPC="ipc://$TMP/agg.sock"
+TCP="tcp://127.0.0.1:$PORT"
+
+# --- help and usage errors -------------------------------------------------------------------
+run --help
+check "--help exits 0 (got $rc)" test "$rc" = 0
+check "--help writes nothing on stderr" test ! -s err
+for opt in connect server-key clients reports duration means laws seed timeout-ms \
+    device-reports help; do
+    check "--help documents --$opt" grep -q -- "--$opt\\b" out
+done
+check "--help says the ledgers are in memory" grep -q 'ledgers in memory' out
+check "ldpb --help lists loadgen" sh -c "'$LDPB' --help | grep -q '^  loadgen '"
+
+usage_case() { # usage_case PATTERN ARGS...: exit 2, nothing on stdout, one line matching PATTERN
+    local pattern=$1
+    shift
+    run "$@"
+    check "loadgen $*: exit 2 (got $rc)" test "$rc" = 2
+    check "loadgen $*: nothing on stdout" test ! -s out
+    check "loadgen $*: one line on stderr" test "$(wc -l <err)" = 1
+    check "loadgen $*: message '$pattern' (got: $(cat err))" grep -q -- "$pattern" err
+}
+C=(--connect "$IPC" --server-key "$PUB")
+usage_case 'missing --connect' --server-key "$PUB"
+usage_case 'missing --server-key' --connect "$IPC"
+usage_case "unknown option '--frob'" "${C[@]}" --frob 1
+usage_case "unexpected argument 'extra'" "${C[@]}" extra
+usage_case '--clients 0 outside \[1, 500\]' "${C[@]}" --clients 0
+usage_case '--clients 501 outside \[1, 500\]' "${C[@]}" --clients 501
+usage_case "--clients 'many' is not a whole number" "${C[@]}" --clients many
+usage_case '--reports 0 outside' "${C[@]}" --reports 0
+usage_case "--duration '0' is not a number of seconds" "${C[@]}" --duration 0
+usage_case "--duration 'x' is not a number of seconds" "${C[@]}" --duration x
+usage_case '--timeout-ms 0 outside' "${C[@]}" --timeout-ms 0
+usage_case '--device-reports 100001 outside' "${C[@]}" --device-reports 100001
+usage_case 'give --means or --laws, not both' "${C[@]}" --means 0.5,0.4 --laws bernoulli:0.5*2
+usage_case "--means: item 2 '1.5' is not a mean in \[0, 1\]" "${C[@]}" --means 0.5,1.5
+usage_case "--means: item 2 '' is not a mean" "${C[@]}" --means 0.5,,0.2
+usage_case '--laws: item 1' "${C[@]}" --laws beta:1
+usage_case '--seed needs a non-empty text' "${C[@]}" --seed ''
+usage_case 'option --clients given twice' "${C[@]}" --clients 1 --clients 2
+usage_case 'expected tcp://HOST:PORT or ipc://PATH' --connect http://x --server-key "$PUB"
+
+# --- unreachable: exit 1 within the timeout --------------------------------------------------
+t0=$(now_ms)
+run --connect "$TCP" --server-key "$PUB" --timeout-ms 300 --reports 10
+dt=$(($(now_ms) - t0))
+check "unreachable: exit 1 (got $rc)" test "$rc" = 1
+check "unreachable: says so (got: $(cat err))" grep -q "^ldpb loadgen: no reply from $TCP within 300 ms" err
+check "unreachable: gave up in time (${dt} ms)" test "$dt" -lt 3000
+check "unreachable: nothing on stdout" test ! -s out
+
+# --- a real daemon ---------------------------------------------------------------------------
+"$AGG" --listen "$IPC" --listen "$TCP" --state-dir "$TMP/state" --key keys/aggregator.key \
+    --arms 3 --policy ldp-ts-b --mechanism linear --epsilon 1 --log-level warn 2>daemon.log &
+PID=$!
+ready=0
+for _ in $(seq 1 100); do
+    if "$LDPB" status --connect "$IPC" --server-key "$PUB" --timeout-ms 200 >/dev/null 2>&1; then
+        ready=1
+        break
+    fi
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+done
+if [ "$ready" != 1 ]; then
+    echo "FAIL: the daemon did not come up; its log:" >&2
+    cat daemon.log >&2
+    exit 1
+fi
+
+usage_case '--means has 2 arms but the aggregator at .* serves 3 (policy ldp-ts-b)' \
+    "${C[@]}" --means 0.9,0.1
+usage_case '--laws has 4 arms but the aggregator at .* serves 3' "${C[@]}" --laws uniform:0:1*4
+check "refused runs sent no report" test "$(daemon_reports "$IPC")" = 0
+
+# check_run N: the output of a run with N rounds, every one acked, on a 3-arm daemon.
+check_run() {
+    local n=$1 what=$2
+    check "$what: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+    check "$what: nothing on stderr" test ! -s err
+    check "$what: $n rounds" test "$(field rounds)" = "$n played"
+    check "$what: $n acked" test "$(field 'reports acked')" = "$n"
+    check "$what: $n assignments" test "$(field assignments)" = "$n"
+    check "$what: no errors" test "$(field errors)" = 0
+    check "$what: the ledgers are said to be in memory" grep -q '^ledgers  *in memory' out
+    check "$what: wall time parses" grep -qE '^wall time +[0-9]+\.[0-9]{3} s$' out
+    check "$what: throughput parses" \
+        grep -qE '^throughput +[0-9]+ reports/s acked \(durable\), [0-9]+ assignments/s$' out
+    local op
+    for op in assign report; do
+        check "$what: $op latency percentiles parse and are ordered" awk -v op="$op" -v n="$n" '
+            $1 == "latency" && $2 == op {
+                found = 1
+                if ($3 != "p50" || $6 != "p99" || $9 != "p99.9" || $12 != "max") exit 1
+                if (!($4 > 0 && $4 <= $7 && $7 <= $10 && $10 <= $13)) exit 1
+                if ($18 != "(" n) exit 1
+            }
+            END { exit !found }' out
+    done
+    check "$what: three arm rows whose pulls add up to $n" awk -v n="$n" '
+        /^ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+%$/ { rows++; s += $3 }
+        END { exit !(rows == 3 && s == n) }' out
+    check "$what: the pseudo-regret is sum(pulls x (best - mean))" awk -v n="$n" '
+        /^ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+%$/ { mean[$1] = $2; pulls[$1] = $3; if ($2 > best) best = $2 }
+        /^pseudo-regret/ { got = $2; over = $4 }
+        END {
+            for (a in mean) want += pulls[a] * (best - mean[a])
+            d = got - want; if (d < 0) d = -d
+            exit !(over == n && d <= 0.05 + 1e-9)
+        }' out
+}
+
+# ipc, Bernoulli means, seeded.
+before=$(daemon_reports "$IPC")
+run "${C[@]}" --clients 4 --reports 300 --means 0.9,0.5,0.2 --seed loadgen-test
+check_run 300 "ipc run"
+check "ipc run: the daemon counted the 300 reports" test "$(daemon_reports "$IPC")" = $((before + 300))
+check "ipc run: loadgen saw the same count" grep -qx "daemon reports  $before -> $((before + 300)) (+300, counting every client)" out
+check "ipc run: the environment is shown" grep -qx 'environment     bernoulli:0.9,bernoulli:0.5,bernoulli:0.2' out
+check "ipc run: seeded noise is said so" grep -q '^noise  *seeded from --seed' out
+check "ipc run: 4 clients" grep -qx 'clients         4 at a time, a thread and an ldpb_client each' out
+check "ipc run: 4 devices" grep -qx 'devices         4 simulated devices in all, up to 1000 reports each' out
+
+# tcp, --laws.
+before=$(daemon_reports "$TCP")
+run --connect "$TCP" --server-key "$PUB" --clients 3 --reports 90 --laws 'beta:4:1,uniform:0:1*2'
+check_run 90 "tcp run"
+check "tcp run: the daemon counted the 90 reports" test "$(daemon_reports "$TCP")" = $((before + 90))
+check "tcp run: the laws are shown" grep -qx 'environment     beta:4:1,uniform:0:1\*2' out
+check "tcp run: system noise is said so" grep -q "^noise  *the system's secure generator" out
+
+# The default environment: as many evenly spaced means as the daemon has arms.
+run "${C[@]}" --clients 1 --reports 20
+check_run 20 "default environment"
+check "default environment: 0.75 .. 0.25" grep -qx \
+    'environment     bernoulli:0.75,bernoulli:0.5,bernoulli:0.25 (default: evenly spaced means)' out
+
+# Device rotation: 100 rounds on 2 threads, 10 reports per device: at least 10 devices.
+run "${C[@]}" --clients 2 --reports 100 --device-reports 10 --means 0.6,0.5,0.4
+check_run 100 "device rotation"
+check "device rotation: 10 or 11 devices" awk '/^devices/ { d = $2 } END { exit !(d >= 10 && d <= 11) }' out
+
+# --duration alone: runs about that long, every round acked.
+t0=$(now_ms)
+run "${C[@]}" --clients 2 --duration 1
+dt=$(($(now_ms) - t0))
+check "duration: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+check "duration: ran about 1 s (${dt} ms)" test "$dt" -ge 1000 -a "$dt" -lt 6000
+check "duration: wall time about 1 s" awk '/^wall time/ { w = $3 } END { exit !(w >= 1.0 && w < 5) }' out
+rounds=$(field rounds | cut -d' ' -f1)
+check "duration: some rounds ($rounds), all acked" test "$rounds" -gt 0 -a "$(field 'reports acked')" = "$rounds"
+
+# Failures are counted by code and make the exit status 1: the daemon is stopped for a while.
+run_bg_out=bg.out
+set +e
+"$LDPB" loadgen "${C[@]}" --clients 2 --duration 2.5 --timeout-ms 100 >"$run_bg_out" 2>bg.err &
+LG=$!
+sleep 0.7
+kill -STOP "$PID"
+sleep 1
+kill -CONT "$PID"
+wait "$LG"
+rc=$?
+set -e
+check "daemon stopped meanwhile: exit 1 (got $rc)" test "$rc" = 1
+check "daemon stopped meanwhile: errors counted" awk '/^errors/ { exit !($2 > 0) }' "$run_bg_out"
+check "daemon stopped meanwhile: LDPB_ETIMEDOUT by operation, with a message" \
+    grep -qE '^  LDPB_ETIMEDOUT +[0-9]+ \(assign [0-9]+, report [0-9]+, new client 0\)$' "$run_bg_out"
+check "daemon stopped meanwhile: the first message" grep -qE '^ +first: (assign|report): no answer after 3 attempts of 100 ms' "$run_bg_out"
+check "daemon stopped meanwhile: still some reports acked" awk '/^reports acked/ { exit !($3 > 0) }' "$run_bg_out"
+
+# A wrong server key: refused before any round.
+run --connect "$IPC" --server-key other/aggregator.pub --reports 10
+check "wrong key: exit 1 (got $rc)" test "$rc" = 1
+check "wrong key: names the key (got: $(cat err))" grep -q 'LDPB_ECRYPTO.*aggregator.pub' err
+check "wrong key: nothing on stdout" test ! -s out
+
+# --- the daemon drains and exits 0 on SIGTERM ------------------------------------------------
+kill -TERM "$PID"
+set +e
+wait "$PID"
+drc=$?
+set -e
+PID=
+check "daemon exit status after SIGTERM is 0 (got $drc)" test "$drc" = 0
+
+echo "$checks checks, $failures failures"
+test "$failures" = 0

@@ -1,0 +1,891 @@
+/* ldpb loadgen: drives a running ldpb-aggregator with N concurrent simulated devices, each a
+ * thread with its own ldpb_client handle (the real client library over the real transport),
+ * with rewards drawn from a simulated environment as in `ldpb sim`. Every round is assign, a
+ * reward for the assigned arm from the environment, report (privatized by the client, acked by
+ * the aggregator once durable). Prints throughput, latency percentiles of assign and report,
+ * errors by code, pulls per arm and the pseudo-regret against the true means.
+ *
+ * Simulated devices keep their privacy ledgers in memory: they are load, not real devices. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+#include "env.h"
+#include "ldpb/client.h"
+#include "ldpb/rng.h"
+#include "plan.h"
+#include "rand.h"
+
+#define PROG "ldpb loadgen"
+
+#define EXIT_RUNTIME 1 /* unreachable aggregator, failed rounds, output not writable */
+#define EXIT_USAGE   2 /* bad arguments, or arguments that do not fit the aggregator */
+
+#define ECHO_MAX 60
+
+/* nanomsg allows 512 sockets per process; one per client, and a few to spare. */
+#define CLIENTS_MAX        500u
+#define CLIENTS_DEFAULT    16u
+#define REPORTS_DEFAULT    10000u
+#define REPORTS_MAX        1000000000000ULL
+#define DURATION_MAX_S     604800.0 /* a week */
+#define DEVICE_REPORTS_DEF 1000u
+/* A device's ledger budget is device_reports x LDPB_EPSILON_MAX, at most the ledger's maximum. */
+#define DEVICE_REPORTS_MAX 100000u
+#define TIMEOUT_DEFAULT_MS 2000u
+#define TIMEOUT_MAX_MS     3600000u
+
+/* Error counts are kept per ldpb_err value below this; anything else in the last slot. */
+#define ERR_SLOTS 32
+#define ERR_MSG   400
+
+/* ---- latency histogram ---------------------------------------------------------------------- */
+
+/* Log-linear buckets of nanoseconds: exact below 128 ns, then 64 buckets per power of two, so a
+ * bucket's width is at most 1/64 of its lower bound and a percentile read at the bucket's middle
+ * is within 0.8% of the true value. Values are clamped at 2^40 ns (18 minutes). */
+#define HIST_EXACT   128u
+#define HIST_SUB     64u
+#define HIST_MAX_LOG 40u
+#define HIST_BUCKETS (HIST_EXACT + (HIST_MAX_LOG - 6u) * HIST_SUB)
+
+typedef struct hist {
+    uint64_t n, sum_ns, max_ns;
+    uint64_t b[HIST_BUCKETS];
+} hist;
+
+static unsigned msb64(uint64_t v)
+{
+    unsigned m = 0;
+    while (v >>= 1)
+        m++;
+    return m;
+}
+
+static size_t hist_index(uint64_t v)
+{
+    if (v < HIST_EXACT)
+        return (size_t)v;
+    if (v >= (uint64_t)1 << HIST_MAX_LOG)
+        v = ((uint64_t)1 << HIST_MAX_LOG) - 1;
+    unsigned shift = msb64(v) - 6u; /* v >> shift is in [64, 128) */
+    return HIST_EXACT + (size_t)(shift - 1u) * HIST_SUB + (size_t)((v >> shift) - HIST_SUB);
+}
+
+/* The middle of bucket `i`, in ns. */
+static double hist_value(size_t i)
+{
+    if (i < HIST_EXACT)
+        return (double)i;
+    size_t j = i - HIST_EXACT;
+    unsigned shift = (unsigned)(j / HIST_SUB) + 1u;
+    uint64_t lo = (uint64_t)(j % HIST_SUB + HIST_SUB) << shift;
+    return (double)lo + (double)((uint64_t)1 << shift) / 2.0;
+}
+
+static void hist_add(hist *h, uint64_t ns)
+{
+    h->b[hist_index(ns)]++;
+    h->n++;
+    h->sum_ns += ns;
+    if (ns > h->max_ns)
+        h->max_ns = ns;
+}
+
+static void hist_merge(hist *into, const hist *h)
+{
+    for (size_t i = 0; i < HIST_BUCKETS; i++)
+        into->b[i] += h->b[i];
+    into->n += h->n;
+    into->sum_ns += h->sum_ns;
+    if (h->max_ns > into->max_ns)
+        into->max_ns = h->max_ns;
+}
+
+/* The nearest-rank percentile p (in (0, 1]) in ns; 0 for an empty histogram. */
+static double hist_percentile(const hist *h, double p)
+{
+    if (h->n == 0)
+        return 0.0;
+    uint64_t rank = (uint64_t)ceil(p * (double)h->n);
+    if (rank < 1)
+        rank = 1;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < HIST_BUCKETS; i++) {
+        seen += h->b[i];
+        if (seen >= rank) {
+            double v = hist_value(i); /* the bucket's middle, never above the largest value */
+            return v < (double)h->max_ns ? v : (double)h->max_ns;
+        }
+    }
+    return (double)h->max_ns;
+}
+
+/* ---- the run -------------------------------------------------------------------------------- */
+
+enum { OP_ASSIGN, OP_REPORT, OP_DEVICE, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {"assign", "report", "new client"};
+
+/* Set by SIGINT / SIGTERM (a lock-free atomic, so the handler may store to it). */
+static atomic_int stop_signal;
+
+static void on_signal(int sig)
+{
+    atomic_store(&stop_signal, sig);
+}
+
+struct run {
+    const char *url;
+    uint8_t server_pk[TOOL_KEY_BYTES];
+    const agg_env *env;
+    uint32_t k;
+    uint64_t reports; /* rounds to play in all; 0 with --duration alone: until the deadline */
+    uint32_t timeout_ms;
+    uint32_t device_reports;
+    int allow_raw;
+    int seeded;
+    uint8_t seed[LDPB_RNG_SEED_BYTES];
+
+    atomic_uint_fast64_t claimed; /* rounds handed out */
+    atomic_int fatal;             /* a client could not be created: everyone stops */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t ready;
+    int go;
+    uint64_t deadline_ns; /* written before `go` */
+};
+
+typedef struct worker {
+    struct run *run;
+    pthread_t thread;
+    agg_rand env_rand;
+    ldpb_rng *noise; /* seeded privacy noise with --seed, else NULL (the client's system RNG) */
+    hist assign_h, report_h;
+    uint64_t rounds, assigned, acked, devices;
+    uint64_t *pulls; /* acked reports per arm */
+    uint64_t errors[OP_COUNT][ERR_SLOTS];
+    char first_msg[ERR_SLOTS][ERR_MSG];
+} worker;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void note_error(worker *w, int op, ldpb_err err, const char *msg)
+{
+    size_t slot = (unsigned)err < ERR_SLOTS ? (size_t)err : ERR_SLOTS - 1;
+    if (w->errors[OP_ASSIGN][slot] + w->errors[OP_REPORT][slot] + w->errors[OP_DEVICE][slot] == 0)
+        snprintf(w->first_msg[slot], ERR_MSG, "%s: %.*s", op_names[op], (int)ERR_MSG - 16,
+                 msg && *msg ? msg : "-");
+    w->errors[op][slot]++;
+}
+
+/* A new simulated device: a client with a fresh key and an in-memory ledger whose budget covers
+ * device_reports reports at any epsilon the aggregator may ask for. */
+static int device_new(worker *w, ldpb_client **out)
+{
+    const struct run *r = w->run;
+    ldpb_client_opts o;
+    ldpb_client_opts_init(&o);
+    o.server_url = r->url;
+    memcpy(o.server_public_key, r->server_pk, sizeof o.server_public_key);
+    o.ledger_path = NULL; /* in memory: a simulated device */
+    o.lifetime_budget = (double)r->device_reports * LDPB_EPSILON_MAX;
+    o.per_report_cap = LDPB_EPSILON_MAX;
+    o.epsilon_cap = LDPB_EPSILON_MAX;
+    o.allow_raw = r->allow_raw;
+    o.timeout_ms = r->timeout_ms;
+    o.rng = w->noise;
+    ldpb_err err = ldpb_client_new(out, &o);
+    if (err) {
+        char msg[ERR_MSG];
+        snprintf(msg, sizeof msg, "ldpb_client_new: %s", ldpb_strerror(err));
+        note_error(w, OP_DEVICE, err, msg);
+        return -1;
+    }
+    w->devices++;
+    return 0;
+}
+
+static int should_stop(worker *w)
+{
+    struct run *r = w->run;
+    if (atomic_load(&stop_signal) || atomic_load(&r->fatal))
+        return 1;
+    if (r->deadline_ns && now_ns() >= r->deadline_ns)
+        return 1;
+    return r->reports && atomic_fetch_add(&r->claimed, 1) >= r->reports;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    struct run *r = w->run;
+    ldpb_client *c = NULL;
+    int ok = device_new(w, &c) == 0;
+    if (!ok)
+        atomic_store(&r->fatal, 1);
+
+    pthread_mutex_lock(&r->mu);
+    r->ready++;
+    pthread_cond_broadcast(&r->cv);
+    while (!r->go)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+
+    uint64_t on_device = 0;
+    while (ok && !should_stop(w)) {
+        if (on_device >= r->device_reports) {
+            ldpb_client_free(c);
+            c = NULL;
+            on_device = 0;
+            if (device_new(w, &c) != 0) {
+                atomic_store(&r->fatal, 1);
+                break;
+            }
+        }
+        w->rounds++;
+        ldpb_assignment a;
+        uint64_t t0 = now_ns();
+        ldpb_err err = ldpb_client_assign(c, NULL, 0, &a);
+        uint64_t t1 = now_ns();
+        if (err) {
+            note_error(w, OP_ASSIGN, err, ldpb_client_errmsg(c));
+            continue;
+        }
+        hist_add(&w->assign_h, t1 - t0);
+        w->assigned++;
+        if (a.arm >= r->k) {
+            char msg[ERR_MSG];
+            snprintf(msg, sizeof msg, "the aggregator assigned arm %" PRIu32 " of %" PRIu32, a.arm,
+                     r->k);
+            note_error(w, OP_ASSIGN, LDPB_EPROTO, msg);
+            continue;
+        }
+        double reward = agg_env_sample(r->env, a.arm, &w->env_rand);
+        on_device++; /* the report may spend from the ledger even if it fails */
+        t0 = now_ns();
+        err = ldpb_client_report(c, &a, reward);
+        t1 = now_ns();
+        if (err) {
+            note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
+            continue;
+        }
+        hist_add(&w->report_h, t1 - t0);
+        w->acked++;
+        w->pulls[a.arm]++;
+    }
+    ldpb_client_free(c);
+    return NULL;
+}
+
+/* ---- arguments ------------------------------------------------------------------------------ */
+
+struct args {
+    const char *connect, *server_key, *clients, *reports, *duration, *means, *laws, *seed, *timeout,
+        *device_reports;
+};
+
+static const struct {
+    const char *name;
+    size_t offset;
+} options[] = {
+    {"connect", offsetof(struct args, connect)},
+    {"server-key", offsetof(struct args, server_key)},
+    {"clients", offsetof(struct args, clients)},
+    {"reports", offsetof(struct args, reports)},
+    {"duration", offsetof(struct args, duration)},
+    {"means", offsetof(struct args, means)},
+    {"laws", offsetof(struct args, laws)},
+    {"seed", offsetof(struct args, seed)},
+    {"timeout-ms", offsetof(struct args, timeout)},
+    {"device-reports", offsetof(struct args, device_reports)},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ldpb loadgen --connect URL --server-key FILE [--clients N] [--reports M]\n"
+            "                    [--duration S] [--means LIST | --laws LIST] [--seed S]\n"
+            "                    [--timeout-ms MS] [--device-reports R]\n"
+            "\n"
+            "Drives a running ldpb-aggregator with N simulated devices at once, each a thread\n"
+            "with its own ldpb_client (the real client library over the real transport). A\n"
+            "round is: assign, draw the assigned arm's reward from the environment, report it\n"
+            "(privatized by the client; the aggregator acks once the report is durable).\n"
+            "Simulated devices keep their privacy ledgers in memory, not on disk.\n"
+            "Prints throughput, latency percentiles of assign and report, errors by code,\n"
+            "pulls per arm and the pseudo-regret sum(best mean - mean of the assigned arm)\n"
+            "over the acked reports.\n"
+            "\n"
+            "options:\n"
+            "  --connect URL         the aggregator, tcp://HOST:PORT or ipc://PATH (required)\n"
+            "  --server-key FILE     its public key file, aggregator.pub (required)\n"
+            "  --clients N           concurrent devices (threads), [1, %u] (default %u)\n"
+            "  --reports M           rounds in all, shared by the clients, [1, 1e12]\n"
+            "                        (default %u, or no limit with --duration)\n"
+            "  --duration S          stop after S seconds, (0, %g]; with --reports, whichever\n"
+            "                        comes first\n"
+            "  --means LIST          Bernoulli arms, one mean in [0, 1] per aggregator arm\n"
+            "  --laws LIST           any reward laws, as in `ldpb sim`: bernoulli:P, beta:A:B,\n"
+            "                        twopoint:LO:HI, uniform:LO:HI, each optionally *N\n"
+            "                        (default: Bernoulli means evenly spaced from 0.75 down to\n"
+            "                        0.25, as many as the aggregator has arms)\n"
+            "  --seed S              seed the environment and the devices' privacy noise from\n"
+            "                        the text S (simulation only: the noise is then public);\n"
+            "                        default: the system's secure generator\n"
+            "  --timeout-ms MS       a client's wait for one reply, [1, %u] (default %u);\n"
+            "                        a call makes up to 3 attempts\n"
+            "  --device-reports R    reports per simulated device before it is replaced by a\n"
+            "                        fresh one (new key, new ledger), [1, %u] (default %u)\n"
+            "  -h, --help            print this help and exit\n"
+            "\n"
+            "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
+            "anyway), the run was interrupted, or the aggregator cannot be reached; 2 bad\n"
+            "arguments, or --means/--laws with another arm count than the aggregator's.\n",
+            CLIENTS_MAX, CLIENTS_DEFAULT, REPORTS_DEFAULT, DURATION_MAX_S, TIMEOUT_MAX_MS,
+            TIMEOUT_DEFAULT_MS, DEVICE_REPORTS_MAX, DEVICE_REPORTS_DEF);
+}
+
+static const char *echo(char dst[ECHO_MAX + 4], const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    for (; i < n && i < ECHO_MAX; i++) {
+        unsigned char c = (unsigned char)s[i];
+        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    if (n > ECHO_MAX) {
+        memcpy(dst + i, "...", 3);
+        i += 3;
+    }
+    dst[i] = '\0';
+    return dst;
+}
+
+static int usage_error(const char *what, const char *arg)
+{
+    char e[ECHO_MAX + 4];
+    if (arg)
+        fprintf(stderr, "%s: %s '%s'\n", PROG, what, echo(e, arg));
+    else
+        fprintf(stderr, "%s: %s\n", PROG, what);
+    return EXIT_USAGE;
+}
+
+/* Returns -1 to go on, else an exit status (0 after --help). */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            usage(stdout);
+            if (fflush(stdout) != 0 || ferror(stdout)) {
+                fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
+                return EXIT_RUNTIME;
+            }
+            return 0;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return usage_error("unexpected argument", arg);
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const char **slot = NULL;
+        const char *long_name = NULL;
+        for (size_t j = 0; j < sizeof options / sizeof options[0]; j++)
+            if (strlen(options[j].name) == nlen && strncmp(options[j].name, name, nlen) == 0) {
+                slot = (const char **)((char *)a + options[j].offset);
+                long_name = options[j].name;
+            }
+        if (!slot)
+            return usage_error("unknown option", arg);
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value) {
+            if (i + 1 >= argc)
+                return usage_error("missing value for option", arg);
+            value = argv[++i];
+        }
+        if (*slot) {
+            fprintf(stderr, "%s: option --%s given twice\n", PROG, long_name);
+            return EXIT_USAGE;
+        }
+        *slot = value;
+    }
+    return -1;
+}
+
+static int parse_uint(const char *opt, const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char e[ECHO_MAX + 4];
+    const char *why = simplan_parse_count(text, out);
+    if (why) {
+        fprintf(stderr, "%s: %s '%s' %s\n", PROG, opt, echo(e, text), why);
+        return EXIT_USAGE;
+    }
+    if (*out < lo || *out > hi) {
+        fprintf(stderr, "%s: %s %s outside [%" PRIu64 ", %" PRIu64 "]\n", PROG, opt, echo(e, text),
+                lo, hi);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* A finite number filling all of text[0, n) but for blanks around it. */
+static int parse_number(const char *text, size_t n, double *out)
+{
+    char tmp[64];
+    while (n > 0 && is_blank(*text)) {
+        text++;
+        n--;
+    }
+    while (n > 0 && is_blank(text[n - 1]))
+        n--;
+    if (n == 0 || n >= sizeof tmp)
+        return -1;
+    memcpy(tmp, text, n);
+    tmp[n] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(tmp, &end);
+    if (end != tmp + n || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* --means "0.9,0.8,0.5" into an environment of Bernoulli arms. */
+static int parse_means(const char *text, agg_env **out)
+{
+    char e[ECHO_MAX + 4];
+    size_t n = 1;
+    for (const char *p = text; *p; p++)
+        n += *p == ',';
+    if (n > AGG_ENV_K_MAX) {
+        fprintf(stderr, "%s: --means has %zu items, more than %u\n", PROG, n,
+                (unsigned)AGG_ENV_K_MAX);
+        return EXIT_USAGE;
+    }
+    agg_law *laws = calloc(n, sizeof *laws);
+    if (!laws) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        return EXIT_RUNTIME;
+    }
+    const char *p = text;
+    for (size_t i = 0; i < n; i++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        double v;
+        if (parse_number(p, len, &v) != 0 || !(v >= 0.0 && v <= 1.0)) {
+            char item[ECHO_MAX + 4];
+            snprintf(item, sizeof item, "%.*s", (int)(len < ECHO_MAX ? len : ECHO_MAX), p);
+            fprintf(stderr, "%s: --means: item %zu '%s' is not a mean in [0, 1]\n", PROG, i + 1,
+                    echo(e, item));
+            free(laws);
+            return EXIT_USAGE;
+        }
+        laws[i] = (agg_law){AGG_LAW_BERNOULLI, v, 0.0};
+        p = comma ? comma + 1 : p + len;
+    }
+    char msg[AGG_ERRMSG_MAX];
+    ldpb_err err = agg_env_new(out, laws, (uint32_t)n, msg);
+    free(laws);
+    if (err) {
+        fprintf(stderr, "%s: --means: %s\n", PROG, msg);
+        return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- the report ----------------------------------------------------------------------------- */
+
+static void print_latency(FILE *f, const char *name, const hist *h)
+{
+    if (h->n == 0) {
+        fprintf(f, "latency %-7s no successful call\n", name);
+        return;
+    }
+    fprintf(f,
+            "latency %-7s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  mean %.3f ms  "
+            "(%" PRIu64 " calls)\n",
+            name, hist_percentile(h, 0.50) / 1e6, hist_percentile(h, 0.99) / 1e6,
+            hist_percentile(h, 0.999) / 1e6, (double)h->max_ns / 1e6,
+            (double)h->sum_ns / (double)h->n / 1e6, h->n);
+}
+
+struct totals {
+    hist assign_h, report_h;
+    uint64_t rounds, assigned, acked, devices, failed;
+    uint64_t *pulls;
+    uint64_t errors[OP_COUNT][ERR_SLOTS];
+    const char *first_msg[ERR_SLOTS];
+};
+
+static void print_errors(FILE *f, const struct totals *t)
+{
+    if (t->failed == 0) {
+        fprintf(f, "errors          0\n");
+        return;
+    }
+    fprintf(f, "errors          %" PRIu64 "\n", t->failed);
+    for (size_t s = 0; s < ERR_SLOTS; s++) {
+        uint64_t sum = t->errors[OP_ASSIGN][s] + t->errors[OP_REPORT][s] + t->errors[OP_DEVICE][s];
+        if (sum == 0)
+            continue;
+        const char *name = s == ERR_SLOTS - 1 ? "other" : ldpb_errname((ldpb_err)s);
+        fprintf(f,
+                "  %-13s %" PRIu64 " (assign %" PRIu64 ", report %" PRIu64 ", new client %" PRIu64
+                ")\n",
+                name, sum, t->errors[OP_ASSIGN][s], t->errors[OP_REPORT][s],
+                t->errors[OP_DEVICE][s]);
+        fprintf(f, "  %-13s first: %s\n", "", t->first_msg[s] ? t->first_msg[s] : "-");
+    }
+}
+
+/* The environment in env.h's list syntax, cut with "..." if it is long. */
+static void env_text(const agg_env *env, char *dst, size_t cap)
+{
+    size_t need = simplan_env_text(env, dst, cap);
+    if (need >= cap && cap > 4)
+        memcpy(dst + cap - 4, "...", 4);
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
+int cmd_loadgen(int argc, char **argv)
+{
+    struct args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    if (!a.connect)
+        return usage_error("missing --connect URL (the aggregator's endpoint)", NULL);
+    if (!a.server_key)
+        return usage_error("missing --server-key FILE (the aggregator's aggregator.pub)", NULL);
+    if (a.connect[0] == '\0' || strlen(a.connect) > TOOL_URL_MAX)
+        return usage_error("--connect must be a nanomsg URL of 1 to 127 bytes, not", a.connect);
+    if (a.means && a.laws)
+        return usage_error("give --means or --laws, not both", NULL);
+
+    uint64_t clients = CLIENTS_DEFAULT, reports = 0, timeout = TIMEOUT_DEFAULT_MS;
+    uint64_t device_reports = DEVICE_REPORTS_DEF;
+    double duration = 0.0;
+    if (a.clients && parse_uint("--clients", a.clients, 1, CLIENTS_MAX, &clients))
+        return EXIT_USAGE;
+    if (a.reports && parse_uint("--reports", a.reports, 1, REPORTS_MAX, &reports))
+        return EXIT_USAGE;
+    if (a.timeout && parse_uint("--timeout-ms", a.timeout, 1, TIMEOUT_MAX_MS, &timeout))
+        return EXIT_USAGE;
+    if (a.device_reports &&
+        parse_uint("--device-reports", a.device_reports, 1, DEVICE_REPORTS_MAX, &device_reports))
+        return EXIT_USAGE;
+    if (a.duration) {
+        char e[ECHO_MAX + 4];
+        if (parse_number(a.duration, strlen(a.duration), &duration) != 0 ||
+            !(duration > 0.0 && duration <= DURATION_MAX_S)) {
+            fprintf(stderr, "%s: --duration '%s' is not a number of seconds in (0, %g]\n", PROG,
+                    echo(e, a.duration), DURATION_MAX_S);
+            return EXIT_USAGE;
+        }
+    }
+    if (!a.reports && !a.duration)
+        reports = REPORTS_DEFAULT;
+    if (a.seed && a.seed[0] == '\0')
+        return usage_error("--seed needs a non-empty text (omit it for secure randomness)", NULL);
+
+    agg_env *env = NULL;
+    if (a.means && (rc = parse_means(a.means, &env)) != 0)
+        return rc;
+    if (a.laws) {
+        char msg[AGG_ERRMSG_MAX];
+        ldpb_err err = agg_env_parse(&env, a.laws, msg);
+        if (err) {
+            fprintf(stderr, "%s: --laws: %s\n", PROG, msg);
+            return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+        }
+    }
+
+    struct run *run = NULL;
+    worker *workers = NULL;
+    tool_status before, after;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    struct totals t;
+    memset(&t, 0, sizeof t);
+    uint32_t started = 0;
+    int sync_ok = 0;
+    struct sigaction old_int, old_term, old_pipe;
+    int handlers = 0;
+    char msg[2 * TOOL_STATUS_STRING_MAX];
+
+    run = calloc(1, sizeof *run);
+    if (!run) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    if (tool_load_server_key(PROG, a.server_key, run->server_pk)) {
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+
+    /* The aggregator first: its arm count, model and report total. */
+    uint32_t status_timeout = (uint32_t)timeout;
+    ldpb_err err =
+        tool_status_fetch(a.connect, run->server_pk, status_timeout, &before, msg, sizeof msg);
+    if (err) {
+        if (err == LDPB_EINVAL)
+            fprintf(stderr, "%s: --connect: %s (expected tcp://HOST:PORT or ipc://PATH)\n", PROG,
+                    msg);
+        else
+            fprintf(stderr, "%s: %s\n", PROG, msg);
+        rc = err == LDPB_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+        goto done;
+    }
+    uint32_t k = before.n_arms;
+    if (k < 2) {
+        fprintf(stderr,
+                "%s: the aggregator at %s reports %" PRIu32 " arms; a bandit has 2 or more\n", PROG,
+                a.connect, k);
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    if (env && agg_env_arms(env) != k) {
+        fprintf(stderr,
+                "%s: --%s has %" PRIu32 " arms but the aggregator at %s serves %" PRIu32
+                " (policy %s): give one per arm\n",
+                PROG, a.means ? "means" : "laws", agg_env_arms(env), a.connect, k, before.policy);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    if (!env) {
+        double *means = calloc(k, sizeof *means);
+        agg_law *laws = calloc(k, sizeof *laws);
+        char emsg[AGG_ERRMSG_MAX];
+        err = means && laws ? agg_env_ss19_means(AGG_SS19_C2, k, means) : LDPB_ENOMEM;
+        for (uint32_t i = 0; !err && i < k; i++)
+            laws[i] = (agg_law){AGG_LAW_BERNOULLI, means[i], 0.0};
+        if (!err)
+            err = agg_env_new(&env, laws, k, emsg);
+        free(means);
+        free(laws);
+        if (err) {
+            fprintf(stderr, "%s: cannot build the default environment: %s\n", PROG,
+                    ldpb_strerror(err));
+            rc = EXIT_RUNTIME;
+            goto done;
+        }
+    }
+
+    run->url = a.connect;
+    run->env = env;
+    run->k = k;
+    run->reports = reports;
+    run->timeout_ms = (uint32_t)timeout;
+    run->device_reports = (uint32_t)device_reports;
+    /* Central and non-private aggregators assign RAW: the devices opt in to sending rewards. */
+    run->allow_raw = strcmp(before.model, "local") != 0;
+    run->seeded = a.seed != NULL;
+    if (a.seed)
+        ldpb_rng_seed_from_text(run->seed, a.seed);
+    atomic_init(&run->claimed, 0);
+    atomic_init(&run->fatal, 0);
+    if (pthread_mutex_init(&run->mu, NULL) != 0 || pthread_cond_init(&run->cv, NULL) != 0) {
+        fprintf(stderr, "%s: cannot create a mutex\n", PROG);
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    sync_ok = 1;
+
+    workers = calloc(clients, sizeof *workers);
+    t.pulls = calloc(k, sizeof *t.pulls);
+    if (!workers || !t.pulls) {
+        fprintf(stderr, "%s: out of memory for %" PRIu64 " clients\n", PROG, clients);
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    ldpb_rng *sys = NULL;
+    if (!run->seeded && ldpb_rng_new_system(&sys) != LDPB_OK) {
+        fprintf(stderr, "%s: cannot create the random generator\n", PROG);
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    for (uint32_t i = 0; i < clients; i++) {
+        worker *w = &workers[i];
+        w->run = run;
+        w->pulls = calloc(k, sizeof *w->pulls);
+        if (!w->pulls) {
+            err = LDPB_ENOMEM;
+            break;
+        }
+        if (run->seeded) {
+            /* Stream 2i seeds the environment, stream 2i+1 is the device's privacy noise. */
+            ldpb_rng *s = NULL;
+            err = ldpb_rng_new_seeded_stream(&s, run->seed, 2u * (uint64_t)i);
+            if (!err) {
+                agg_rand_seed(&w->env_rand, s);
+                err = ldpb_rng_new_seeded_stream(&w->noise, run->seed, 2u * (uint64_t)i + 1u);
+            }
+            ldpb_rng_free(s);
+            if (err)
+                break;
+        } else {
+            agg_rand_seed(&w->env_rand, sys);
+        }
+    }
+    ldpb_rng_free(sys);
+    if (err) {
+        fprintf(stderr, "%s: cannot set up the clients: %s\n", PROG, ldpb_strerror(err));
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+
+    /* Ctrl-C ends the run early, with results; an aggregator going away must not kill us. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    atomic_store(&stop_signal, 0);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, &old_pipe);
+    handlers = 1;
+
+    for (; started < clients; started++)
+        if (pthread_create(&workers[started].thread, NULL, worker_main, &workers[started]) != 0)
+            break;
+    if (started < clients)
+        atomic_store(&run->fatal, 1);
+    pthread_mutex_lock(&run->mu);
+    while (run->ready < started)
+        pthread_cond_wait(&run->cv, &run->mu);
+    uint64_t t0 = now_ns();
+    run->deadline_ns = duration > 0.0 ? t0 + (uint64_t)(duration * 1e9) : 0;
+    run->go = 1;
+    pthread_cond_broadcast(&run->cv);
+    pthread_mutex_unlock(&run->mu);
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(workers[i].thread, NULL);
+    double wall = (double)(now_ns() - t0) / 1e9;
+    if (started < clients) {
+        fprintf(stderr, "%s: cannot start thread %" PRIu32 " of %" PRIu64 "\n", PROG, started,
+                clients);
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+
+    /* Merge. */
+    for (uint32_t i = 0; i < started; i++) {
+        const worker *w = &workers[i];
+        hist_merge(&t.assign_h, &w->assign_h);
+        hist_merge(&t.report_h, &w->report_h);
+        t.rounds += w->rounds;
+        t.assigned += w->assigned;
+        t.acked += w->acked;
+        t.devices += w->devices;
+        for (uint32_t arm = 0; arm < k; arm++)
+            t.pulls[arm] += w->pulls[arm];
+        for (int op = 0; op < OP_COUNT; op++)
+            for (size_t s = 0; s < ERR_SLOTS; s++) {
+                if (w->errors[op][s] && !t.first_msg[s])
+                    t.first_msg[s] = w->first_msg[s];
+                t.errors[op][s] += w->errors[op][s];
+                t.failed += w->errors[op][s];
+            }
+    }
+    int interrupted = atomic_load(&stop_signal) != 0;
+    err = tool_status_fetch(a.connect, run->server_pk, status_timeout, &after, msg, sizeof msg);
+
+    /* Print. */
+    FILE *f = stdout;
+    char text[256];
+    env_text(env, text, sizeof text);
+    double best = agg_env_best_mean(env);
+    double regret = 0.0;
+    for (uint32_t arm = 0; arm < k; arm++)
+        regret += (double)t.pulls[arm] * (best - agg_env_mean(env, arm));
+    fprintf(f, "aggregator      %s: policy %s, model %s, %" PRIu32 " arms\n", a.connect,
+            before.policy, before.model, k);
+    fprintf(f, "environment     %s%s\n", text,
+            a.means || a.laws ? "" : " (default: evenly spaced means)");
+    fprintf(f, "clients         %" PRIu64 " at a time, a thread and an ldpb_client each\n",
+            clients);
+    fprintf(
+        f, "devices         %" PRIu64 " simulated devices in all, up to %" PRIu64 " reports each\n",
+        t.devices, device_reports);
+    fprintf(f, "ledgers         in memory (simulated devices: their spends are not durable)\n");
+    fprintf(f, "noise           %s\n",
+            run->seeded ? "seeded from --seed (simulation only)" : "the system's secure generator");
+    fprintf(f, "rounds          %" PRIu64 " played%s\n", t.rounds,
+            interrupted ? " (interrupted)" : "");
+    fprintf(f, "reports acked   %" PRIu64 "\n", t.acked);
+    fprintf(f, "assignments     %" PRIu64 "\n", t.assigned);
+    fprintf(f, "wall time       %.3f s\n", wall);
+    fprintf(f, "throughput      %.0f reports/s acked (durable), %.0f assignments/s\n",
+            wall > 0 ? (double)t.acked / wall : 0.0, wall > 0 ? (double)t.assigned / wall : 0.0);
+    print_latency(f, "assign", &t.assign_h);
+    print_latency(f, "report", &t.report_h);
+    print_errors(f, &t);
+    fprintf(f, "\n%5s %9s %12s %7s\n", "arm", "mean", "pulls", "share");
+    for (uint32_t arm = 0; arm < k; arm++)
+        fprintf(f, "%5" PRIu32 " %9.4f %12" PRIu64 " %6.1f%%\n", arm, agg_env_mean(env, arm),
+                t.pulls[arm], t.acked ? 100.0 * (double)t.pulls[arm] / (double)t.acked : 0.0);
+    double uniform = 0.0;
+    for (uint32_t arm = 0; arm < k; arm++)
+        uniform += (best - agg_env_mean(env, arm)) / (double)k;
+    fprintf(f,
+            "\npseudo-regret   %.1f over %" PRIu64 " acked reports (%.4f per report; uniform "
+            "play: %.4f)\n",
+            regret, t.acked, t.acked ? regret / (double)t.acked : 0.0, uniform);
+    if (err)
+        fprintf(f, "daemon reports  unknown after the run: %s\n", msg);
+    else
+        fprintf(
+            f, "daemon reports  %" PRIu64 " -> %" PRIu64 " (+%" PRIu64 ", counting every client)\n",
+            before.reports, after.reports, after.reports - before.reports);
+    rc = t.failed || interrupted || t.acked == 0 ? EXIT_RUNTIME : 0;
+    if (fflush(f) != 0 || ferror(f)) {
+        fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
+        rc = EXIT_RUNTIME;
+    }
+
+done:
+    if (handlers) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGPIPE, &old_pipe, NULL);
+    }
+    if (workers)
+        for (uint64_t i = 0; i < clients; i++) {
+            free(workers[i].pulls);
+            ldpb_rng_free(workers[i].noise);
+        }
+    free(workers);
+    free(t.pulls);
+    if (sync_ok) {
+        pthread_mutex_destroy(&run->mu);
+        pthread_cond_destroy(&run->cv);
+    }
+    free(run);
+    tool_status_fini(&before);
+    tool_status_fini(&after);
+    agg_env_free(env);
+    return rc;
+}
