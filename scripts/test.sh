@@ -23,6 +23,7 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLDPB_SANITIZE=addre
   -DLDPB_BUILD_BENCH=OFF >/dev/null
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
   ctest --test-dir build/asan -j "$jobs" --timeout 1800 -LE no-sanitize
 
 step "libFuzzer smoke (clang)"
