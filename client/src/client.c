@@ -181,6 +181,18 @@ ldpb_err ldpb_client_opts_load_server_key(ldpb_client_opts *opts, const char *pa
     return err;
 }
 
+ldpb_err ldpb_client_load_secret_key(const char *path, uint8_t sk[32])
+{
+    if (!path || !sk)
+        return LDPB_EINVAL;
+    ldpb_keypair kp;
+    ldpb_err err = ldpb_keyfile_load_secret(path, &kp, NULL);
+    if (err == LDPB_OK)
+        memcpy(sk, kp.sk, sizeof kp.sk);
+    ldpb_keypair_wipe(&kp);
+    return err;
+}
+
 static ldpb_err check_opts(const ldpb_client_opts *o)
 {
     if (!o->server_url || o->server_url[0] == '\0')

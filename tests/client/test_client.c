@@ -25,9 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
@@ -694,6 +697,21 @@ static void opts_defaults_and_invalid(void **state)
     assert_int_equal(ldpb_client_opts_load_server_key(&o, "/nonexistent/x.pub"), LDPB_EIO);
     assert_int_equal(ldpb_client_opts_load_server_key(NULL, pub), LDPB_EINVAL);
     assert_int_equal(ldpb_client_opts_load_server_key(&o, NULL), LDPB_EINVAL);
+
+    /* The secret one loads as a client identity; the public one is the wrong kind; a secret key
+     * readable by others is refused. */
+    uint8_t sk[LDPB_KEY_BYTES];
+    assert_int_equal(ldpb_client_load_secret_key(sec, sk), LDPB_OK);
+    assert_memory_equal(sk, kp.sk, sizeof sk);
+    assert_int_equal(ldpb_client_load_secret_key(pub, sk), LDPB_ECRYPTO); /* mode 0644 */
+    assert_int_equal(chmod(pub, 0600), 0);
+    assert_int_equal(ldpb_client_load_secret_key(pub, sk), LDPB_EINVAL); /* wrong kind */
+    assert_int_equal(ldpb_client_load_secret_key("/nonexistent/x.key", sk), LDPB_EIO);
+    assert_int_equal(ldpb_client_load_secret_key(NULL, sk), LDPB_EINVAL);
+    assert_int_equal(ldpb_client_load_secret_key(sec, NULL), LDPB_EINVAL);
+    assert_int_equal(chmod(sec, 0640), 0);
+    assert_int_equal(ldpb_client_load_secret_key(sec, sk), LDPB_ECRYPTO);
+    sodium_memzero(sk, sizeof sk);
     ldpb_keypair_wipe(&kp);
 #undef BASE
 #undef EXPECT

@@ -122,6 +122,13 @@ LDPB_API void ldpb_client_opts_init(ldpb_client_opts *opts);
  * (cannot read the file), LDPB_ECORRUPT (not a public key file). */
 LDPB_API ldpb_err ldpb_client_opts_load_server_key(ldpb_client_opts *opts, const char *path);
 
+/* Reads a secret key file ("ldpb-secret-key-v1 HEX", as `ldpb keygen` writes client.key) into
+ * `sk`, for opts.client_secret_key in allow-list deployments. The file must be readable by its
+ * owner only. The caller owns `sk` and wipes it (e.g. sodium_memzero) once ldpb_client_new has
+ * copied it. Errors: LDPB_EINVAL (NULL, or an owner-only public key file), LDPB_EIO (cannot read),
+ * LDPB_ECRYPTO (group or others may access the file), LDPB_ECORRUPT (not a key file). */
+LDPB_API ldpb_err ldpb_client_load_secret_key(const char *path, uint8_t sk[32]);
+
 /* Validates `opts`, opens (or creates) the ledger, derives the sealing key and connects the
  * nanomsg socket (the connection itself is made in the background: a missing server shows up as
  * LDPB_ETIMEDOUT on the first call, not here). Errors: LDPB_EINVAL (NULL, no URL or a URL
