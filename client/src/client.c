@@ -226,7 +226,7 @@ static ldpb_err connect_error(int e)
                : LDPB_ETRANSPORT;
 }
 
-static ldpb_err open_socket(ldpb_client *c, const ldpb_client_opts *o)
+static ldpb_err open_socket(ldpb_client *c, uint32_t timeout_ms)
 {
     c->sock = nn_socket(AF_SP, NN_REQ);
     if (c->sock < 0)
@@ -234,7 +234,7 @@ static ldpb_err open_socket(ldpb_client *c, const ldpb_client_opts *o)
     /* nanomsg would resend an unanswered request on its own (the same bytes, which the server's
      * replay cache refuses); resends are ours, with a fresh nonce, so its timer never fires. */
     int resend = INT_MAX;
-    int sndtimeo = (int)o->timeout_ms;
+    int sndtimeo = (int)timeout_ms;
     int maxsize = (int)LDPB_FRAME_MAX;
     if (nn_setsockopt(c->sock, NN_REQ, NN_REQ_RESEND_IVL, &resend, sizeof resend) < 0 ||
         nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_SNDTIMEO, &sndtimeo, sizeof sndtimeo) < 0 ||
@@ -292,7 +292,7 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     if ((err = ldpb_ledger_open(&c->ledger, opts->ledger_path, &lo)) != LDPB_OK)
         goto fail;
 
-    if ((err = open_socket(c, opts)) != LDPB_OK)
+    if ((err = open_socket(c, opts->timeout_ms)) != LDPB_OK)
         goto fail;
     /* A random start, so that a reply recorded from an earlier handle (same persistent key, ids
      * counted from the same start) can never match a request of this one. */
@@ -441,6 +441,19 @@ static ldpb_err check_expiry(ldpb_client *c, const ldpb_assignment *a)
 }
 
 /* ---- the exchange ------------------------------------------------------------------------- */
+
+static ldpb_err reopen_socket(ldpb_client *c)
+{
+    if (c->sock >= 0)
+        nn_close(c->sock);
+    c->sock = -1;
+    ldpb_err err = open_socket(c, c->timeout_ms);
+    if (err && c->sock >= 0) {
+        nn_close(c->sock);
+        c->sock = -1;
+    }
+    return err;
+}
 
 typedef enum verdict {
     REPLY_OK,    /* an authenticated reply to this request that is not an Error */
@@ -592,6 +605,13 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id,
             return err; /* the transport failed */
         }
         last = err;
+        /* A fresh socket for the next attempt: a late reply to this one then has nowhere to land.
+         * nanomsg 1.1's REQ socket can abort the process in nn_recv (a chunk-tag assertion) when
+         * replies arrive after receive timeouts on the same socket; seen with a stalled server. */
+        ldpb_err reopen = reopen_socket(c);
+        if (reopen)
+            return setf(c, reopen, "cannot reopen the socket to %s: %s", c->url,
+                        nn_strerror(nn_errno()));
     }
     char prev[ERRMSG_BYTES];
     memcpy(prev, c->errmsg, sizeof prev);

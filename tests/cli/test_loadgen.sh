@@ -10,50 +10,9 @@
 # Whatever happens, the daemon is killed on exit.
 set -euo pipefail
 
-LDPB=${1:?usage: test_loadgen.sh PATH/TO/ldpb PATH/TO/ldpb-aggregator}
-AGG=${2:?usage: test_loadgen.sh PATH/TO/ldpb PATH/TO/ldpb-aggregator}
-LDPB=$(cd "$(dirname "$LDPB")" && pwd)/$(basename "$LDPB")
-AGG=$(cd "$(dirname "$AGG")" && pwd)/$(basename "$AGG")
-TMP=$(mktemp -d)
-PID=
-cleanup() {
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        kill -CONT "$PID" 2>/dev/null || true
-        kill -KILL "$PID" 2>/dev/null || true
-        wait "$PID" 2>/dev/null || true
-    fi
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-cd "$TMP"
-
-failures=0
-checks=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-check() { # check DESCRIPTION COMMAND...: the command must succeed
-    local what=$1
-    shift
-    checks=$((checks + 1))
-    if ! "$@"; then
-        fail "$what"
-    fi
-}
-
-# run ARGS...: runs ldpb loadgen; sets rc, stdout in $TMP/out, stderr in $TMP/err.
-run() {
-    set +e
-    "$LDPB" loadgen "$@" </dev/null >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    set -e
-}
-
-now_ms() { date +%s%3N; }
+CMD=loadgen
+# shellcheck source=daemon_fixture.sh
+source "$(dirname "$0")/daemon_fixture.sh"
 
 # field NAME: the value after a label of the output ("reports acked   200" -> 200).
 field() { sed -n "s/^$1 \\+//p" out | head -1; }
@@ -63,13 +22,6 @@ daemon_reports() {
     "$LDPB" status --connect "$1" --server-key "$PUB" --json |
         python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])'
 }
-
-"$LDPB" keygen --out keys >/dev/null
-"$LDPB" keygen --out other >/dev/null
-PUB=keys/aggregator.pub
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-IPC="ipc://$TMP/agg.sock"
-TCP="tcp://127.0.0.1:$PORT"
 
 # --- help and usage errors -------------------------------------------------------------------
 run --help
@@ -82,15 +34,6 @@ done
 check "--help says the ledgers are in memory" grep -q 'ledgers in memory' out
 check "ldpb --help lists loadgen" sh -c "'$LDPB' --help | grep -q '^  loadgen '"
 
-usage_case() { # usage_case PATTERN ARGS...: exit 2, nothing on stdout, one line matching PATTERN
-    local pattern=$1
-    shift
-    run "$@"
-    check "loadgen $*: exit 2 (got $rc)" test "$rc" = 2
-    check "loadgen $*: nothing on stdout" test ! -s out
-    check "loadgen $*: one line on stderr" test "$(wc -l <err)" = 1
-    check "loadgen $*: message '$pattern' (got: $(cat err))" grep -q -- "$pattern" err
-}
 C=(--connect "$IPC" --server-key "$PUB")
 usage_case 'missing --connect' --server-key "$PUB"
 usage_case 'missing --server-key' --connect "$IPC"
@@ -122,23 +65,7 @@ check "unreachable: gave up in time (${dt} ms)" test "$dt" -lt 3000
 check "unreachable: nothing on stdout" test ! -s out
 
 # --- a real daemon ---------------------------------------------------------------------------
-"$AGG" --listen "$IPC" --listen "$TCP" --state-dir "$TMP/state" --key keys/aggregator.key \
-    --arms 3 --policy ldp-ts-b --mechanism linear --epsilon 1 --log-level warn 2>daemon.log &
-PID=$!
-ready=0
-for _ in $(seq 1 100); do
-    if "$LDPB" status --connect "$IPC" --server-key "$PUB" --timeout-ms 200 >/dev/null 2>&1; then
-        ready=1
-        break
-    fi
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-done
-if [ "$ready" != 1 ]; then
-    echo "FAIL: the daemon did not come up; its log:" >&2
-    cat daemon.log >&2
-    exit 1
-fi
+start_daemon
 
 usage_case '--means has 2 arms but the aggregator at .* serves 3 (policy ldp-ts-b)' \
     "${C[@]}" --means 0.9,0.1
@@ -248,13 +175,6 @@ check "wrong key: names the key (got: $(cat err))" grep -q 'LDPB_ECRYPTO.*aggreg
 check "wrong key: nothing on stdout" test ! -s out
 
 # --- the daemon drains and exits 0 on SIGTERM ------------------------------------------------
-kill -TERM "$PID"
-set +e
-wait "$PID"
-drc=$?
-set -e
-PID=
-check "daemon exit status after SIGTERM is 0 (got $drc)" test "$drc" = 0
+stop_daemon
 
-echo "$checks checks, $failures failures"
-test "$failures" = 0
+finish

@@ -7,56 +7,10 @@
 # file errors and an unwritable stdout. Whatever happens, the daemon is killed on exit.
 set -euo pipefail
 
-LDPB=${1:?usage: test_status.sh PATH/TO/ldpb PATH/TO/ldpb-aggregator}
-AGG=${2:?usage: test_status.sh PATH/TO/ldpb PATH/TO/ldpb-aggregator}
-LDPB=$(cd "$(dirname "$LDPB")" && pwd)/$(basename "$LDPB")
-AGG=$(cd "$(dirname "$AGG")" && pwd)/$(basename "$AGG")
-TMP=$(mktemp -d)
-PID=
-cleanup() {
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        kill -KILL "$PID" 2>/dev/null || true
-        wait "$PID" 2>/dev/null || true
-    fi
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-cd "$TMP"
+CMD=status
+# shellcheck source=daemon_fixture.sh
+source "$(dirname "$0")/daemon_fixture.sh"
 
-failures=0
-checks=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-check() { # check DESCRIPTION COMMAND...: the command must succeed
-    local what=$1
-    shift
-    checks=$((checks + 1))
-    if ! "$@"; then
-        fail "$what"
-    fi
-}
-
-# run ARGS...: runs ldpb status; sets rc, stdout in $TMP/out, stderr in $TMP/err.
-run() {
-    set +e
-    "$LDPB" status "$@" </dev/null >"$TMP/out" 2>"$TMP/err"
-    rc=$?
-    set -e
-}
-
-now_ms() { date +%s%3N; }
-
-"$LDPB" keygen --out keys >/dev/null
-"$LDPB" keygen --out other >/dev/null
-PUB=keys/aggregator.pub
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-IPC="ipc://$TMP/agg.sock"
-TCP="tcp://127.0.0.1:$PORT"
 
 # --- help and usage errors (no daemon needed) ----------------------------------------------
 run --help
@@ -67,15 +21,6 @@ for opt in connect server-key json timeout-ms help; do
 done
 check "ldpb --help lists status" sh -c "'$LDPB' --help | grep -q '^  status '"
 
-usage_case() { # usage_case PATTERN ARGS...: exit 2, nothing on stdout, one line matching PATTERN
-    local pattern=$1
-    shift
-    run "$@"
-    check "status $*: exit 2 (got $rc)" test "$rc" = 2
-    check "status $*: nothing on stdout" test ! -s out
-    check "status $*: one line on stderr" test "$(wc -l <err)" = 1
-    check "status $*: message '$pattern' (got: $(cat err))" grep -q -- "$pattern" err
-}
 usage_case 'missing --connect' --server-key "$PUB"
 usage_case 'missing --server-key' --connect "$IPC"
 usage_case "unknown option '--frob'" --connect "$IPC" --server-key "$PUB" --frob
@@ -99,23 +44,7 @@ for url in "$IPC" "$TCP"; do
 done
 
 # --- a real daemon ---------------------------------------------------------------------------
-"$AGG" --listen "$IPC" --listen "$TCP" --state-dir "$TMP/state" --key keys/aggregator.key \
-    --arms 3 --policy ldp-ts-b --mechanism linear --epsilon 1 --log-level warn 2>daemon.log &
-PID=$!
-ready=0
-for _ in $(seq 1 100); do
-    if "$LDPB" status --connect "$IPC" --server-key "$PUB" --timeout-ms 200 >/dev/null 2>&1; then
-        ready=1
-        break
-    fi
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-done
-if [ "$ready" != 1 ]; then
-    echo "FAIL: the daemon did not come up; its log:" >&2
-    cat daemon.log >&2
-    exit 1
-fi
+start_daemon
 
 # The table on a fresh state, over both transports.
 for url in "$IPC" "$TCP"; do
@@ -203,13 +132,6 @@ if [ -w /dev/full ]; then
 fi
 
 # --- the daemon drains and exits 0 on SIGTERM ------------------------------------------------
-kill -TERM "$PID"
-set +e
-wait "$PID"
-drc=$?
-set -e
-PID=
-check "daemon exit status after SIGTERM is 0 (got $drc)" test "$drc" = 0
+stop_daemon
 
-echo "$checks checks, $failures failures"
-test "$failures" = 0
+finish

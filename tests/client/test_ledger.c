@@ -25,50 +25,8 @@
 #include "ldpb/ledger.h"
 #include "ledger_internal.h"
 
-/* ---- allocation failure injection ------------------------------------------------------- */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-
-static long alloc_fail_at = -1; /* the index of the allocation to fail; -1: never */
-static long alloc_seen;
-
-static int alloc_should_fail(void)
-{
-    if (alloc_fail_at < 0)
-        return 0;
-    return alloc_seen++ == alloc_fail_at;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return alloc_should_fail() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t m)
-{
-    return alloc_should_fail() ? NULL : __real_calloc(n, m);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return alloc_should_fail() ? NULL : __real_realloc(p, n);
-}
-
-static void alloc_arm(long n)
-{
-    alloc_seen = 0;
-    alloc_fail_at = n;
-}
-
-static void alloc_disarm(void)
-{
-    alloc_fail_at = -1;
-}
+/* Allocation failure injection: linked with -Wl,--wrap=malloc,... (tests/support/alloc_fail.h). */
+#include "alloc_fail.h"
 
 /* ---- fixture ------------------------------------------------------------------------------- */
 
@@ -1125,12 +1083,12 @@ static void oom_loop(fx *f, const char *path, int existing)
 {
     long n;
     for (n = 0; n < 1000; n++) {
-        alloc_arm(n);
+        alloc_fail_arm(n);
         ldpb_ledger *l = NULL;
         ldpb_ledger_opts o = opts_of(10.0, 2.0);
         ldpb_err err = ldpb_ledger_open(&l, path, &o);
         if (err) {
-            alloc_disarm();
+            alloc_fail_disarm();
             assert_int_equal(err, LDPB_ENOMEM);
             assert_null(l);
             continue;
@@ -1139,7 +1097,7 @@ static void oom_loop(fx *f, const char *path, int existing)
         double spent = ldpb_ledger_spent(l);
         ldpb_ledger_entry e;
         err = priv(l, "fresh", f->lin1, f->rng, 0.5, &e);
-        alloc_disarm();
+        alloc_fail_disarm();
         if (err) {
             assert_int_equal(err, LDPB_ENOMEM);
             assert_int_equal(ldpb_ledger_count(l), count);

@@ -23,62 +23,8 @@
 /* White-box: the implemented thresholds, to check the effective epsilon independently. */
 #include "mech_internal.h"
 
-/* ---------------------------------------------------------------------------------------------
- * Allocation failure injection. The test is linked with -Wl,--wrap=malloc,... so every call the
- * library makes goes through these; fail_at = N fails the Nth call after arming (0-based). */
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void __real_free(void *p);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void __wrap_free(void *p);
-
-static long alloc_fail_at = -1; /* -1: never fail */
-static long alloc_calls;        /* calls since arming */
-static long alloc_live;         /* successful allocations minus frees, through the wrappers */
-
-static int alloc_should_fail(void)
-{
-    if (alloc_fail_at < 0)
-        return 0;
-    return alloc_calls++ == alloc_fail_at;
-}
-
-void *__wrap_malloc(size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *p = __real_malloc(size);
-    alloc_live += p != NULL;
-    return p;
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *p = __real_calloc(n, size);
-    alloc_live += p != NULL;
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *q = __real_realloc(p, size);
-    alloc_live += p == NULL && q != NULL;
-    return q;
-}
-
-void __wrap_free(void *p)
-{
-    alloc_live -= p != NULL;
-    __real_free(p);
-}
+/* Allocation failure injection: linked with -Wl,--wrap=malloc,... (tests/support/alloc_fail.h). */
+#include "alloc_fail.h"
 
 /* --------------------------------------------------------------------------------------------- */
 
@@ -342,21 +288,20 @@ static void out_of_memory_loop(void **state)
         long failures = 0;
         for (long n = 0;; n++) {
             assert_true(n < 100);
-            long live_before = alloc_live;
-            alloc_calls = 0;
-            alloc_fail_at = n;
+            long live_before = alloc_fail_live();
+            alloc_fail_arm(n);
             ldpb_mech *m = (ldpb_mech *)&m;
             ldpb_err err = ldpb_mech_new(&m, &o);
-            alloc_fail_at = -1;
+            alloc_fail_disarm();
             if (err == LDPB_OK) {
                 assert_non_null(m);
                 ldpb_mech_free(m);
-                assert_int_equal(alloc_live, live_before);
+                assert_int_equal(alloc_fail_live(), live_before);
                 break;
             }
             assert_int_equal(err, LDPB_ENOMEM);
             assert_null(m);
-            assert_int_equal(alloc_live, live_before);
+            assert_int_equal(alloc_fail_live(), live_before);
             failures++;
         }
         assert_true(failures >= 1); /* the wrapper really sits between the library and malloc */
@@ -367,20 +312,19 @@ static void out_of_memory_loop(void **state)
     long failures = 0;
     for (long n = 0;; n++) {
         assert_true(n < 100);
-        long live_before = alloc_live;
-        alloc_calls = 0;
-        alloc_fail_at = n;
+        long live_before = alloc_fail_live();
+        alloc_fail_arm(n);
         ldpb_rng *rng = (ldpb_rng *)&rng;
         ldpb_err err = ldpb_rng_new_seeded(&rng, seed);
-        alloc_fail_at = -1;
+        alloc_fail_disarm();
         if (err == LDPB_OK) {
             ldpb_rng_free(rng);
-            assert_int_equal(alloc_live, live_before);
+            assert_int_equal(alloc_fail_live(), live_before);
             break;
         }
         assert_int_equal(err, LDPB_ENOMEM);
         assert_null(rng);
-        assert_int_equal(alloc_live, live_before);
+        assert_int_equal(alloc_fail_live(), live_before);
         failures++;
     }
     assert_true(failures >= 1);

@@ -16,58 +16,9 @@
 #include "ldpb/seal.h"
 #include "ldpb/wire.h"
 
-/* ---- failure injection (linked with -Wl,--wrap=malloc,...) ---------------------------------- */
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void __real_free(void *p);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void __wrap_free(void *p);
-
-static long alloc_fail_at = -1;
-static long alloc_calls;
-static long alloc_live;
-
-static int alloc_should_fail(void)
-{
-    return alloc_calls++ == alloc_fail_at;
-}
-
-void *__wrap_malloc(size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *p = __real_malloc(size);
-    alloc_live += p != NULL;
-    return p;
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *p = __real_calloc(n, size);
-    alloc_live += p != NULL;
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *q = __real_realloc(p, size);
-    alloc_live += p == NULL && q != NULL;
-    return q;
-}
-
-void __wrap_free(void *p)
-{
-    alloc_live -= p != NULL;
-    __real_free(p);
-}
+/* Allocation counting and failure injection: linked with -Wl,--wrap=malloc,...
+ * (tests/support/alloc_fail.h). */
+#include "alloc_fail.h"
 
 /* ---- fixtures ------------------------------------------------------------------------------ */
 
@@ -834,9 +785,8 @@ static void constructors_out_of_memory(void **state)
         long failures = 0;
         for (long n = 0;; n++) {
             assert_true(n < 100);
-            long live = alloc_live;
-            alloc_calls = 0;
-            alloc_fail_at = n;
+            long live = alloc_fail_live();
+            alloc_fail_arm(n);
             ldpb_err err;
             if (which == 0) {
                 ldpb_keycache_opts o;
@@ -844,7 +794,7 @@ static void constructors_out_of_memory(void **state)
                 o.allowlist_max = 10;
                 ldpb_keycache *kc = (ldpb_keycache *)&kc;
                 err = ldpb_keycache_new(&kc, &server, &o);
-                alloc_fail_at = -1;
+                alloc_fail_disarm();
                 if (err == LDPB_OK) {
                     ldpb_keycache_free(kc);
                 } else {
@@ -855,14 +805,14 @@ static void constructors_out_of_memory(void **state)
                 ldpb_replay_opts_init(&o);
                 ldpb_replay *rp = (ldpb_replay *)&rp;
                 err = ldpb_replay_new(&rp, &o);
-                alloc_fail_at = -1;
+                alloc_fail_disarm();
                 if (err == LDPB_OK) {
                     ldpb_replay_free(rp);
                 } else {
                     assert_null(rp);
                 }
             }
-            assert_int_equal(alloc_live, live);
+            assert_int_equal(alloc_fail_live(), live);
             if (err == LDPB_OK)
                 break;
             assert_int_equal(err, LDPB_ENOMEM);

@@ -16,58 +16,9 @@
 #include "ldpb/mech.h"
 #include "ldpb/wire.h"
 
-/* ---- allocation counting and failure injection (linked with -Wl,--wrap=malloc,...) ------ */
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void __real_free(void *p);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void __wrap_free(void *p);
-
-static long alloc_fail_at = -1; /* -1: never fail */
-static long alloc_calls;        /* calls since the counter was reset */
-static long alloc_live;
-
-static int alloc_should_fail(void)
-{
-    return alloc_calls++ == alloc_fail_at;
-}
-
-void *__wrap_malloc(size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *p = __real_malloc(size);
-    alloc_live += p != NULL;
-    return p;
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *p = __real_calloc(n, size);
-    alloc_live += p != NULL;
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t size)
-{
-    if (alloc_should_fail())
-        return NULL;
-    void *q = __real_realloc(p, size);
-    alloc_live += p == NULL && q != NULL;
-    return q;
-}
-
-void __wrap_free(void *p)
-{
-    alloc_live -= p != NULL;
-    __real_free(p);
-}
+/* Allocation counting and failure injection: linked with -Wl,--wrap=malloc,...
+ * (tests/support/alloc_fail.h). */
+#include "alloc_fail.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
@@ -98,9 +49,9 @@ static void refused_before_decoding(const uint8_t *p, size_t n)
 {
     char detail[LDPB_DETAIL_BYTES] = "";
     Ldpb__V1__Envelope *out = (Ldpb__V1__Envelope *)&out;
-    alloc_calls = 0;
+    alloc_fail_arm(-1);
     ldpb_err err = ldpb_envelope_decode(p, n, &out, detail);
-    long calls = alloc_calls;
+    long calls = alloc_fail_calls();
     assert_int_equal(err, LDPB_EPROTO);
     assert_null(out);
     assert_int_equal(calls, 0);
@@ -802,10 +753,10 @@ static void truncated_envelopes_fail_cleanly(void **state)
         assert_non_null(copy);
         memcpy(copy, buf, n);
         Ldpb__V1__Envelope *d = (Ldpb__V1__Envelope *)&d;
-        long live = alloc_live;
+        long live = alloc_fail_live();
         assert_int_equal(ldpb_envelope_decode(copy, n, &d, NULL), LDPB_EPROTO);
         assert_null(d);
-        assert_int_equal(alloc_live, live);
+        assert_int_equal(alloc_fail_live(), live);
         free(copy);
     }
 }
@@ -991,21 +942,20 @@ static void decode_out_of_memory(void **state)
     long failures = 0;
     for (long n = 0;; n++) {
         assert_true(n < 100);
-        long live = alloc_live;
-        alloc_calls = 0;
-        alloc_fail_at = n;
+        long live = alloc_fail_live();
+        alloc_fail_arm(n);
         Ldpb__V1__Envelope *d = (Ldpb__V1__Envelope *)&d;
         ldpb_err err = ldpb_envelope_decode(buf, len, &d, NULL);
-        alloc_fail_at = -1;
+        alloc_fail_disarm();
         if (err == LDPB_OK) {
             assert_int_equal(d->status->n_arms, 3);
             ldpb_envelope_free(d);
-            assert_int_equal(alloc_live, live);
+            assert_int_equal(alloc_fail_live(), live);
             break;
         }
         assert_int_equal(err, LDPB_ENOMEM);
         assert_null(d);
-        assert_int_equal(alloc_live, live);
+        assert_int_equal(alloc_fail_live(), live);
         failures++;
     }
     assert_true(failures >= 5); /* envelope, status, two strings, arms array, each arm */
