@@ -1,0 +1,1225 @@
+# Figures of `ldpb sim` (docs/sim.md). Run from this directory:
+#   gnuplot plots.gp
+# Data: data/c<N>.dat, configuration N of summary.csv (0-based row), columns t mean ci95_low ci95_high.
+
+# figure 1: sajed2019-c4-k3-eps0.1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps0.1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:846068]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 3 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c0.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c4.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 4.191213242 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.1 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.1", \
+  (x > 1.5 ? 10.1 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps0.1.svg'
+replot
+unset output
+
+# figure 2: sajed2019-c4-k3-eps0.25
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps0.25.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:349661]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 3 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.25;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c1.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c5.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 4.191213242 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 10.04 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps0.25.svg'
+replot
+unset output
+
+# figure 3: sajed2019-c4-k3-eps0.5
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps0.5.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:178853]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 3 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.5;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c2.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c6.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 4.191213242 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 10.02 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps0.5.svg'
+replot
+unset output
+
+# figure 4: sajed2019-c4-k3-eps1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:91791.1]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 3 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c3.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c7.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 4.191213242 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 10.01 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-eps1.svg'
+replot
+unset output
+
+# figure 5: sajed2019-c4-k3-dp-se
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-dp-se.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:5476.4]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 3 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-se (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c0.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c1.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c2.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c3.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 4.191213242 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.1 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-dp-se.svg'
+replot
+unset output
+
+# figure 6: sajed2019-c4-k3-dp-ucb
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-dp-ucb.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:846068]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 3 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-ucb (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c4.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c5.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c6.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c7.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 4.191213242 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.1 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k3-dp-ucb.svg'
+replot
+unset output
+
+# figure 7: sajed2019-c4-dp-se-eps0.1-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps0.1-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:185496]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-se (central) at ε = 0.1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c24.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c0.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c8.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c16.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c24.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.1 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.75555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.8923724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1151.574862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps0.1-ksweep.svg'
+replot
+unset output
+
+# figure 8: sajed2019-c4-dp-se-eps0.25-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps0.25-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:164461]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-se (central) at ε = 0.25;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c17.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c1.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c9.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c17.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c25.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.04 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.63555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.6223724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1151.004862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps0.25-ksweep.svg'
+replot
+unset output
+
+# figure 9: sajed2019-c4-dp-se-eps0.5-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps0.5-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:156264]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-se (central) at ε = 0.5;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c18.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c26.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c2.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c10.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c18.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c26.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.02 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.59555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.5323724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1150.814862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps0.5-ksweep.svg'
+replot
+unset output
+
+# figure 10: sajed2019-c4-dp-se-eps1-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps1-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:153303]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-se (central) at ε = 1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c19.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c27.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c3.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c11.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c19.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c27.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.01 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.57555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.4873724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1150.719862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-se-eps1-ksweep.svg'
+replot
+unset output
+
+# figure 11: sajed2019-c4-dp-ucb-eps0.1-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps0.1-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:5.54355e+06]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-ucb (central) at ε = 0.1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c28.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c4.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c12.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c20.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c28.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.1 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.75555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.8923724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1151.574862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps0.1-ksweep.svg'
+replot
+unset output
+
+# figure 12: sajed2019-c4-dp-ucb-eps0.25-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps0.25-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:2.89026e+06]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-ucb (central) at ε = 0.25;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c29.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c5.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c13.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c21.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c29.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.04 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.63555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.6223724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1151.004862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps0.25-ksweep.svg'
+replot
+unset output
+
+# figure 13: sajed2019-c4-dp-ucb-eps0.5-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps0.5-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:1.63406e+06]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-ucb (central) at ε = 0.5;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c14.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c22.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c30.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c6.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c14.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c22.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c30.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.02 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.59555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.5323724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1150.814862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps0.5-ksweep.svg'
+replot
+unset output
+
+# figure 14: sajed2019-c4-dp-ucb-eps1-ksweep
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps1-ksweep.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:899957]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: C4: concave quadratic (small gaps) across K\ndp-ucb (central) at ε = 1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c23.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c31.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c7.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "K = 3" noenhanced, \
+  'data/c15.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "K = 5" noenhanced, \
+  'data/c23.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "K = 10" noenhanced, \
+  'data/c31.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "K = 20" noenhanced, \
+  (x > 1.5 ? 10.01 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#0d0887' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 3", \
+  (x > 1.5 ? 45.57555556 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#9c179e' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 5", \
+  (x > 1.5 ? 249.4873724 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#cc4778' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 10", \
+  (x > 1.5 ? 1150.719862 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#f0a100' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a, K = 20"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-dp-ucb-eps1-ksweep.svg'
+replot
+unset output
+
+# figure 15: sajed2019-c4-k5-eps0.1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps0.1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:1.64518e+06]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 5 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c8.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c12.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 18.07149426 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.2 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.1", \
+  (x > 1.5 ? 45.75555556 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps0.1.svg'
+replot
+unset output
+
+# figure 16: sajed2019-c4-k5-eps0.25
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps0.25.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:702291]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 5 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.25;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c9.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c13.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 18.07149426 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.08 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.25", \
+  (x > 1.5 ? 45.63555556 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps0.25.svg'
+replot
+unset output
+
+# figure 17: sajed2019-c4-k5-eps0.5
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps0.5.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:364810]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 5 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.5;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c14.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c10.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c14.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 18.07149426 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 45.59555556 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps0.5.svg'
+replot
+unset output
+
+# figure 18: sajed2019-c4-k5-eps1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:189860]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 5 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c11.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c15.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 18.07149426 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 45.57555556 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-eps1.svg'
+replot
+unset output
+
+# figure 19: sajed2019-c4-k5-dp-se
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-dp-se.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:19686.2]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 5 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-se (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c8.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c9.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c10.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c11.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 18.07149426 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.2 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1", \
+  (x > 1.5 ? 0.08 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#9c179e' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.25"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-dp-se.svg'
+replot
+unset output
+
+# figure 20: sajed2019-c4-k5-dp-ucb
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-dp-ucb.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:1.64518e+06]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 5 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-ucb (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c14.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c12.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c13.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c14.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c15.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 18.07149426 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.2 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1", \
+  (x > 1.5 ? 0.08 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#9c179e' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.25"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k5-dp-ucb.svg'
+replot
+unset output
+
+# figure 21: sajed2019-c4-k10-eps0.1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps0.1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:3.26596e+06]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 10 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c16.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c20.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 95.88433069 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.45 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.1", \
+  (x > 1.5 ? 249.8923724 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps0.1.svg'
+replot
+unset output
+
+# figure 22: sajed2019-c4-k10-eps0.25
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps0.25.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:1.52364e+06]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 10 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.25;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c17.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c17.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c21.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 95.88433069 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.18 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.25", \
+  (x > 1.5 ? 249.6223724 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps0.25.svg'
+replot
+unset output
+
+# figure 23: sajed2019-c4-k10-eps0.5
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps0.5.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:819817]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 10 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.5;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c18.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c22.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c18.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c22.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 95.88433069 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.09 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.5", \
+  (x > 1.5 ? 249.5323724 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps0.5.svg'
+replot
+unset output
+
+# figure 24: sajed2019-c4-k10-eps1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:437275]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 10 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c19.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c23.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c19.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c23.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 95.88433069 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 249.4873724 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-eps1.svg'
+replot
+unset output
+
+# figure 25: sajed2019-c4-k10-dp-se
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-dp-se.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:81175]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 10 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-se (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c17.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c18.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c19.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c16.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c17.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c18.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c19.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 95.88433069 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.45 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1", \
+  (x > 1.5 ? 0.18 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#9c179e' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.25", \
+  (x > 1.5 ? 0.09 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#cc4778' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.5"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-dp-se.svg'
+replot
+unset output
+
+# figure 26: sajed2019-c4-k10-dp-ucb
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-dp-ucb.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [1:3.26596e+06]
+YMIN = 1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 10 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-ucb (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c22.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c23.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c20.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c21.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c22.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c23.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 95.88433069 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.45 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1", \
+  (x > 1.5 ? 0.18 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#9c179e' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.25", \
+  (x > 1.5 ? 0.09 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#cc4778' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.5"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k10-dp-ucb.svg'
+replot
+unset output
+
+# figure 27: sajed2019-c4-k20-eps0.1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps0.1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:5.54355e+06]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 20 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c24.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c28.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c24.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c28.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 436.5325951 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.95 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.1", \
+  (x > 1.5 ? 1151.574862 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps0.1.svg'
+replot
+unset output
+
+# figure 28: sajed2019-c4-k20-eps0.25
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps0.25.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:2.89026e+06]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 20 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.25;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c29.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c25.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c29.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 436.5325951 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.38 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.25", \
+  (x > 1.5 ? 1151.004862 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps0.25.svg'
+replot
+unset output
+
+# figure 29: sajed2019-c4-k20-eps0.5
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps0.5.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:1.63406e+06]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 20 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 0.5;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c26.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c30.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c26.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c30.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 436.5325951 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.19 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 0.5", \
+  (x > 1.5 ? 1150.814862 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps0.5.svg'
+replot
+unset output
+
+# figure 30: sajed2019-c4-k20-eps1
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps1.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:899957]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 20 Bernoulli arms, C4: concave quadratic (small gaps)\nevery algorithm at ε = 1;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c27.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c31.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
+  'data/c27.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#1f77b4' pt 7 ps 1.1 pi 10 title "dp-se (central)" noenhanced, \
+  'data/c31.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#ff7f0e' pt 5 ps 1.1 pi 10 title "dp-ucb (central)" noenhanced, \
+  (x > 1.5 ? 436.5325951 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.095 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#00008b' title "central-DP shape  (K-1) ln t / (200 ε),  ε = 1", \
+  (x > 1.5 ? 1150.719862 * log(x) : 1/0) with lines dt 5 lw 1.8 lc rgb '#006400' title "(K-1) ln t / (200 ε) + Σ_a ln t / Δ_a"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-eps1.svg'
+replot
+unset output
+
+# figure 31: sajed2019-c4-k20-dp-se
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-dp-se.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:185496]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 20 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-se (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c24.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c26.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c27.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c24.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c25.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c26.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c27.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 436.5325951 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.95 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1", \
+  (x > 1.5 ? 0.38 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#9c179e' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.25", \
+  (x > 1.5 ? 0.19 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#cc4778' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.5", \
+  (x > 1.5 ? 0.095 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#f0a100' title "central-DP shape (K-1) ln t / (200 ε), ε = 1"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-dp-se.svg'
+replot
+unset output
+
+# figure 32: sajed2019-c4-k20-dp-ucb
+reset
+set encoding utf8
+set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-dp-ucb.png'
+set logscale xy
+set xrange [1:50000000]
+set yrange [0.1:5.54355e+06]
+YMIN = 0.1
+set format x '10^{%L}'
+set format y '10^{%L}'
+set xlabel 'round t'
+set ylabel 'cumulative pseudo-regret'
+set title "sajed2019-c4: K = 20 Bernoulli arms, C4: concave quadratic (small gaps)\ndp-ucb (central) across ε;  T = 5e7,  30 trials" noenhanced
+set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1, lc rgb '#f2f2f2' lw 1
+set mxtics 10
+set mytics 10
+set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1
+set style fill transparent solid 0.16 noborder
+set samples 300
+set pointintervalbox 0.01
+set bmargin 5
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+plot \
+  'data/c28.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
+  'data/c29.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
+  'data/c30.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
+  'data/c31.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#f0a100' notitle, \
+  'data/c28.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#0d0887' pt 7 ps 1.1 pi 10 title "ε = 0.1" noenhanced, \
+  'data/c29.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#9c179e' pt 5 ps 1.1 pi 10 title "ε = 0.25" noenhanced, \
+  'data/c30.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#cc4778' pt 9 ps 1.1 pi 10 title "ε = 0.5" noenhanced, \
+  'data/c31.dat' using 1:($2 > 0 ? $2 : 1/0) with linespoints lw 2.2 lc rgb '#f0a100' pt 11 ps 1.1 pi 10 title "ε = 1" noenhanced, \
+  (x > 1.5 ? 436.5325951 * log(x) : 1/0) with lines dt 2 lw 1.8 lc rgb '#333333' title "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)", \
+  (x > 1.5 ? 0.95 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#0d0887' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.1", \
+  (x > 1.5 ? 0.38 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#9c179e' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.25", \
+  (x > 1.5 ? 0.19 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#cc4778' title "central-DP shape (K-1) ln t / (200 ε), ε = 0.5", \
+  (x > 1.5 ? 0.095 * log(x) : 1/0) with lines dt 3 lw 1.8 lc rgb '#f0a100' title "central-DP shape (K-1) ln t / (200 ε), ε = 1"
+set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' linewidth 1.2 background rgb 'white'
+set output 'sajed2019-c4-k20-dp-ucb.svg'
+replot
+unset output
