@@ -48,32 +48,6 @@ static void usage(FILE *f)
             "Exit status: 0 success, 1 runtime error (a key file exists, I/O), 2 bad arguments.\n");
 }
 
-/* At most ECHO_MAX bytes of `s`, control and non-ASCII bytes as '?', for a message. */
-static const char *echo(char dst[ECHO_MAX + 4], const char *s)
-{
-    size_t n = strlen(s), i = 0;
-    for (; i < n && i < ECHO_MAX; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (n > ECHO_MAX) {
-        memcpy(dst + i, "...", 3);
-        i += 3;
-    }
-    dst[i] = '\0';
-    return dst;
-}
-
-static int usage_error(const char *what, const char *arg)
-{
-    char e[ECHO_MAX + 4];
-    if (arg)
-        fprintf(stderr, "%s: %s '%s'\n", PROG, what, echo(e, arg));
-    else
-        fprintf(stderr, "%s: %s\n", PROG, what);
-    return EXIT_USAGE;
-}
-
 struct args {
     const char *out;
     int force;
@@ -96,31 +70,31 @@ static int parse_args(int argc, char **argv, struct args *a)
         }
         if (strcmp(arg, "-f") == 0 || strcmp(arg, "--force") == 0) {
             if (a->force)
-                return usage_error("option --force given twice", NULL);
+                return tool_usage_error(PROG, "option --force given twice", NULL);
             a->force = 1;
             continue;
         }
         if (strcmp(arg, "-o") == 0 || strcmp(arg, "--out") == 0) {
             if (i + 1 >= argc)
-                return usage_error("missing value for option", arg);
+                return tool_usage_error(PROG, "missing value for option", arg);
             value = argv[++i];
         } else if (strncmp(arg, "--out=", 6) == 0) {
             value = arg + 6;
         } else if (strncmp(arg, "-o", 2) == 0 && arg[2]) {
             value = arg + 2;
         } else if (arg[0] == '-') {
-            return usage_error("unknown option", arg);
+            return tool_usage_error(PROG, "unknown option", arg);
         } else {
-            return usage_error("unexpected argument", arg);
+            return tool_usage_error(PROG, "unexpected argument", arg);
         }
         if (a->out)
-            return usage_error("option --out given twice", NULL);
+            return tool_usage_error(PROG, "option --out given twice", NULL);
         if (!*value)
-            return usage_error("--out needs a directory", NULL);
+            return tool_usage_error(PROG, "--out needs a directory", NULL);
         a->out = value;
     }
     if (!a->out)
-        return usage_error("missing --out DIR", NULL);
+        return tool_usage_error(PROG, "missing --out DIR", NULL);
     return -1;
 }
 
@@ -132,11 +106,12 @@ static int ensure_dir(const char *dir)
     if (stat(dir, &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return 0;
-        fprintf(stderr, "%s: %s exists and is not a directory\n", PROG, echo(e, dir));
+        fprintf(stderr, "%s: %s exists and is not a directory\n", PROG,
+                tool_echo(e, sizeof e, dir));
         return EXIT_RUNTIME;
     }
     if (errno != ENOENT || mkdir(dir, 0700) != 0) {
-        fprintf(stderr, "%s: cannot create directory %s: %s\n", PROG, echo(e, dir),
+        fprintf(stderr, "%s: cannot create directory %s: %s\n", PROG, tool_echo(e, sizeof e, dir),
                 strerror(errno));
         return EXIT_RUNTIME;
     }
@@ -175,7 +150,7 @@ int cmd_keygen(int argc, char **argv)
             struct stat st;
             if (lstat(paths[i], &st) == 0) {
                 fprintf(stderr, "%s: %s already exists; nothing written (--force replaces it)\n",
-                        PROG, echo(e, paths[i]));
+                        PROG, tool_echo(e, sizeof e, paths[i]));
                 rc = EXIT_RUNTIME;
                 goto done;
             }
@@ -193,7 +168,7 @@ int cmd_keygen(int argc, char **argv)
             ldpb_keyfile_write(paths[i], secret ? LDPB_KEYFILE_SECRET : LDPB_KEYFILE_PUBLIC,
                                secret ? k->sk : k->pk, a.force, detail);
         if (err) {
-            fprintf(stderr, "%s: %s: %s\n", PROG, echo(e, paths[i]),
+            fprintf(stderr, "%s: %s: %s\n", PROG, tool_echo(e, sizeof e, paths[i]),
                     err == LDPB_ESTATE || err == LDPB_EIO ? detail : ldpb_strerror(err));
             rc = EXIT_RUNTIME;
             goto done;

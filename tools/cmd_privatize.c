@@ -93,33 +93,6 @@ static void usage(FILE *f)
             LDPB_EPSILON_MAX, LDPB_KAPPA_DEFAULT);
 }
 
-/* Copies at most ECHO_MAX bytes of `s` (length `n`) into `dst` for a message, with control and
- * non-ASCII bytes replaced by '?' so a hostile input cannot drive the terminal. */
-static const char *echo(char dst[ECHO_MAX + 4], const char *s, size_t n)
-{
-    size_t i = 0;
-    for (; i < n && i < ECHO_MAX; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (n > ECHO_MAX) {
-        memcpy(dst + i, "...", 3);
-        i += 3;
-    }
-    dst[i] = '\0';
-    return dst;
-}
-
-static int usage_error(const char *what, const char *text)
-{
-    char e[ECHO_MAX + 4];
-    if (text)
-        fprintf(stderr, "%s: %s '%s'\n", PROG, what, echo(e, text, strlen(text)));
-    else
-        fprintf(stderr, "%s: %s\n", PROG, what);
-    return EXIT_USAGE;
-}
-
 /* Parses all of `text` (`n` bytes) as a finite double. NULL on success, else the problem in
  * words. */
 static const char *parse_double(const char *text, size_t n, double *out)
@@ -152,7 +125,7 @@ static int parse_number_arg(const char *name, const char *text, double *out)
     const char *why = parse_double(text, strlen(text), out);
     if (why) {
         char e[ECHO_MAX + 4];
-        fprintf(stderr, "%s: %s '%s' %s\n", PROG, name, echo(e, text, strlen(text)), why);
+        fprintf(stderr, "%s: %s '%s' %s\n", PROG, name, tool_echo(e, sizeof e, text), why);
         return EXIT_USAGE;
     }
     return 0;
@@ -163,13 +136,15 @@ static int parse_count(const char *text, uint64_t *out)
     char e[ECHO_MAX + 4];
     size_t n = strlen(text);
     if (n == 0 || strspn(text, "0123456789") != n) {
-        fprintf(stderr, "%s: count '%s' is not a whole number\n", PROG, echo(e, text, n));
+        fprintf(stderr, "%s: count '%s' is not a whole number\n", PROG,
+                tool_echo_n(e, sizeof e, text, n));
         return EXIT_USAGE;
     }
     errno = 0;
     unsigned long long v = strtoull(text, NULL, 10);
     if (errno == ERANGE || v < 1 || v > COUNT_MAX) {
-        fprintf(stderr, "%s: count %s outside [1, 10^12]\n", PROG, echo(e, text, n));
+        fprintf(stderr, "%s: count %s outside [1, 10^12]\n", PROG,
+                tool_echo_n(e, sizeof e, text, n));
         return EXIT_USAGE;
     }
     *out = (uint64_t)v;
@@ -185,15 +160,17 @@ static int parse_range(const char *text, double *lo, double *hi)
         parse_double(text, (size_t)(comma - text), lo) != NULL ||
         parse_double(comma + 1, strlen(comma + 1), hi) != NULL) {
         fprintf(stderr, "%s: range '%s' is not LO,HI with two finite numbers\n", PROG,
-                echo(e, text, n));
+                tool_echo_n(e, sizeof e, text, n));
         return EXIT_USAGE;
     }
     if (!(*lo < *hi)) {
-        fprintf(stderr, "%s: range %s is empty: LO must be below HI\n", PROG, echo(e, text, n));
+        fprintf(stderr, "%s: range %s is empty: LO must be below HI\n", PROG,
+                tool_echo_n(e, sizeof e, text, n));
         return EXIT_USAGE;
     }
     if (!isfinite(*hi - *lo)) {
-        fprintf(stderr, "%s: range %s is too wide: HI - LO overflows\n", PROG, echo(e, text, n));
+        fprintf(stderr, "%s: range %s is too wide: HI - LO overflows\n", PROG,
+                tool_echo_n(e, sizeof e, text, n));
         return EXIT_USAGE;
     }
     return 0;
@@ -262,17 +239,17 @@ static int parse_args(int argc, char **argv, struct args *a)
         }
         if (only_values || arg[0] != '-' || looks_like_number(arg)) {
             if (a->value)
-                return usage_error("unexpected extra argument", arg);
+                return tool_usage_error(PROG, "unexpected extra argument", arg);
             a->value = arg;
             continue;
         }
         const char *value;
         const struct option_spec *opt = find_option(arg, &value);
         if (!opt)
-            return usage_error("unknown option", arg);
+            return tool_usage_error(PROG, "unknown option", arg);
         if (opt->offset == SIZE_MAX) {
             if (value)
-                return usage_error("option takes no value:", arg);
+                return tool_usage_error(PROG, "option takes no value:", arg);
             usage(stdout);
             if (fflush(stdout) != 0 || ferror(stdout)) {
                 fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
@@ -282,7 +259,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         }
         if (!value) {
             if (i + 1 >= argc)
-                return usage_error("missing value for option", arg);
+                return tool_usage_error(PROG, "missing value for option", arg);
             value = argv[++i];
         }
         const char **slot = (const char **)((char *)a + opt->offset);
@@ -300,15 +277,16 @@ static int make_opts(const struct args *a, ldpb_mech_opts *o, uint64_t *count)
 {
     ldpb_mech_kind kind;
     if (!a->mech)
-        return usage_error("missing -m MECH (linear, quadratic, exponential or laplace)", NULL);
+        return tool_usage_error(PROG, "missing -m MECH (linear, quadratic, exponential or laplace)",
+                                NULL);
     if (!a->epsilon)
-        return usage_error("missing -e EPS", NULL);
+        return tool_usage_error(PROG, "missing -e EPS", NULL);
     if (ldpb_mech_kind_from_name(a->mech, &kind) != LDPB_OK) {
         char e[ECHO_MAX + 4];
         fprintf(stderr,
                 "%s: unknown mechanism '%s' (expected linear, quadratic, exponential or "
                 "laplace)\n",
-                PROG, echo(e, a->mech, strlen(a->mech)));
+                PROG, tool_echo(e, sizeof e, a->mech));
         return EXIT_USAGE;
     }
     double eps;
@@ -317,7 +295,7 @@ static int make_opts(const struct args *a, ldpb_mech_opts *o, uint64_t *count)
     if (!(eps > 0.0 && eps <= LDPB_EPSILON_MAX)) {
         char e[ECHO_MAX + 4];
         fprintf(stderr, "%s: epsilon %s outside (0, %g]\n", PROG,
-                echo(e, a->epsilon, strlen(a->epsilon)), LDPB_EPSILON_MAX);
+                tool_echo(e, sizeof e, a->epsilon), LDPB_EPSILON_MAX);
         return EXIT_USAGE;
     }
     ldpb_mech_opts_init(o, kind, eps);
@@ -326,20 +304,22 @@ static int make_opts(const struct args *a, ldpb_mech_opts *o, uint64_t *count)
         return EXIT_USAGE;
     if (a->kappa) {
         if (kind != LDPB_MECH_QUADRATIC)
-            return usage_error("--kappa applies only to the quadratic mechanism, not", a->mech);
+            return tool_usage_error(PROG, "--kappa applies only to the quadratic mechanism, not",
+                                    a->mech);
         if (parse_number_arg("kappa", a->kappa, &o->kappa))
             return EXIT_USAGE;
         if (!(o->kappa >= -1.0 && o->kappa <= 1.0)) {
             char e[ECHO_MAX + 4];
             fprintf(stderr, "%s: kappa %s outside [-1, 1]\n", PROG,
-                    echo(e, a->kappa, strlen(a->kappa)));
+                    tool_echo(e, sizeof e, a->kappa));
             return EXIT_USAGE;
         }
     }
     if (a->range && parse_range(a->range, &o->range_lo, &o->range_hi))
         return EXIT_USAGE;
     if (a->seed && a->seed[0] == '\0')
-        return usage_error("--seed needs a non-empty text (omit it for secure noise)", NULL);
+        return tool_usage_error(PROG, "--seed needs a non-empty text (omit it for secure noise)",
+                                NULL);
     return 0;
 }
 
@@ -521,7 +501,7 @@ static int line_error(struct output *out, uint64_t lineno, const char *what, con
     char e[ECHO_MAX + 4];
     if (text)
         fprintf(stderr, "%s: stdin line %llu: '%s' %s\n", PROG, (unsigned long long)lineno,
-                echo(e, text, n), what);
+                tool_echo_n(e, sizeof e, text, n), what);
     else
         fprintf(stderr, "%s: stdin line %llu %s\n", PROG, (unsigned long long)lineno, what);
     return EXIT_USAGE;

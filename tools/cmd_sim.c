@@ -137,31 +137,6 @@ static void usage(FILE *f)
             "Exit status: 0 success, 1 runtime error (I/O, memory, gnuplot), 2 bad arguments.\n");
 }
 
-static const char *echo(char dst[ECHO_MAX + 4], const char *s)
-{
-    size_t n = strlen(s), i = 0;
-    for (; i < n && i < ECHO_MAX; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (n > ECHO_MAX) {
-        memcpy(dst + i, "...", 3);
-        i += 3;
-    }
-    dst[i] = '\0';
-    return dst;
-}
-
-static int usage_error(const char *what, const char *text)
-{
-    char e[ECHO_MAX + 4];
-    if (text)
-        fprintf(stderr, "%s: %s '%s'\n", PROG, what, echo(e, text));
-    else
-        fprintf(stderr, "%s: %s\n", PROG, what);
-    return EXIT_USAGE;
-}
-
 enum { OPT_VALUE, OPT_FLAG, OPT_HELP };
 
 static const struct option_spec {
@@ -204,7 +179,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
-            return usage_error("unexpected argument", arg);
+            return tool_usage_error(PROG, "unexpected argument", arg);
         const char *name = arg + 2, *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         const struct option_spec *opt = NULL;
@@ -212,10 +187,10 @@ static int parse_args(int argc, char **argv, struct args *a)
             if (strlen(options[j].name) == len && strncmp(options[j].name, name, len) == 0)
                 opt = &options[j];
         if (!opt || opt->kind == OPT_HELP)
-            return usage_error("unknown option", arg);
+            return tool_usage_error(PROG, "unknown option", arg);
         if (opt->kind == OPT_FLAG) {
             if (eq)
-                return usage_error("option takes no value:", arg);
+                return tool_usage_error(PROG, "option takes no value:", arg);
             int *flag = (int *)((char *)a + opt->offset);
             if (*flag) {
                 fprintf(stderr, "%s: option --%s given twice\n", PROG, opt->name);
@@ -228,7 +203,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         if (!value) {
             /* No value of any option starts with "--": that is the next option. */
             if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)
-                return usage_error("missing value for option", arg);
+                return tool_usage_error(PROG, "missing value for option", arg);
             value = argv[++i];
         }
         const char **slot = (const char **)((char *)a + opt->offset);
@@ -247,11 +222,12 @@ static int parse_threads(const char *text, unsigned *out)
     uint64_t v;
     const char *why = simplan_parse_count(text, &v);
     if (why) {
-        fprintf(stderr, "%s: --threads '%s' %s\n", PROG, echo(e, text), why);
+        fprintf(stderr, "%s: --threads '%s' %s\n", PROG, tool_echo(e, sizeof e, text), why);
         return EXIT_USAGE;
     }
     if (v < 1 || v > THREADS_MAX) {
-        fprintf(stderr, "%s: --threads %s outside [1, %d]\n", PROG, echo(e, text), THREADS_MAX);
+        fprintf(stderr, "%s: --threads %s outside [1, %d]\n", PROG, tool_echo(e, sizeof e, text),
+                THREADS_MAX);
         return EXIT_USAGE;
     }
     *out = (unsigned)v;
@@ -302,8 +278,7 @@ struct progress {
     size_t width; /* of the line on screen, to blank it */
 };
 
-static void progress_cb(void *ctx, uint64_t rounds_done, uint64_t rounds_total, uint64_t runs_done,
-                        uint64_t runs_total)
+static void progress_cb(void *ctx, const agg_sim_progress *g)
 {
     struct progress *p = ctx;
     if (!p->enabled)
@@ -313,13 +288,14 @@ static void progress_cb(void *ctx, uint64_t rounds_done, uint64_t rounds_total, 
         return;
     p->last = t;
     p->last_line = t;
-    double frac = rounds_total ? (double)rounds_done / (double)rounds_total : 0.0;
+    double frac = g->rounds_total ? (double)g->rounds_done / (double)g->rounds_total : 0.0;
+    double work = g->work_done;
     char line[160], left[48] = "";
-    if (frac > 0.0 && frac < 1.0)
-        snprintf(left, sizeof left, ", ~%.0f s left", el * (1.0 - frac) / frac);
+    if (work > 0.0 && work < 1.0)
+        snprintf(left, sizeof left, ", ~%.0f s left", el * (1.0 - work) / work);
     int n = snprintf(line, sizeof line, "sim: %llu/%llu runs, %.1f%% of rounds, %.0f s elapsed%s",
-                     (unsigned long long)runs_done, (unsigned long long)runs_total, 100.0 * frac,
-                     el, left);
+                     (unsigned long long)g->runs_done, (unsigned long long)g->runs_total,
+                     100.0 * frac, el, left);
     size_t len = n > 0 ? (size_t)n : 0;
     if (p->tty) {
         fprintf(stderr, "\r%s%*s", line, p->width > len ? (int)(p->width - len) : 0, "");
@@ -714,12 +690,12 @@ int cmd_sim(int argc, char **argv)
         return EXIT_USAGE;
     const char *seed_text = a.seed ? a.seed : SIMPLAN_DEFAULT_SEED;
     if (seed_text[0] == '\0')
-        return usage_error("--seed needs a non-empty text", NULL);
+        return tool_usage_error(PROG, "--seed needs a non-empty text", NULL);
     const char *out = a.out ? a.out : SIMPLAN_DEFAULT_OUT;
     if (out[0] == '\0')
-        return usage_error("--out needs a directory name", NULL);
+        return tool_usage_error(PROG, "--out needs a directory name", NULL);
     if (strlen(out) > PATH_BYTES - 64)
-        return usage_error("--out path is too long:", out);
+        return tool_usage_error(PROG, "--out path is too long:", out);
 
     gsl_set_error_handler_off();
     ldpb_err err = simplan_build(&plan, &a.plan, errmsg);

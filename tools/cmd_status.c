@@ -325,31 +325,6 @@ static void usage(FILE *f)
             TIMEOUT_MAX_MS, TIMEOUT_DEFAULT_MS);
 }
 
-static const char *echo(char dst[ECHO_MAX + 4], const char *s)
-{
-    size_t n = strlen(s), i = 0;
-    for (; i < n && i < ECHO_MAX; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (n > ECHO_MAX) {
-        memcpy(dst + i, "...", 3);
-        i += 3;
-    }
-    dst[i] = '\0';
-    return dst;
-}
-
-static int usage_error(const char *what, const char *arg)
-{
-    char e[ECHO_MAX + 4];
-    if (arg)
-        fprintf(stderr, "%s: %s '%s'\n", PROG, what, echo(e, arg));
-    else
-        fprintf(stderr, "%s: %s\n", PROG, what);
-    return EXIT_USAGE;
-}
-
 struct args {
     const char *connect;
     const char *server_key;
@@ -372,15 +347,15 @@ static int parse_args(int argc, char **argv, struct args *a)
             return 0;
         }
         if (strncmp(arg, "--", 2) != 0)
-            return usage_error("unexpected argument", arg);
+            return tool_usage_error(PROG, "unexpected argument", arg);
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
         if (nlen == 4 && strncmp(name, "json", 4) == 0) {
             if (eq)
-                return usage_error("option takes no value:", arg);
+                return tool_usage_error(PROG, "option takes no value:", arg);
             if (a->json)
-                return usage_error("option --json given twice", NULL);
+                return tool_usage_error(PROG, "option --json given twice", NULL);
             a->json = 1;
             continue;
         }
@@ -392,11 +367,11 @@ static int parse_args(int argc, char **argv, struct args *a)
         else if (nlen == 10 && strncmp(name, "timeout-ms", 10) == 0)
             slot = &a->timeout;
         else
-            return usage_error("unknown option", arg);
+            return tool_usage_error(PROG, "unknown option", arg);
         const char *value = eq ? eq + 1 : NULL;
         if (!value) {
             if (i + 1 >= argc)
-                return usage_error("missing value for option", arg);
+                return tool_usage_error(PROG, "missing value for option", arg);
             value = argv[++i];
         }
         if (*slot) {
@@ -415,14 +390,15 @@ static int parse_uint(const char *prog, const char *opt, const char *text, uint6
     char e[ECHO_MAX + 4];
     size_t n = strlen(text);
     if (n == 0 || strspn(text, "0123456789") != n) {
-        fprintf(stderr, "%s: %s '%s' is not a whole number\n", prog, opt, echo(e, text));
+        fprintf(stderr, "%s: %s '%s' is not a whole number\n", prog, opt,
+                tool_echo(e, sizeof e, text));
         return EXIT_USAGE;
     }
     errno = 0;
     unsigned long long v = strtoull(text, NULL, 10);
     if (errno == ERANGE || v < lo || v > hi) {
-        fprintf(stderr, "%s: %s %s outside [%" PRIu64 ", %" PRIu64 "]\n", prog, opt, echo(e, text),
-                lo, hi);
+        fprintf(stderr, "%s: %s %s outside [%" PRIu64 ", %" PRIu64 "]\n", prog, opt,
+                tool_echo(e, sizeof e, text), lo, hi);
         return EXIT_USAGE;
     }
     *out = (uint64_t)v;
@@ -511,13 +487,13 @@ int tool_load_server_key(const char *prog, const char *path, uint8_t pk[TOOL_KEY
         fprintf(stderr,
                 "%s: --server-key %s is not a public key file; give the aggregator's public key "
                 "(aggregator.pub), never its secret key\n",
-                prog, echo(e, path));
+                prog, tool_echo(e, sizeof e, path));
     else if (err == LDPB_EIO)
-        fprintf(stderr, "%s: --server-key %s cannot be read: %s\n", prog, echo(e, path),
-                detail[0] ? detail : ldpb_strerror(err));
+        fprintf(stderr, "%s: --server-key %s cannot be read: %s\n", prog,
+                tool_echo(e, sizeof e, path), detail[0] ? detail : ldpb_strerror(err));
     else
-        fprintf(stderr, "%s: --server-key %s is not a key file (%s)%s%s\n", prog, echo(e, path),
-                ldpb_errname(err), detail[0] ? ": " : "", detail);
+        fprintf(stderr, "%s: --server-key %s is not a key file (%s)%s%s\n", prog,
+                tool_echo(e, sizeof e, path), ldpb_errname(err), detail[0] ? ": " : "", detail);
     return EXIT_RUNTIME;
 }
 
@@ -528,11 +504,13 @@ int cmd_status(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!a.connect)
-        return usage_error("missing --connect URL (the aggregator's endpoint)", NULL);
+        return tool_usage_error(PROG, "missing --connect URL (the aggregator's endpoint)", NULL);
     if (!a.server_key)
-        return usage_error("missing --server-key FILE (the aggregator's aggregator.pub)", NULL);
+        return tool_usage_error(PROG, "missing --server-key FILE (the aggregator's aggregator.pub)",
+                                NULL);
     if (a.connect[0] == '\0' || strlen(a.connect) > TOOL_URL_MAX)
-        return usage_error("--connect must be a nanomsg URL of 1 to 127 bytes, not", a.connect);
+        return tool_usage_error(PROG, "--connect must be a nanomsg URL of 1 to 127 bytes, not",
+                                a.connect);
     uint64_t timeout = TIMEOUT_DEFAULT_MS;
     if (a.timeout && parse_uint(PROG, "--timeout-ms", a.timeout, 1, TIMEOUT_MAX_MS, &timeout))
         return EXIT_USAGE;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli_text.h"
 #include "ldpb/err.h"
 
 int cmd_privatize(int argc, char **argv);

@@ -519,14 +519,18 @@ typedef struct batch {
     ldpb_err err;
     char errmsg[AGG_ERRMSG_MAX];
     uint64_t rounds_done, rounds_total, runs_done, runs_total;
+    double work_done, work_total; /* in job_weight units */
     agg_sim_progress_fn progress;
     void *progress_ctx;
 } batch;
 
 typedef struct worker {
     batch *b;
-    uint64_t rounds; /* not yet reported */
-    uint64_t runs;   /* finished, not yet reported */
+    uint64_t rounds;                    /* not yet reported */
+    uint64_t runs;                      /* finished, not yet reported */
+    double work;                        /* not yet reported, in job_weight units */
+    double job_per_round, job_credited; /* the running job's weight per round, and what of its
+                                           weight `work` has counted so far */
 } worker;
 
 /* Under the lock: publishes the worker's counts and calls the progress callback. */
@@ -535,9 +539,16 @@ static void publish_locked(worker *w)
     batch *b = w->b;
     b->rounds_done += w->rounds;
     b->runs_done += w->runs;
+    b->work_done += w->work;
     w->rounds = w->runs = 0;
-    if (b->progress)
-        b->progress(b->progress_ctx, b->rounds_done, b->rounds_total, b->runs_done, b->runs_total);
+    w->work = 0.0;
+    if (b->progress) {
+        double f = b->work_total > 0.0 ? b->work_done / b->work_total : 1.0;
+        if (b->runs_done == b->runs_total || f > 1.0)
+            f = 1.0;
+        agg_sim_progress p = {b->rounds_done, b->rounds_total, b->runs_done, b->runs_total, f};
+        b->progress(b->progress_ctx, &p);
+    }
 }
 
 /* The trial hook: at least SIM_TICK rounds (or a trial's last few) are reported at once. */
@@ -545,6 +556,8 @@ static int worker_tick(void *ctx, uint64_t rounds)
 {
     worker *w = ctx;
     w->rounds += rounds;
+    w->work += (double)rounds * w->job_per_round;
+    w->job_credited += (double)rounds * w->job_per_round;
     if (w->rounds < SIM_TICK)
         return 0;
     pthread_mutex_lock(&w->b->lock);
@@ -556,7 +569,7 @@ static int worker_tick(void *ctx, uint64_t rounds)
 
 static void *worker_main(void *arg)
 {
-    worker w = {arg, 0, 0};
+    worker w = {arg, 0, 0, 0.0, 0.0, 0.0};
     batch *b = w.b;
     tick_hook hook = {worker_tick, &w};
     char msg[AGG_ERRMSG_MAX];
@@ -569,6 +582,8 @@ static void *worker_main(void *arg)
         job jb = b->jobs[b->next++];
         pthread_mutex_unlock(&b->lock);
         const agg_sim_config *cfg = &b->cfgs[jb.c];
+        w.job_per_round = jb.weight / (double)cfg->horizon;
+        w.job_credited = 0.0;
         double *slot = b->out[jb.c] + jb.i * cfg->n_checkpoints;
         int cancelled = 0;
         ldpb_err err = run_trial(cfg, b->seed, jb.i, slot, NULL, &hook, &cancelled, msg);
@@ -584,6 +599,8 @@ static void *worker_main(void *arg)
             break;
         }
         w.runs++;
+        if (jb.weight > w.job_credited)
+            w.work += jb.weight - w.job_credited;
         if (w.rounds >= SIM_TICK) {
             pthread_mutex_lock(&b->lock);
             publish_locked(&w);
@@ -671,6 +688,7 @@ ldpb_err agg_sim_run_batch(const agg_sim_config *cfgs, size_t n_configs, uint64_
         double w = job_weight(&cfgs[c]);
         for (uint64_t i = 0; i < trials; i++, x++)
             b.jobs[x] = (job){c, i, w};
+        b.work_total += w * (double)trials;
     }
     qsort(b.jobs, n_jobs, sizeof *b.jobs, job_cmp);
     if (pthread_mutex_init(&b.lock, NULL) != 0) {

@@ -82,8 +82,14 @@ ldpb_err agg_sim_run_trial(const agg_sim_config *cfg, const uint8_t seed[LDPB_RN
  * called at most once per 2^20 rounds of each worker plus once when each worker finishes; the
  * last call reports the totals. A runtime error of one trial stops every worker at its next
  * job or its next 2^20 rounds; the output arrays are then incomplete. */
-typedef void (*agg_sim_progress_fn)(void *ctx, uint64_t rounds_done, uint64_t rounds_total,
-                                    uint64_t runs_done, uint64_t runs_total);
+typedef struct agg_sim_progress {
+    uint64_t rounds_done, rounds_total, runs_done, runs_total;
+    /* The estimated share of the batch's cost done, in [0, 1]: rounds weighted by the per-round
+     * cost of their configuration, so fast-forwarded trials (millions of rounds in microseconds)
+     * do not make a time estimate from rounds_done wrong by a factor of two. */
+    double work_done;
+} agg_sim_progress;
+typedef void (*agg_sim_progress_fn)(void *ctx, const agg_sim_progress *p);
 ldpb_err agg_sim_run_batch(const agg_sim_config *cfgs, size_t n_configs, uint64_t trials,
                            const uint8_t seed[LDPB_RNG_SEED_BYTES], unsigned threads,
                            double *const *regret_out, agg_sim_progress_fn progress,

@@ -536,20 +536,24 @@ typedef struct progress_log {
     pthread_mutex_t lock; /* detects overlapping calls, which the engine must never make */
     int inside, overlaps;
     uint64_t calls, rounds, runs, rounds_total, runs_total;
+    double work;
     int backwards;
 } progress_log;
 
-static void on_progress(void *ctx, uint64_t rounds_done, uint64_t rounds_total, uint64_t runs_done,
-                        uint64_t runs_total)
+static void on_progress(void *ctx, const agg_sim_progress *p)
 {
+    uint64_t rounds_done = p->rounds_done, rounds_total = p->rounds_total;
+    uint64_t runs_done = p->runs_done, runs_total = p->runs_total;
     progress_log *g = ctx;
     pthread_mutex_lock(&g->lock);
     if (g->inside)
         g->overlaps++;
     g->inside = 1;
     pthread_mutex_unlock(&g->lock);
-    if (rounds_done < g->rounds || runs_done < g->runs)
+    if (rounds_done < g->rounds || runs_done < g->runs || p->work_done < g->work ||
+        !(p->work_done >= 0.0 && p->work_done <= 1.0))
         g->backwards++;
+    g->work = p->work_done;
     g->calls++;
     g->rounds = rounds_done;
     g->runs = runs_done;
@@ -610,6 +614,7 @@ static void batch_thread_invariance(void **state)
         assert_int_equal(g.backwards, 0);
         assert_true(g.rounds == rounds_total && g.rounds_total == rounds_total);
         assert_true(g.runs == NCFG * TRIALS && g.runs_total == NCFG * TRIALS);
+        assert_true(g.work == 1.0);
         /* At most one call per 2^20 rounds, plus one final call per worker. */
         assert_true(g.calls >= 1 && g.calls <= (rounds_total >> 20) + (uint64_t)th + 1);
         if (th > 0)

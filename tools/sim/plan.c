@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_text.h"
 #include "plan.h"
 
 #define LIST_MAX  4096 /* items in one comma-separated option */
@@ -149,22 +150,6 @@ fail(char errmsg[SIMPLAN_ERRMSG_MAX], ldpb_err err, const char *fmt, ...)
     return err;
 }
 
-/* At most ECHO_MAX bytes of s for a message, control and non-ASCII bytes replaced by '?'. */
-static const char *echo(char dst[ECHO_MAX + 4], const char *s, size_t n)
-{
-    size_t i = 0;
-    for (; i < n && i < ECHO_MAX; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (n > ECHO_MAX) {
-        memcpy(dst + i, "...", 3);
-        i += 3;
-    }
-    dst[i] = '\0';
-    return dst;
-}
-
 void simplan_format_double(char *dst, size_t cap, double v)
 {
     if (isinf(v) && v > 0) {
@@ -291,7 +276,7 @@ static ldpb_err list_split(struct list *l, const char *opt, const char *text, in
         if (len == 0) {
             list_free(l);
             return fail(errmsg, LDPB_EINVAL, "--%s '%s': item %zu is empty", opt,
-                        echo(e, text, strlen(text)), i + 1);
+                        tool_echo(e, sizeof e, text), i + 1);
         }
         l->item[i] = p;
         p = comma ? comma + 1 : p + len;
@@ -301,7 +286,7 @@ static ldpb_err list_split(struct list *l, const char *opt, const char *text, in
         for (size_t j = 0; j < i; j++)
             if (strcmp(l->item[i], l->item[j]) == 0) {
                 ldpb_err err = fail(errmsg, LDPB_EINVAL, "--%s: '%s' is listed twice", opt,
-                                    echo(e, l->item[i], strlen(l->item[i])));
+                                    tool_echo(e, sizeof e, l->item[i]));
                 list_free(l);
                 return err;
             }
@@ -475,10 +460,10 @@ static ldpb_err custom_instance(simplan *plan, const simplan_opts *o,
             double v = 0.0;
             if (parse_double(l.item[i], &v))
                 err = fail(errmsg, LDPB_EINVAL, "--means: '%s' (arm %zu) is not a number",
-                           echo(e, l.item[i], strlen(l.item[i])), i + 1);
+                           tool_echo(e, sizeof e, l.item[i]), i + 1);
             else if (!(v >= 0.0 && v <= 1.0))
                 err = fail(errmsg, LDPB_ERANGE, "--means: mean %s (arm %zu) outside [0, 1]",
-                           echo(e, l.item[i], strlen(l.item[i])), i + 1);
+                           tool_echo(e, sizeof e, l.item[i]), i + 1);
             laws[i] = (agg_law){AGG_LAW_BERNOULLI, v, 0.0};
         }
         if (!err && l.n < 2)
@@ -546,11 +531,11 @@ static ldpb_err parse_ks(struct list *l, uint32_t *ks, char errmsg[SIMPLAN_ERRMS
         uint64_t v;
         const char *why = simplan_parse_count(l->item[i], &v);
         if (why)
-            return fail(errmsg, LDPB_EINVAL, "--k: '%s' %s",
-                        echo(e, l->item[i], strlen(l->item[i])), why);
+            return fail(errmsg, LDPB_EINVAL, "--k: '%s' %s", tool_echo(e, sizeof e, l->item[i]),
+                        why);
         if (v < 2 || v > AGG_ENV_K_MAX)
             return fail(errmsg, LDPB_ERANGE, "--k: %s outside [2, %u]",
-                        echo(e, l->item[i], strlen(l->item[i])), AGG_ENV_K_MAX);
+                        tool_echo(e, sizeof e, l->item[i]), AGG_ENV_K_MAX);
         ks[i] = (uint32_t)v;
     }
     return LDPB_OK;
@@ -621,7 +606,7 @@ static ldpb_err find_algorithm(const char *name, const agg_policy_ops **ops,
         return LDPB_OK;
     registry_names(names, sizeof names);
     return fail(errmsg, LDPB_EINVAL, "unknown algorithm '%s' (expected one of %s)",
-                echo(e, name, strlen(name)), names);
+                tool_echo(e, sizeof e, name), names);
 }
 
 static ldpb_err parse_mechs(const char *text, ldpb_mech_kind *mechs, size_t *n,
@@ -642,7 +627,7 @@ static ldpb_err parse_mechs(const char *text, ldpb_mech_kind *mechs, size_t *n,
             err = fail(errmsg, LDPB_EINVAL,
                        "unknown mechanism '%s' (expected linear, quadratic, exponential or "
                        "laplace; non-private and central algorithms need none)",
-                       echo(e, l.item[i], strlen(l.item[i])));
+                       tool_echo(e, sizeof e, l.item[i]));
             break;
         }
     }
@@ -758,8 +743,8 @@ static ldpb_err choose_algorithms(const struct preset *p, const simplan_opts *o,
                            "%s accepts none of the mechanisms given (--mechanisms %s); it "
                            "accepts %s%s",
                            c->ops->name,
-                           o->mechanisms ? echo(e, o->mechanisms, strlen(o->mechanisms)) : "all",
-                           acc, p ? "; leave it out with --algorithms" : "");
+                           o->mechanisms ? tool_echo(e, sizeof e, o->mechanisms) : "all", acc,
+                           p ? "; leave it out with --algorithms" : "");
                 goto fail;
             }
         }
@@ -803,18 +788,18 @@ static ldpb_err parse_epsilons(const char *text, double **eps, char (**texts)[32
         double v;
         if (parse_double(l.item[i], &v)) {
             err = fail(errmsg, LDPB_EINVAL, "--epsilons: '%s' is not a finite number",
-                       echo(e, l.item[i], strlen(l.item[i])));
+                       tool_echo(e, sizeof e, l.item[i]));
             break;
         }
         if (!(v > 0.0 && v <= LDPB_EPSILON_MAX)) {
             err = fail(errmsg, LDPB_ERANGE, "--epsilons: epsilon %s outside (0, %g]",
-                       echo(e, l.item[i], strlen(l.item[i])), LDPB_EPSILON_MAX);
+                       tool_echo(e, sizeof e, l.item[i]), LDPB_EPSILON_MAX);
             break;
         }
         for (size_t j = 0; j < i; j++)
             if ((*eps)[j] == v) {
                 err = fail(errmsg, LDPB_EINVAL, "--epsilons: %s and %s are the same epsilon",
-                           l.item[j], echo(e, l.item[i], strlen(l.item[i])));
+                           l.item[j], tool_echo(e, sizeof e, l.item[i]));
                 break;
             }
         if (err)
@@ -834,10 +819,10 @@ static ldpb_err parse_count_opt(const char *opt, const char *text, uint64_t min,
     char e[ECHO_MAX + 4];
     const char *why = simplan_parse_count(text, out);
     if (why)
-        return fail(errmsg, LDPB_EINVAL, "--%s '%s' %s", opt, echo(e, text, strlen(text)), why);
+        return fail(errmsg, LDPB_EINVAL, "--%s '%s' %s", opt, tool_echo(e, sizeof e, text), why);
     if (*out < min || *out > max)
         return fail(errmsg, LDPB_ERANGE, "--%s %s outside [%llu, %s]", opt,
-                    echo(e, text, strlen(text)), (unsigned long long)min, max_text);
+                    tool_echo(e, sizeof e, text), (unsigned long long)min, max_text);
     return LDPB_OK;
 }
 
@@ -944,7 +929,7 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
                 names[i] = presets[i].name;
             name_list(list, sizeof list, names, N_PRESETS);
             return fail(errmsg, LDPB_EINVAL, "unknown preset '%s' (expected one of %s)",
-                        echo(e, o->preset, strlen(o->preset)), list);
+                        tool_echo(e, sizeof e, o->preset), list);
         }
         if (o->means || o->laws)
             return fail(errmsg, LDPB_EINVAL,
@@ -973,12 +958,12 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
     if (o->kappa) {
         if (parse_double(o->kappa, &plan->kappa)) {
             err = fail(errmsg, LDPB_EINVAL, "--kappa '%s' is not a finite number",
-                       echo(e, o->kappa, strlen(o->kappa)));
+                       tool_echo(e, sizeof e, o->kappa));
             goto fail;
         }
         if (!(plan->kappa >= -1.0 && plan->kappa <= 1.0)) {
             err = fail(errmsg, LDPB_ERANGE, "--kappa %s outside [-1, 1]",
-                       echo(e, o->kappa, strlen(o->kappa)));
+                       tool_echo(e, sizeof e, o->kappa));
             goto fail;
         }
     }
