@@ -42,6 +42,7 @@
 #define DEVICE_REPORTS_MAX 100000u
 #define TIMEOUT_DEFAULT_MS 2000u
 #define TIMEOUT_MAX_MS     3600000u
+#define RATE_MAX           1e9
 
 /* Error counts are kept per ldpb_err value below this; anything else in the last slot. */
 #define ERR_SLOTS 32
@@ -161,6 +162,10 @@ struct run {
     uint32_t ready;
     int go;
     uint64_t deadline_ns; /* written before `go` */
+    /* --rate: round i starts no earlier than start_ns + i * interval_ns (open loop) */
+    double interval_ns;
+    uint64_t start_ns;
+    atomic_uint_fast64_t slot;
 };
 
 typedef struct worker {
@@ -228,6 +233,19 @@ static int should_stop(worker *w)
     return r->reports && atomic_fetch_add(&r->claimed, 1) >= r->reports;
 }
 
+/* Paces the rounds of all clients together to --rate per second. A schedule that has fallen
+ * behind is not caught up in a burst: the printed throughput then shows the rate was not
+ * reached. */
+static void wait_for_slot(struct run *r)
+{
+    uint64_t i = atomic_fetch_add(&r->slot, 1);
+    uint64_t due = r->start_ns + (uint64_t)((double)i * r->interval_ns);
+    struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        if (atomic_load(&stop_signal))
+            break;
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -255,6 +273,8 @@ static void *worker_main(void *arg)
                 break;
             }
         }
+        if (r->interval_ns > 0.0)
+            wait_for_slot(r);
         w->rounds++;
         ldpb_assignment a;
         uint64_t t0 = now_ns();
@@ -294,7 +314,7 @@ static void *worker_main(void *arg)
 
 struct args {
     const char *connect, *server_key, *clients, *reports, *duration, *means, *laws, *seed, *timeout,
-        *device_reports;
+        *device_reports, *rate;
 };
 
 static const struct {
@@ -311,6 +331,7 @@ static const struct {
     {"seed", offsetof(struct args, seed)},
     {"timeout-ms", offsetof(struct args, timeout)},
     {"device-reports", offsetof(struct args, device_reports)},
+    {"rate", offsetof(struct args, rate)},
 };
 
 static void usage(FILE *f)
@@ -318,7 +339,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ldpb loadgen --connect URL --server-key FILE [--clients N] [--reports M]\n"
             "                    [--duration S] [--means LIST | --laws LIST] [--seed S]\n"
-            "                    [--timeout-ms MS] [--device-reports R]\n"
+            "                    [--timeout-ms MS] [--device-reports R] [--rate R]\n"
             "\n"
             "Drives a running ldpb-aggregator with N simulated devices at once, each a thread\n"
             "with its own ldpb_client (the real client library over the real transport). A\n"
@@ -349,38 +370,16 @@ static void usage(FILE *f)
             "                        a call makes up to 3 attempts\n"
             "  --device-reports R    reports per simulated device before it is replaced by a\n"
             "                        fresh one (new key, new ledger), [1, %u] (default %u)\n"
+            "  --rate R              start at most R rounds per second in all, (0, %g]\n"
+            "                        (open loop: latency at a given load); default: as fast\n"
+            "                        as the clients go\n"
             "  -h, --help            print this help and exit\n"
             "\n"
             "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
             "anyway), the run was interrupted, or the aggregator cannot be reached; 2 bad\n"
             "arguments, or --means/--laws with another arm count than the aggregator's.\n",
             CLIENTS_MAX, CLIENTS_DEFAULT, REPORTS_DEFAULT, DURATION_MAX_S, TIMEOUT_MAX_MS,
-            TIMEOUT_DEFAULT_MS, DEVICE_REPORTS_MAX, DEVICE_REPORTS_DEF);
-}
-
-static const char *echo(char dst[ECHO_MAX + 4], const char *s)
-{
-    size_t n = strlen(s), i = 0;
-    for (; i < n && i < ECHO_MAX; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (n > ECHO_MAX) {
-        memcpy(dst + i, "...", 3);
-        i += 3;
-    }
-    dst[i] = '\0';
-    return dst;
-}
-
-static int usage_error(const char *what, const char *arg)
-{
-    char e[ECHO_MAX + 4];
-    if (arg)
-        fprintf(stderr, "%s: %s '%s'\n", PROG, what, echo(e, arg));
-    else
-        fprintf(stderr, "%s: %s\n", PROG, what);
-    return EXIT_USAGE;
+            TIMEOUT_DEFAULT_MS, DEVICE_REPORTS_MAX, DEVICE_REPORTS_DEF, RATE_MAX);
 }
 
 /* Returns -1 to go on, else an exit status (0 after --help). */
@@ -398,7 +397,7 @@ static int parse_args(int argc, char **argv, struct args *a)
             return 0;
         }
         if (strncmp(arg, "--", 2) != 0)
-            return usage_error("unexpected argument", arg);
+            return tool_usage_error(PROG, "unexpected argument", arg);
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
@@ -410,11 +409,11 @@ static int parse_args(int argc, char **argv, struct args *a)
                 long_name = options[j].name;
             }
         if (!slot)
-            return usage_error("unknown option", arg);
+            return tool_usage_error(PROG, "unknown option", arg);
         const char *value = eq ? eq + 1 : NULL;
         if (!value) {
             if (i + 1 >= argc)
-                return usage_error("missing value for option", arg);
+                return tool_usage_error(PROG, "missing value for option", arg);
             value = argv[++i];
         }
         if (*slot) {
@@ -431,12 +430,12 @@ static int parse_uint(const char *opt, const char *text, uint64_t lo, uint64_t h
     char e[ECHO_MAX + 4];
     const char *why = simplan_parse_count(text, out);
     if (why) {
-        fprintf(stderr, "%s: %s '%s' %s\n", PROG, opt, echo(e, text), why);
+        fprintf(stderr, "%s: %s '%s' %s\n", PROG, opt, tool_echo(e, sizeof e, text), why);
         return EXIT_USAGE;
     }
     if (*out < lo || *out > hi) {
-        fprintf(stderr, "%s: %s %s outside [%" PRIu64 ", %" PRIu64 "]\n", PROG, opt, echo(e, text),
-                lo, hi);
+        fprintf(stderr, "%s: %s %s outside [%" PRIu64 ", %" PRIu64 "]\n", PROG, opt,
+                tool_echo(e, sizeof e, text), lo, hi);
         return EXIT_USAGE;
     }
     return 0;
@@ -496,7 +495,7 @@ static int parse_means(const char *text, agg_env **out)
             char item[ECHO_MAX + 4];
             snprintf(item, sizeof item, "%.*s", (int)(len < ECHO_MAX ? len : ECHO_MAX), p);
             fprintf(stderr, "%s: --means: item %zu '%s' is not a mean in [0, 1]\n", PROG, i + 1,
-                    echo(e, item));
+                    tool_echo(e, sizeof e, item));
             free(laws);
             return EXIT_USAGE;
         }
@@ -575,13 +574,15 @@ int cmd_loadgen(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!a.connect)
-        return usage_error("missing --connect URL (the aggregator's endpoint)", NULL);
+        return tool_usage_error(PROG, "missing --connect URL (the aggregator's endpoint)", NULL);
     if (!a.server_key)
-        return usage_error("missing --server-key FILE (the aggregator's aggregator.pub)", NULL);
+        return tool_usage_error(PROG, "missing --server-key FILE (the aggregator's aggregator.pub)",
+                                NULL);
     if (a.connect[0] == '\0' || strlen(a.connect) > TOOL_URL_MAX)
-        return usage_error("--connect must be a nanomsg URL of 1 to 127 bytes, not", a.connect);
+        return tool_usage_error(PROG, "--connect must be a nanomsg URL of 1 to 127 bytes, not",
+                                a.connect);
     if (a.means && a.laws)
-        return usage_error("give --means or --laws, not both", NULL);
+        return tool_usage_error(PROG, "give --means or --laws, not both", NULL);
 
     uint64_t clients = CLIENTS_DEFAULT, reports = 0, timeout = TIMEOUT_DEFAULT_MS;
     uint64_t device_reports = DEVICE_REPORTS_DEF;
@@ -600,14 +601,24 @@ int cmd_loadgen(int argc, char **argv)
         if (parse_number(a.duration, strlen(a.duration), &duration) != 0 ||
             !(duration > 0.0 && duration <= DURATION_MAX_S)) {
             fprintf(stderr, "%s: --duration '%s' is not a number of seconds in (0, %g]\n", PROG,
-                    echo(e, a.duration), DURATION_MAX_S);
+                    tool_echo(e, sizeof e, a.duration), DURATION_MAX_S);
+            return EXIT_USAGE;
+        }
+    }
+    double rate = 0.0;
+    if (a.rate) {
+        char e[ECHO_MAX + 4];
+        if (parse_number(a.rate, strlen(a.rate), &rate) != 0 || !(rate > 0.0 && rate <= RATE_MAX)) {
+            fprintf(stderr, "%s: --rate '%s' is not a number of rounds per second in (0, %g]\n",
+                    PROG, tool_echo(e, sizeof e, a.rate), RATE_MAX);
             return EXIT_USAGE;
         }
     }
     if (!a.reports && !a.duration)
         reports = REPORTS_DEFAULT;
     if (a.seed && a.seed[0] == '\0')
-        return usage_error("--seed needs a non-empty text (omit it for secure randomness)", NULL);
+        return tool_usage_error(
+            PROG, "--seed needs a non-empty text (omit it for secure randomness)", NULL);
 
     agg_env *env = NULL;
     if (a.means && (rc = parse_means(a.means, &env)) != 0)
@@ -706,6 +717,8 @@ int cmd_loadgen(int argc, char **argv)
         ldpb_rng_seed_from_text(run->seed, a.seed);
     atomic_init(&run->claimed, 0);
     atomic_init(&run->fatal, 0);
+    atomic_init(&run->slot, 0);
+    run->interval_ns = rate > 0.0 ? 1e9 / rate : 0.0;
     if (pthread_mutex_init(&run->mu, NULL) != 0 || pthread_cond_init(&run->cv, NULL) != 0) {
         fprintf(stderr, "%s: cannot create a mutex\n", PROG);
         rc = EXIT_RUNTIME;
@@ -778,6 +791,7 @@ int cmd_loadgen(int argc, char **argv)
         pthread_cond_wait(&run->cv, &run->mu);
     uint64_t t0 = now_ns();
     run->deadline_ns = duration > 0.0 ? t0 + (uint64_t)(duration * 1e9) : 0;
+    run->start_ns = t0;
     run->go = 1;
     pthread_cond_broadcast(&run->cv);
     pthread_mutex_unlock(&run->mu);
@@ -838,6 +852,9 @@ int cmd_loadgen(int argc, char **argv)
     fprintf(f, "reports acked   %" PRIu64 "\n", t.acked);
     fprintf(f, "assignments     %" PRIu64 "\n", t.assigned);
     fprintf(f, "wall time       %.3f s\n", wall);
+    if (run->interval_ns > 0.0)
+        fprintf(f, "pacing          %.0f rounds/s requested (--rate, open loop)\n",
+                1e9 / run->interval_ns);
     fprintf(f, "throughput      %.0f reports/s acked (durable), %.0f assignments/s\n",
             wall > 0 ? (double)t.acked / wall : 0.0, wall > 0 ? (double)t.assigned / wall : 0.0);
     print_latency(f, "assign", &t.assign_h);

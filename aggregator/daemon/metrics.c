@@ -45,6 +45,18 @@ static size_t render(agg_server *s, char *buf, size_t cap)
             st.batch_items);
     COUNTER("ldpb_commit_failures_total", "Transactions rolled back.", st.commit_failures);
     COUNTER("ldpb_commit_microseconds_total", "Microseconds spent committing.", st.commit_us);
+    EMIT("# HELP ldpb_commit_seconds Duration of committed transactions (fsync included).\n"
+         "# TYPE ldpb_commit_seconds histogram\n");
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < AGG_COMMIT_BUCKETS; b++) {
+        cumulative += st.commit_hist[b];
+        EMIT("ldpb_commit_seconds_bucket{le=\"%g\"} %" PRIu64 "\n", agg_commit_bucket_us[b] / 1e6,
+             cumulative);
+    }
+    cumulative += st.commit_hist[AGG_COMMIT_BUCKETS];
+    EMIT("ldpb_commit_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
+    EMIT("ldpb_commit_seconds_sum %.6f\nldpb_commit_seconds_count %" PRIu64 "\n",
+         (double)st.commit_us / 1e6, cumulative);
     COUNTER("ldpb_decisions_dropped_total", "Decisions not logged (queue full).",
             st.decisions_dropped);
     COUNTER("ldpb_send_failures_total", "Replies the transport could not send.", st.send_failures);

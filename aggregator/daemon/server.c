@@ -45,6 +45,11 @@
  * anything larger is cut off by nanomsg (the connection is dropped). */
 #define RECV_MAX_BYTES    (4 * LDPB_FRAME_MAX)
 #define SEND_BUFFER_BYTES (4 << 20)
+/* A decision alone does not wake the committer (that cost an fsync per assignment under light
+ * load): decisions wait for the next report's transaction, for this long at most, or until this
+ * many of them are queued. */
+#define DECISION_DELAY_MS 50
+#define DECISION_BATCH    256
 /* A privatized Laplace value further than this many noise scales from [0,1] has probability
  * below e^-100 for an honest client: refuse it before it can swamp a sum. */
 #define LAPLACE_MAX_SCALES 100.0
@@ -106,6 +111,8 @@ struct agg_server {
     /* the committer's queue: a ring of items */
     item *q;
     size_t q_cap, q_head, q_count;
+    size_t q_reports;          /* reports among the queued items */
+    uint64_t q_first_decision; /* mono_us() when the oldest queued item was queued */
     pthread_mutex_t queue_mu;
     pthread_cond_t queue_cv;
     int committer_stop;
@@ -133,10 +140,15 @@ struct agg_server {
     atomic_uint_fast64_t n_requests, n_status, n_plain_errors, n_errors[32];
     atomic_uint_fast64_t n_assignments, n_reports, n_duplicates;
     atomic_uint_fast64_t n_batches, n_batch_items, n_commit_failures, commit_us;
+    atomic_uint_fast64_t commit_hist[AGG_COMMIT_BUCKETS + 1]; /* per bucket, +Inf last */
     atomic_uint_fast64_t n_decisions_dropped, n_send_failures;
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
+
+const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
+};
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
@@ -290,9 +302,14 @@ static int enqueue(agg_server *s, const item *it, size_t limit)
     pthread_mutex_lock(&s->queue_mu);
     int ok = s->q_count < limit;
     if (ok) {
+        if (s->q_count == 0)
+            s->q_first_decision = mono_us();
         s->q[(s->q_head + s->q_count) % s->q_cap] = *it;
         s->q_count++;
-        pthread_cond_signal(&s->queue_cv);
+        if (it->kind == ITEM_REPORT)
+            s->q_reports++;
+        if (it->kind == ITEM_REPORT || s->q_count == 1 || s->q_count >= DECISION_BATCH)
+            pthread_cond_signal(&s->queue_cv);
     }
     pthread_mutex_unlock(&s->queue_mu);
     return ok;
@@ -693,10 +710,14 @@ size_t agg_server_commit_batch(agg_server *s)
 {
     pthread_mutex_lock(&s->queue_mu);
     size_t n = s->q_count < s->cfg->batch_max ? s->q_count : (size_t)s->cfg->batch_max;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         s->batch[i] = s->q[(s->q_head + i) % s->q_cap];
+        s->q_reports -= s->batch[i].kind == ITEM_REPORT;
+    }
     s->q_head = (s->q_head + n) % s->q_cap;
     s->q_count -= n;
+    if (s->q_count)
+        s->q_first_decision = mono_us();
     pthread_mutex_unlock(&s->queue_mu);
     if (n == 0)
         return 0;
@@ -787,11 +808,24 @@ size_t agg_server_commit_batch(agg_server *s)
     atomic_store(&s->n_duplicates, c.duplicates);
     atomic_fetch_add(&s->n_batches, 1);
     atomic_fetch_add(&s->n_batch_items, n);
-    atomic_fetch_add(&s->commit_us, mono_us() - t0);
+    uint64_t took = mono_us() - t0;
+    atomic_fetch_add(&s->commit_us, took);
+    size_t bucket = 0;
+    while (bucket < AGG_COMMIT_BUCKETS && (double)took > agg_commit_bucket_us[bucket])
+        bucket++;
+    atomic_fetch_add(&s->commit_hist[bucket], 1);
     for (size_t i = 0; i < n; i++)
         if (s->batch[i].kind == ITEM_REPORT)
             answer_report(s, &s->batch[i], s->batch_status[i]);
     return n;
+}
+
+/* Under queue_mu: whether the committer should commit now (see DECISION_DELAY_MS). */
+static int commit_due(const agg_server *s)
+{
+    if (s->q_reports > 0 || s->q_count >= DECISION_BATCH || (s->committer_stop && s->q_count))
+        return 1;
+    return s->q_count > 0 && mono_us() >= s->q_first_decision + DECISION_DELAY_MS * 1000u;
 }
 
 static void *committer_main(void *arg)
@@ -799,8 +833,15 @@ static void *committer_main(void *arg)
     agg_server *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->queue_mu);
-        while (s->q_count == 0 && !s->committer_stop)
-            pthread_cond_wait(&s->queue_cv, &s->queue_mu);
+        while (!commit_due(s) && !(s->committer_stop && s->q_count == 0)) {
+            if (s->q_count == 0) {
+                pthread_cond_wait(&s->queue_cv, &s->queue_mu);
+                continue;
+            }
+            uint64_t due = s->q_first_decision + DECISION_DELAY_MS * 1000u;
+            struct timespec ts = {(time_t)(due / 1000000u), (long)(due % 1000000u) * 1000L};
+            pthread_cond_timedwait(&s->queue_cv, &s->queue_mu, &ts);
+        }
         int done = s->q_count == 0 && s->committer_stop;
         pthread_mutex_unlock(&s->queue_mu);
         if (done)
@@ -920,7 +961,12 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     pthread_mutex_init(&s->seal_mu, NULL);
     pthread_mutex_init(&s->policy_mu, NULL);
     pthread_mutex_init(&s->queue_mu, NULL);
-    pthread_cond_init(&s->queue_cv, NULL);
+    /* The committer's timed waits are on mono_us()'s clock. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->queue_cv, &ca);
+    pthread_condattr_destroy(&ca);
 
     char kd[LDPB_DETAIL_BYTES] = "";
     ldpb_err err = ldpb_keyfile_load_secret(cfg->key, &s->kp, kd);
@@ -1079,6 +1125,8 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     o->batch_items = atomic_load(&s->n_batch_items);
     o->commit_failures = atomic_load(&s->n_commit_failures);
     o->commit_us = atomic_load(&s->commit_us);
+    for (size_t b = 0; b <= AGG_COMMIT_BUCKETS; b++)
+        o->commit_hist[b] = atomic_load(&s->commit_hist[b]);
     o->decisions_dropped = atomic_load(&s->n_decisions_dropped);
     o->send_failures = atomic_load(&s->n_send_failures);
     pthread_mutex_lock(&s->queue_mu);

@@ -38,6 +38,8 @@ typedef struct agg_reply_to {
  * from the committer; it owns `to` from then on (frees the header whether or not it sends). */
 typedef void (*agg_send_fn)(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len);
 
+#define AGG_COMMIT_BUCKETS 13
+
 typedef struct agg_server_stats {
     uint64_t requests;          /* frames handled */
     uint64_t assignments;       /* assignments issued (persisted across restarts) */
@@ -53,7 +55,13 @@ typedef struct agg_server_stats {
     uint64_t decisions_dropped; /* decisions not logged because the queue was full */
     uint64_t send_failures;     /* replies the transport could not send */
     uint64_t queue_depth;       /* items waiting for the committer now */
+    /* committed transactions by duration: [b] counts those above bucket b-1's bound and at most
+     * agg_commit_bucket_us[b]; the last slot those above every bound */
+    uint64_t commit_hist[AGG_COMMIT_BUCKETS + 1];
 } agg_server_stats;
+
+/* Upper bounds (microseconds) of the commit duration histogram's buckets. */
+extern const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS];
 
 /* Builds a server from a checked config (agg_config_check): loads the secret key and the
  * allow-list, opens the state in state_dir (refusing another configuration's state), creates the

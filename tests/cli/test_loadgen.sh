@@ -46,6 +46,8 @@ usage_case '--reports 0 outside' "${C[@]}" --reports 0
 usage_case "--duration '0' is not a number of seconds" "${C[@]}" --duration 0
 usage_case "--duration 'x' is not a number of seconds" "${C[@]}" --duration x
 usage_case '--timeout-ms 0 outside' "${C[@]}" --timeout-ms 0
+usage_case "--rate '0' is not a number of rounds per second" "${C[@]}" --rate 0
+usage_case "--rate 'fast' is not a number of rounds per second" "${C[@]}" --rate fast
 usage_case '--device-reports 100001 outside' "${C[@]}" --device-reports 100001
 usage_case 'give --means or --laws, not both' "${C[@]}" --means 0.5,0.4 --laws bernoulli:0.5*2
 usage_case "--means: item 2 '1.5' is not a mean in \[0, 1\]" "${C[@]}" --means 0.5,1.5
@@ -119,6 +121,13 @@ check "ipc run: the environment is shown" grep -qx 'environment     bernoulli:0.
 check "ipc run: seeded noise is said so" grep -q '^noise  *seeded from --seed' out
 check "ipc run: 4 clients" grep -qx 'clients         4 at a time, a thread and an ldpb_client each' out
 check "ipc run: 4 devices" grep -qx 'devices         4 simulated devices in all, up to 1000 reports each' out
+
+# --rate paces the rounds: 60 rounds at 100/s take at least 0.59 s whatever the clients could do.
+run "${C[@]}" --clients 4 --reports 60 --rate 100 --means 0.9,0.5,0.2
+check_run 60 "paced run"
+check "paced run: the pacing is shown" grep -qx 'pacing          100 rounds/s requested (--rate, open loop)' out
+check "paced run: took at least 0.59 s ($(field 'wall time'))" \
+    awk '$1 == "wall" && $2 == "time" { exit !($3 >= 0.59) }' out
 
 # tcp, --laws.
 before=$(daemon_reports "$TCP")

@@ -687,6 +687,31 @@ static void test_central_mode(void **state)
     assert_non_null(strstr(http, "200 OK"));
     assert_non_null(strstr(http, "\nldpb_reports_total 1\n"));
     assert_non_null(strstr(http, "\nldpb_errors_total{code=\"LDPB_ERANGE\"} 1\n"));
+    /* the commit latency histogram: cumulative buckets ending at every committed transaction */
+    assert_non_null(strstr(http, "\n# TYPE ldpb_commit_seconds histogram\n"));
+    const char *commits = strstr(http, "\nldpb_commits_total ");
+    const char *inf = strstr(http, "\nldpb_commit_seconds_bucket{le=\"+Inf\"} ");
+    const char *count = strstr(http, "\nldpb_commit_seconds_count ");
+    assert_non_null(commits);
+    assert_non_null(inf);
+    assert_non_null(count);
+    unsigned long long n_commits = strtoull(commits + strlen("\nldpb_commits_total "), NULL, 10);
+    assert_true(n_commits >= 1);
+    assert_true(strtoull(inf + strlen("\nldpb_commit_seconds_bucket{le=\"+Inf\"} "), NULL, 10) ==
+                n_commits);
+    assert_true(strtoull(count + strlen("\nldpb_commit_seconds_count "), NULL, 10) == n_commits);
+    unsigned long long last = 0;
+    int buckets = 0;
+    for (const char *b = strstr(http, "\nldpb_commit_seconds_bucket{le=\""); b;
+         b = strstr(b + 1, "\nldpb_commit_seconds_bucket{le=\"")) {
+        const char *v = strstr(b, "} ");
+        assert_non_null(v);
+        unsigned long long x = strtoull(v + 2, NULL, 10);
+        assert_true(x >= last);
+        last = x;
+        buckets++;
+    }
+    assert_int_equal(buckets, 14);
     http_get(mport, "/other", http, sizeof http);
     assert_non_null(strstr(http, "404"));
     assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);

@@ -1,0 +1,126 @@
+#!/bin/sh
+# The service under load: ldpb-aggregator (durable acks: SQLite WAL, synchronous = FULL, state on
+# the machine's disk) and `ldpb loadgen` (the real client library over real nanomsg sockets) on
+# this machine together, sharing its cores. For each client count, a fresh aggregator and state
+# directory, then loadgen as fast as the clients go for SECONDS; then, at a fixed offered load
+# (--rate, open loop), the latency at that load. Prints one table of figures; never a verdict.
+#
+# Usage: bench/run_service_bench.sh [SECONDS]      (default 10)
+# Environment:
+#   BUILD_DIR   Release build to use (default /tmp/build-bench; configured with Ninja if missing)
+#   CLIENTS     client counts of the closed-loop runs (default "1 16 256")
+#   RATES       offered loads of the open-loop runs, rounds/s (default "1000 10000")
+#   RATE_CLIENTS clients of the open-loop runs (default 256)
+#   TRANSPORT   tcp or ipc (default tcp: tcp://127.0.0.1)
+#   STATE_ROOT  where the state directories go (default: mktemp -d under TMPDIR or /tmp)
+#   KEEP        1: keep the logs and state directories and print where they are
+# Simulated devices keep their privacy ledgers in memory (loadgen's, and said in its output).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build=${BUILD_DIR:-/tmp/build-bench}
+seconds=${1:-10}
+clients_list=${CLIENTS:-"1 16 256"}
+rates=${RATES:-"1000 10000"}
+rate_clients=${RATE_CLIENTS:-256}
+transport=${TRANSPORT:-tcp}
+
+if [ ! -f "$build/build.ninja" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+ninja -C "$build" ldpb ldpb-aggregator >"$build/run_service_bench.log" 2>&1 ||
+    { cat "$build/run_service_bench.log" >&2; exit 1; }
+ldpb=$build/tools/ldpb
+aggregator=$build/aggregator/daemon/ldpb-aggregator
+
+work=${STATE_ROOT:-$(mktemp -d)}
+mkdir -p "$work"
+daemon_pid=
+stop_daemon() {
+    if [ -n "$daemon_pid" ]; then
+        kill -TERM "$daemon_pid" 2>/dev/null || true
+        wait "$daemon_pid" 2>/dev/null || true
+        daemon_pid=
+    fi
+}
+cleanup() {
+    stop_daemon
+    if [ "${KEEP:-0}" = 1 ]; then echo "# kept: $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$ldpb" keygen --out "$work/keys" >/dev/null
+port=$((20000 + $$ % 20000))
+run=0
+
+# start_daemon NAME: a fresh aggregator (ldp-ts-b, linear, epsilon 1, 5 arms) on a new state dir.
+start_daemon() {
+    run=$((run + 1))
+    if [ "$transport" = ipc ]; then
+        url="ipc://$work/agg$run.sock"
+    else
+        url="tcp://127.0.0.1:$((port + run))"
+    fi
+    "$aggregator" --listen "$url" --state-dir "$work/state$run" --key "$work/keys/aggregator.key" \
+        --arms 5 --policy ldp-ts-b --mechanism linear --epsilon 1 --log-level warn \
+        ${AGGREGATOR_FLAGS:-} 2>"$work/aggregator$run.log" &
+    daemon_pid=$!
+    i=0
+    until "$ldpb" status --connect "$url" --server-key "$work/keys/aggregator.pub" \
+        --timeout-ms 200 >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+            echo "run_service_bench: the aggregator did not come up:" >&2
+            cat "$work/aggregator$run.log" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+}
+
+# field FILE LABEL N: the N-th whitespace-separated field of the line starting with LABEL.
+field() { awk -v l="$2" -v n="$3" 'index($0, l) == 1 { print $n; exit }' "$1"; }
+
+row() { # row KIND CLIENTS OFFERED FILE
+    f=$4
+    tput=$(field "$f" "throughput" 2)
+    errs=$(awk '/^errors/ { $1 = ""; sub(/^ /, ""); print; exit }' "$f")
+    printf '%-6s %7s %9s %11s  %7s %7s %7s  %7s %7s %7s  %s\n' "$1" "$2" "$3" "$tput" \
+        "$(field "$f" "latency assign" 4)" "$(field "$f" "latency assign" 7)" \
+        "$(field "$f" "latency assign" 10)" "$(field "$f" "latency report" 4)" \
+        "$(field "$f" "latency report" 7)" "$(field "$f" "latency report" 10)" "${errs:-?}"
+}
+
+echo "# ldpb-aggregator + ldpb loadgen on one machine; durable acks (SQLite WAL, synchronous=FULL)"
+echo "# aggregator: ldp-ts-b, linear mechanism, epsilon 1, 5 arms, defaults otherwise ${AGGREGATOR_FLAGS:-}"
+echo "# transport: $transport; loadgen: a thread and an ldpb_client per device, ledgers in memory"
+echo "# machine: $(nproc) online processors, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "# state on: $(df -P "$work" | awk 'NR == 2 { print $1 }') ($work)"
+echo "# load average before: $(cat /proc/loadavg)"
+echo "# $seconds s per run; latency in ms (assign: one round trip; report: round trip incl. commit)"
+echo
+printf '%-6s %7s %9s %11s  %7s %7s %7s  %7s %7s %7s  %s\n' run clients offered "reports/s" \
+    "a.p50" "a.p99" "a.p99.9" "r.p50" "r.p99" "r.p99.9" errors
+for n in $clients_list; do
+    start_daemon
+    out="$work/loadgen-closed-$n.txt"
+    "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" --clients "$n" \
+        --duration "$seconds" --means 0.9,0.8,0.7,0.6,0.5 >"$out" 2>&1 || true
+    row closed "$n" - "$out"
+    stop_daemon
+done
+for rate in $rates; do
+    start_daemon
+    out="$work/loadgen-rate-$rate.txt"
+    "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+        --clients "$rate_clients" --rate "$rate" --duration "$seconds" \
+        --means 0.9,0.8,0.7,0.6,0.5 >"$out" 2>&1 || true
+    row open "$rate_clients" "$rate" "$out"
+    stop_daemon
+done
+echo
+echo "# closed: every client starts its next round when the last one is acked; open: rounds start"
+echo "# at the offered rate in all (--rate); reports/s below the offered rate means it was not reached."
+echo "# load average after: $(cat /proc/loadavg)"
