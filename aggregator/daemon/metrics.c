@@ -2,6 +2,7 @@
  * scrape never waits for a commit. */
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <microhttpd.h>
 
 #include "metrics.h"
+#include "policy.h"
 #include "server.h"
 
 struct agg_metrics {
@@ -18,12 +20,16 @@ struct agg_metrics {
     agg_server *s;
 };
 
-#define BODY_MAX 8192
+/* The fixed series, and each arm's lines at most. */
+#define BODY_FIXED   8192
+#define BODY_PER_ARM 160
 
-static size_t render(agg_server *s, char *buf, size_t cap)
+static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
 {
     agg_server_stats st;
     agg_server_stats_get(s, &st);
+    uint32_t k = agg_server_arms(s);
+    ldpb_err arms_err = agg_server_describe(s, arms, k);
     size_t n = 0;
 #define EMIT(...)                                                                                  \
     do {                                                                                           \
@@ -69,6 +75,16 @@ static size_t render(agg_server *s, char *buf, size_t cap)
     EMIT("# HELP ldpb_queue_depth Items waiting for the committer.\n"
          "# TYPE ldpb_queue_depth gauge\nldpb_queue_depth %" PRIu64 "\n",
          st.queue_depth);
+    /* Per-arm aggregates only: the policy's state, never anything per client. */
+    EMIT("# HELP ldpb_arm_pulls Observations the policy has counted for the arm.\n"
+         "# TYPE ldpb_arm_pulls gauge\n");
+    for (uint32_t a = 0; !arms_err && a < k; a++)
+        EMIT("ldpb_arm_pulls{arm=\"%" PRIu32 "\"} %" PRIu64 "\n", a, arms[a].pulls);
+    EMIT("# HELP ldpb_arm_estimate The policy's estimate of the arm's mean reward (de-biased).\n"
+         "# TYPE ldpb_arm_estimate gauge\n");
+    for (uint32_t a = 0; !arms_err && a < k; a++)
+        if (isfinite(arms[a].estimate))
+            EMIT("ldpb_arm_estimate{arm=\"%" PRIu32 "\"} %.17g\n", a, arms[a].estimate);
 #undef COUNTER
 #undef EMIT
     return n;
@@ -86,10 +102,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     struct MHD_Response *resp;
     unsigned status;
     if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0) {
-        char *body = malloc(BODY_MAX);
-        if (!body)
+        size_t k = agg_server_arms(m->s), cap = BODY_FIXED + k * BODY_PER_ARM;
+        char *body = malloc(cap);
+        agg_arm_status *arms = calloc(k ? k : 1, sizeof *arms);
+        if (!body || !arms) {
+            free(body);
+            free(arms);
             return MHD_NO;
-        size_t n = render(m->s, body, BODY_MAX);
+        }
+        size_t n = render(m->s, body, cap, arms);
+        free(arms);
         resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
             free(body);

@@ -1134,6 +1134,21 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     pthread_mutex_unlock(&s->queue_mu);
 }
 
+uint32_t agg_server_arms(const agg_server *s)
+{
+    return (uint32_t)s->cfg->arms;
+}
+
+ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k)
+{
+    if (k < (uint32_t)s->cfg->arms)
+        return LDPB_ERANGE;
+    pthread_mutex_lock(&s->policy_mu);
+    ldpb_err err = agg_policy_describe(s->policy, arms, (uint32_t)s->cfg->arms);
+    pthread_mutex_unlock(&s->policy_mu);
+    return err;
+}
+
 /* ---- transport --------------------------------------------------------------------------- */
 
 static void nn_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len)

@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "ldpb/err.h"
+#include "policy.h"
 
 #define AGG_SERVER_ERRMAX 512
 
@@ -105,5 +106,11 @@ size_t agg_server_commit_batch(agg_server *s);
 
 /* A snapshot of the counters. */
 void agg_server_stats_get(agg_server *s, agg_server_stats *out);
+
+/* The number of arms, and the policy's per-arm state (pulls, estimate, interval) into arms[0..k)
+ * for k at least that number, under the policy lock (a scrape waits at most for one batch's
+ * observes). LDPB_ERANGE if k is too small; the policy's describe() errors. */
+uint32_t agg_server_arms(const agg_server *s);
+ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k);
 
 #endif

@@ -712,6 +712,14 @@ static void test_central_mode(void **state)
         buckets++;
     }
     assert_int_equal(buckets, 14);
+    /* per-arm aggregates: the one counted report on the assigned arm, none elsewhere */
+    for (uint32_t a = 0; a < 4; a++) {
+        char line[64];
+        snprintf(line, sizeof line, "\nldpb_arm_pulls{arm=\"%u\"} %d\n", (unsigned)a, a == arm);
+        assert_non_null(strstr(http, line));
+    }
+    assert_non_null(strstr(http, "\n# TYPE ldpb_arm_estimate gauge\n"));
+    assert_null(strstr(http, "client"));
     http_get(mport, "/other", http, sizeof http);
     assert_non_null(strstr(http, "404"));
     assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
