@@ -603,6 +603,38 @@ static void print_claims(const simplan *p, const simreport *r)
                p->inst[cfg->instance].k, cfg->eps_text, a, b, ratio,
                ratio >= 5.0 ? "holds" : "does not hold");
     }
+    /* A6: a trial's regret stops growing once DP-SE is down to one arm (the best, on these
+     * instances), so the mean curve is exactly flat from the checkpoint by which every trial
+     * got there; a curve still rising at T is a run too short for the claim's condition. */
+    header = 0;
+    size_t nj = p->n_checkpoints;
+    for (size_t c = 0; c < p->n_cfg && nj > 1; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        if (strcmp(cfg->ops->name, "dp-se") != 0)
+            continue;
+        if (!header) {
+            printf(
+                "\nclaim A6 (algorithms.md 9.7, SS19 5): DP-SE's regret curve ends flat once one "
+                "arm is left; the mean curve of this run\n");
+            header = 1;
+        }
+        const double *m = r->mean + c * nj;
+        size_t j = nj - 1;
+        while (j > 0 && m[j - 1] == m[nj - 1])
+            j--;
+        char at[32];
+        if (j < nj - 1) {
+            simplan_format_count(at, sizeof at, p->checkpoints[j]);
+            printf("  %-14s %5u  %-8s flat from t = %s (regret %.6g): holds\n",
+                   p->inst[cfg->instance].label, p->inst[cfg->instance].k, cfg->eps_text, at,
+                   m[nj - 1]);
+        } else {
+            printf("  %-14s %5u  %-8s still rising at T = %s (regret %.6g): some trial has more "
+                   "than one arm left; not reached\n",
+                   p->inst[cfg->instance].label, p->inst[cfg->instance].k, cfg->eps_text, T,
+                   m[nj - 1]);
+        }
+    }
     header = 0;
     for (size_t c = 0; c < p->n_cfg; c++) {
         const simplan_config *cfg = &p->cfg[c];

@@ -178,8 +178,18 @@ check "sajed2019-c1: preset column and K sweep" \
     = "sajed2019-c1,10 sajed2019-c1,20 sajed2019-c1,3 sajed2019-c1,5 "
 check "sajed2019-c1: the DP-UCB / DP-SE ratio (claim A5) is printed" \
     grep -q '^claim A5' "$TMP/out"
+check "sajed2019-c1: one claim A6 line per DP-SE configuration, each flat or still rising" \
+    awk '/^claim A6/ { on = 1; next } on && /^$/ { on = 0 }
+         on { n++; if (!/ flat from t = [0-9.e+]+ \(regret [0-9.e+]+\): holds$/ &&
+                       !/ still rising at T = 2e4 \(regret [0-9.e+]+\): /) bad = 1 }
+         END { exit !(n == 16 && !bad) }' "$TMP/out"
 check "sajed2019-c1: 16 ratio rows" \
-    test "$(grep -c '^  sajed2019-c1  *[0-9]' "$TMP/out")" = 16
+    test "$(sed -n '/^claim A5/,/^$/p' "$TMP/out" | grep -c '^  sajed2019-c1  *[0-9]')" = 16
+# An easy instance: every trial is down to the best arm long before T, so the curve is flat.
+run --means 0.9,0.1 --algorithms dp-se --epsilons 1 --horizon 1e5 --trials 2 --no-plots --quiet \
+    --out p3
+check "easy dp-se: claim A6 holds with a flat curve" \
+    grep -qE '^  custom +2  1 +flat from t = [0-9]+ \(regret [0-9.e+]+\): holds$' "$TMP/out"
 run --preset ren2020 --horizon 1000 --trials 2 --epsilons 1 --no-plots --quiet --out p2
 check "ren2020 with overrides exits 0" test "$rc" = 0
 check "ren2020: both instances in the preset column" \
