@@ -13,7 +13,6 @@ typedef struct ts {
     ldpb_mech *mech;          /* the clients' mechanism, or NULL */
     uint64_t *s, *f;          /* successes and failures per arm */
     agg_gamma_shape *gs, *gf; /* Gamma(S_a + 1), Gamma(F_a + 1) constants */
-    double *theta;            /* scratch for one round's samples */
 } ts;
 
 void agg_ts_free(agg_policy *p)
@@ -26,7 +25,6 @@ void agg_ts_free(agg_policy *p)
     free(x->f);
     free(x->gs);
     free(x->gf);
-    free(x->theta);
     free(x);
 }
 
@@ -54,8 +52,7 @@ ldpb_err agg_ts_new(agg_policy **out, const agg_policy_config *cfg, const agg_ts
     x->f = calloc(k, sizeof *x->f);
     x->gs = calloc(k, sizeof *x->gs);
     x->gf = calloc(k, sizeof *x->gf);
-    x->theta = calloc(k, sizeof *x->theta);
-    if (!x->s || !x->f || !x->gs || !x->gf || !x->theta)
+    if (!x->s || !x->f || !x->gs || !x->gf)
         goto nomem;
     for (size_t a = 0; a < k; a++) {
         agg_gamma_shape_init(&x->gs[a], 1.0);
@@ -69,31 +66,10 @@ nomem:
                              cfg->k);
 }
 
-/* agg_argmax over the samples, written so the compiler can select without branching: a new
- * maximum comes at unpredictable arms (~ln K times a round), and those mispredictions were a
- * sixth of the choice's cost. Same choice and same tie draws as agg_argmax_offer. */
 ldpb_err agg_ts_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm)
 {
     ts *x = (ts *)p;
-    uint32_t k = p->cfg.k;
-    const double *theta = x->theta;
-    agg_rand_beta_fill(env->rand, x->gs, x->gf, k, x->theta);
-    double best = theta[0];
-    uint32_t best_arm = 0, ties = 1;
-    for (uint32_t a = 1; a < k; a++) {
-        double v = theta[a];
-        if (v == best) {
-            ties++;
-            if (agg_rand_below(env->rand, ties) == 0)
-                best_arm = a;
-            continue;
-        }
-        int greater = v > best;
-        best_arm = greater ? a : best_arm;
-        ties = greater ? 1 : ties;
-        best = greater ? v : best;
-    }
-    *arm = best_arm;
+    *arm = agg_rand_beta_argmax(env->rand, x->gs, x->gf, p->cfg.k);
     return LDPB_OK;
 }
 

@@ -719,7 +719,7 @@ void agg_gamma_shape_init(agg_gamma_shape *g, double shape)
 {
     /* Below 1, Gamma(a) = Gamma(a + 1) * U^(1/a) (Marsaglia and Tsang 2000, section 6). */
     g->boost = shape < 1.0;
-    g->inv_shape = 1.0 / shape;
+    g->inv_shape = g->boost ? 1.0 / shape : 0.0; /* a division saved per TS observe */
     double a = g->boost ? shape + 1.0 : shape;
     g->d = a - 1.0 / 3.0;
     g->c = 1.0 / sqrt(9.0 * g->d);
@@ -883,6 +883,43 @@ void agg_rand_beta_fill(agg_rand *r, const agg_gamma_shape *a, const agg_gamma_s
         out[j] = x / (x + y);
     }
     xs_store(&st, r);
+}
+
+uint32_t agg_rand_beta_argmax(agg_rand *r, const agg_gamma_shape *a, const agg_gamma_shape *b,
+                              uint32_t n)
+{
+    xs st;
+    xs_load(&st, r);
+    double best = -HUGE_VAL;
+    uint32_t best_j = 0, ties = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        double v;
+        if (a[j].boost || b[j].boost) {
+            xs_store(&st, r);
+            v = beta_boosted(r, &a[j], &b[j]);
+            xs_load(&st, r);
+        } else {
+            double x = gamma_hot(&st, r, &a[j]);
+            double y = gamma_hot(&st, r, &b[j]);
+            v = x / (x + y);
+        }
+        if (v == best) {
+            /* Reservoir choice among equal maxima (continuous draws almost never tie). */
+            xs_store(&st, r);
+            ties++;
+            if (agg_rand_below(r, ties) == 0)
+                best_j = j;
+            xs_load(&st, r);
+            continue;
+        }
+        /* Selects without branching: new maxima come at unpredictable arms. */
+        int greater = v > best;
+        best_j = greater ? j : best_j;
+        ties = greater ? 1 : ties;
+        best = greater ? v : best;
+    }
+    xs_store(&st, r);
+    return best_j;
 }
 
 double agg_rand_beta_shapes(agg_rand *r, const agg_gamma_shape *a, const agg_gamma_shape *b)

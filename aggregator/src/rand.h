@@ -47,7 +47,7 @@ double agg_rand_beta(agg_rand *r, double a, double b);
 typedef struct agg_gamma_shape {
     double d, c;      /* Marsaglia-Tsang constants of the (boosted) shape */
     double k;         /* c^2 / 12, the constant of the sampler's squeeze */
-    double inv_shape; /* 1 / shape */
+    double inv_shape; /* 1 / shape when boosted (0 otherwise: unused) */
     int boost;        /* shape < 1: Gamma(shape + 1) * U^(1/shape) */
 } agg_gamma_shape;
 
@@ -58,6 +58,11 @@ double agg_rand_beta_shapes(agg_rand *r, const agg_gamma_shape *a, const agg_gam
  * agg_rand_beta_shapes, with the generator state kept in registers across the batch. */
 void agg_rand_beta_fill(agg_rand *r, const agg_gamma_shape *a, const agg_gamma_shape *b, size_t n,
                         double *out);
+/* The index of the largest of n >= 1 draws theta[j] ~ Beta(a[j], b[j]) (drawn as
+ * agg_rand_beta_fill would), ties broken uniformly at random from the same generator: Thompson
+ * sampling's choice without storing the draws, the comparisons overlapping the sampling. */
+uint32_t agg_rand_beta_argmax(agg_rand *r, const agg_gamma_shape *a, const agg_gamma_shape *b,
+                              uint32_t n);
 /* Binomial(n, p): the number of successes of n Bernoulli(p) trials, exact law. */
 uint64_t agg_rand_binomial(agg_rand *r, uint64_t n, double p);
 /* Textbook Laplace(0, scale) by inversion: for simulations only (see above). */
