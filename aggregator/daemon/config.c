@@ -110,7 +110,8 @@ static const option options[] = {
     {"replay_window_s", OPT_U64, OFF(replay_window_s), "300", 1, 86400, 0, NULL, "S",
      "accepted clock difference of a request; its nonce is remembered this long"},
     {"replay_entries", OPT_U64, OFF(replay_entries), "1048576", 1, 67108864, 0, NULL, "N",
-     "nonces remembered at once (40 bytes each); when full, requests get LDPB_EBUSY"},
+     "nonces remembered at once (40 bytes each); when full, the oldest are forgotten and "
+     "the accepted clock difference narrows"},
     {"keycache_entries", OPT_U64, OFF(keycache_entries), "65536", 1, 16777216, 0, NULL, "N",
      "clients whose precomputed key is cached"},
     {"metrics", OPT_STR, OFF(metrics), NULL, 0, 0, 0, NULL, "HOST:PORT",

@@ -63,6 +63,15 @@ static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
     EMIT("ldpb_commit_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
     EMIT("ldpb_commit_seconds_sum %.6f\nldpb_commit_seconds_count %" PRIu64 "\n",
          (double)st.commit_us / 1e6, cumulative);
+    COUNTER("ldpb_replay_evicted_total",
+            "Nonces the full replay cache forgot early (the accepted window narrowed).",
+            st.replay_evicted);
+    EMIT("# HELP ldpb_replay_entries Nonces the replay cache remembers now.\n"
+         "# TYPE ldpb_replay_entries gauge\nldpb_replay_entries %" PRIu64 "\n",
+         st.replay_entries);
+    EMIT("# HELP ldpb_replay_window_seconds How far behind the aggregator's clock a request may "
+         "be now.\n# TYPE ldpb_replay_window_seconds gauge\nldpb_replay_window_seconds %.3f\n",
+         (double)st.replay_window_ms / 1e3);
     COUNTER("ldpb_decisions_dropped_total", "Decisions not logged (queue full).",
             st.decisions_dropped);
     COUNTER("ldpb_send_failures_total", "Replies the transport could not send.", st.send_failures);

@@ -94,6 +94,7 @@ struct agg_server {
     agg_token_key token_key;
     ldpb_keycache *kc;
     ldpb_replay *rp;
+    int replay_full_logged; /* under seal_mu */
     pthread_mutex_t seal_mu;
 
     agg_store *store;
@@ -594,7 +595,18 @@ void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t 
     pthread_mutex_lock(&s->seal_mu);
     err = ldpb_seal_open_request(s->kc, s->rp, &fr, ldpb_seal_now_ms(), w->pt, sizeof w->pt,
                                  &pt_len, &key, detail);
+    uint64_t evicted = ldpb_replay_evicted(s->rp);
+    int first_eviction = evicted > 0 && !s->replay_full_logged;
+    if (first_eviction)
+        s->replay_full_logged = 1;
     pthread_mutex_unlock(&s->seal_mu);
+    if (first_eviction)
+        logf_(s, AGG_LOG_WARN,
+              "the replay cache is full (%" PRIu64 " entries): from now on it forgets its oldest "
+              "nonces and refuses requests whose time is not after them, so clients need "
+              "closer clocks than replay_window_s; raise replay_entries "
+              "(ldpb_replay_evicted_total counts them)",
+              (uint64_t)s->cfg->replay_entries);
     const uint8_t *pk = fr.client_pk;
     if (err) {
         logf_(s, AGG_LOG_DEBUG, "refused a frame: %s", detail);
@@ -1127,6 +1139,14 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     o->commit_us = atomic_load(&s->commit_us);
     for (size_t b = 0; b <= AGG_COMMIT_BUCKETS; b++)
         o->commit_hist[b] = atomic_load(&s->commit_hist[b]);
+    pthread_mutex_lock(&s->seal_mu);
+    o->replay_entries = ldpb_replay_count(s->rp);
+    o->replay_evicted = ldpb_replay_evicted(s->rp);
+    uint64_t floor_ms = ldpb_replay_floor_ms(s->rp), now_ms = ldpb_seal_now_ms();
+    pthread_mutex_unlock(&s->seal_mu);
+    o->replay_window_ms = s->cfg->replay_window_s * 1000u;
+    if (floor_ms && now_ms > floor_ms && now_ms - floor_ms < o->replay_window_ms)
+        o->replay_window_ms = now_ms - floor_ms;
     o->decisions_dropped = atomic_load(&s->n_decisions_dropped);
     o->send_failures = atomic_load(&s->n_send_failures);
     pthread_mutex_lock(&s->queue_mu);

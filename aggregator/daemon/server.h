@@ -59,6 +59,10 @@ typedef struct agg_server_stats {
     /* committed transactions by duration: [b] counts those above bucket b-1's bound and at most
      * agg_commit_bucket_us[b]; the last slot those above every bound */
     uint64_t commit_hist[AGG_COMMIT_BUCKETS + 1];
+    uint64_t replay_entries;   /* nonces remembered now */
+    uint64_t replay_evicted;   /* nonces forgotten early because the replay cache was full */
+    uint64_t replay_window_ms; /* how far behind the aggregator's clock a request may be now:
+                                  replay_window_s, or less while the cache is full */
 } agg_server_stats;
 
 /* Upper bounds (microseconds) of the commit duration histogram's buckets. */

@@ -2,7 +2,9 @@
  * index (chained, slot indices stored plus one so calloc'd memory is an empty table, SipHash with a
  * per-table random key so clients cannot aim for one bucket). The key cache adds an LRU list; the
  * replay cache adds a min-heap on expiry time. Capacities are fixed at creation: memory is
- * bounded and known, and a full replay cache refuses rather than forgets. */
+ * bounded and known. A full replay cache forgets its oldest nonce and from then on refuses every
+ * nonce not newer than it, so nothing forgotten can be replayed: under a load beyond its size the
+ * accepted window narrows instead of the service stopping. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -511,6 +513,8 @@ struct ldpb_replay {
     size_t heap_n;
     uint64_t window_ms;
     uint64_t clock_ms; /* the latest now_ms seen */
+    uint64_t floor_ms; /* nonce times at or below this may have been forgotten: refused */
+    uint64_t evicted;  /* nonces forgotten early because the cache was full */
     uint8_t dkey[crypto_shorthash_siphashx24_KEYBYTES];
 };
 
@@ -613,6 +617,14 @@ ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYT
     ldpb_err err = check_time(ts, now, rp->window_ms, detail);
     if (err)
         return err;
+    if (ts <= rp->floor_ms) {
+        say(detail,
+            "message time %" PRIu64 " ms is not after %" PRIu64
+            " ms, the oldest time the full replay cache still covers (%" PRIu64
+            " ms behind this clock); send a fresh request",
+            ts, rp->floor_ms, now > rp->floor_ms ? now - rp->floor_ms : 0);
+        return LDPB_EREPLAY;
+    }
     /* An entry is needed while its nonce time could still pass the window check. */
     while (rp->heap_n && rp->expires[rp->heap[0]] < now)
         index_remove(&rp->ix, heap_pop(rp) + 1);
@@ -624,6 +636,23 @@ ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYT
     if (index_find(&rp->ix, digest)) {
         say(detail, "this nonce was already used by this client (a replayed message)");
         return LDPB_EREPLAY;
+    }
+    if (rp->ix.count == rp->ix.cap && rp->heap_n) {
+        /* Forget the nonce that expires first (the oldest time) and refuse its time and older
+         * from now on: a replay of it, or of anything forgotten before, fails the floor check. */
+        uint32_t oldest = heap_pop(rp);
+        uint64_t t_old = rp->expires[oldest] - rp->window_ms;
+        if (t_old > rp->floor_ms)
+            rp->floor_ms = t_old;
+        index_remove(&rp->ix, oldest + 1);
+        rp->evicted++;
+        if (ts <= rp->floor_ms) {
+            say(detail,
+                "message time %" PRIu64 " ms is not after the oldest time the full "
+                "replay cache still covers; send a fresh request",
+                ts);
+            return LDPB_EREPLAY;
+        }
     }
     uint32_t s = index_insert(&rp->ix, digest);
     if (!s) {
@@ -639,6 +668,16 @@ ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYT
 size_t ldpb_replay_count(const ldpb_replay *rp)
 {
     return rp ? rp->ix.count : 0;
+}
+
+uint64_t ldpb_replay_evicted(const ldpb_replay *rp)
+{
+    return rp ? rp->evicted : 0;
+}
+
+uint64_t ldpb_replay_floor_ms(const ldpb_replay *rp)
+{
+    return rp ? rp->floor_ms : 0;
 }
 
 /* ---- server receive path ------------------------------------------------------------------- */

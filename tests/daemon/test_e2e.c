@@ -650,6 +650,62 @@ static void http_get(int port, const char *path, char *buf, size_t cap)
     close(fd);
 }
 
+/* A replay cache far smaller than the load: every fresh request is still served (the oldest
+ * nonces are forgotten and the accepted window narrows), a replay of a forgotten nonce is still
+ * refused, the daemon warns once, and /metrics shows it. */
+static void test_replay_cache_full(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    assert_int_equal(dt_daemon_init(&d), 0);
+    int mport = dt_free_port();
+    char extra[256];
+    snprintf(extra, sizeof extra,
+             "arms = 3\nreplay_entries = 16\nlog_level = warn\nmetrics = 127.0.0.1:%d\n", mport);
+    assert_int_equal(dt_daemon_write_config(&d, extra), 0);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    dt_client c;
+    assert_int_equal(dt_client_open(&c, d.tcp_url, d.server.pk, 5000), 0);
+    /* A status request whose exact bytes are replayed once the cache has forgotten them. */
+    static const uint8_t status_pt[] = {0x08, 0x01, 0x10, 0x2a, 0x72, 0x00};
+    uint8_t first[512];
+    size_t first_len = dt_client_seal(&c, status_pt, sizeof status_pt, first, sizeof first);
+    dt_reply r;
+    assert_int_equal(dt_client_raw(&c, first, first_len, &r), 0);
+    assert_int_equal(r.kind, 1);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_STATUS);
+    dt_reply_clear(&r);
+    for (int i = 0; i < 60; i++) {
+        uint32_t arm;
+        int mech;
+        double eps;
+        uint8_t id[LDPB_WIRE_ID_MAX];
+        size_t id_len;
+        assert_int_equal(dt_assign(&c, &arm, &mech, &eps, id, &id_len), 0);
+    }
+    assert_int_equal(dt_client_raw(&c, first, first_len, &r), 0);
+    assert_true(dt_is_error(&r, 1, LDPB_EREPLAY));
+    dt_reply_clear(&r);
+    dt_client_close(&c);
+    static char http[32768];
+    http_get(mport, "/metrics", http, sizeof http);
+    const char *ev = strstr(http, "\nldpb_replay_evicted_total ");
+    assert_non_null(ev);
+    assert_true(strtoull(ev + strlen("\nldpb_replay_evicted_total "), NULL, 10) >= 45);
+    assert_non_null(strstr(http, "\nldpb_replay_entries 16\n"));
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    char log[8192];
+    FILE *f = fopen(d.log, "r");
+    assert_non_null(f);
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    fclose(f);
+    log[n] = '\0';
+    const char *warn = strstr(log, "the replay cache is full");
+    assert_non_null(warn);
+    assert_null(strstr(warn + 1, "the replay cache is full")); /* once */
+    dt_daemon_cleanup(&d);
+}
+
 static void test_central_mode(void **state)
 {
     (void)state;
@@ -879,9 +935,13 @@ int main(void)
         cmocka_unit_test(test_client_library),
     };
     const struct CMUnitTest own_tests[] = {
-        cmocka_unit_test(test_allowlist),     cmocka_unit_test(test_kill9_restart),
-        cmocka_unit_test(test_sigterm_drain), cmocka_unit_test(test_central_mode),
-        cmocka_unit_test(test_config_errors), cmocka_unit_test(test_state_mismatch_and_lock),
+        cmocka_unit_test(test_allowlist),
+        cmocka_unit_test(test_kill9_restart),
+        cmocka_unit_test(test_sigterm_drain),
+        cmocka_unit_test(test_central_mode),
+        cmocka_unit_test(test_replay_cache_full),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_state_mismatch_and_lock),
     };
     int failed =
         cmocka_run_group_tests_name("daemon: shared", shared_tests, start_shared, stop_shared);

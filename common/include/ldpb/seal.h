@@ -174,16 +174,23 @@ LDPB_API void ldpb_replay_free(ldpb_replay *rp);
 
 /* Accepts the (client_pk, nonce) pair once: LDPB_OK and remembered until the nonce time plus the
  * window has passed; LDPB_EREPLAY if the nonce time is more than the window away from the cache's
- * clock, or the pair was seen; LDPB_EBUSY if the cache is full of live entries (nothing is
- * forgotten early: the request is refused). The cache's clock is max(now_ms, latest now_ms seen),
- * so a clock stepped backwards cannot resurrect an expired nonce. Call it only for authenticated
- * frames (after ldpb_seal_open). */
+ * clock, or the pair was seen, or the nonce time is not after the floor (below). When the cache
+ * is full of live entries it forgets the entry with the oldest nonce time and raises the floor to
+ * that time: every nonce at or before the floor is refused from then on, so nothing forgotten can
+ * be replayed, and under a load beyond max_entries the accepted window narrows (to about
+ * max_entries / request rate) rather than the service refusing everyone. The cache's clock is
+ * max(now_ms, latest now_ms seen), so a clock stepped backwards cannot resurrect an expired nonce.
+ * LDPB_EBUSY is no longer returned in practice (only if an entry cannot be stored at all). Call
+ * it only for authenticated frames (after ldpb_seal_open). */
 LDPB_API ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYTES],
                                     const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms,
                                     char *detail);
 
 /* Live entries, after expiring those past their time at the last check. */
 LDPB_API size_t ldpb_replay_count(const ldpb_replay *rp);
+/* Entries forgotten early because the cache was full, and the floor they raised (0 if none). */
+LDPB_API uint64_t ldpb_replay_evicted(const ldpb_replay *rp);
+LDPB_API uint64_t ldpb_replay_floor_ms(const ldpb_replay *rp);
 
 /* ---- server: the whole receive path -------------------------------------------------------- */
 
