@@ -66,12 +66,12 @@ ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id
         return LDPB_EINVAL;
     uint8_t *p = id;
     *p++ = AGG_TOKEN_VERSION;
+    for (int i = 7; i >= 0; i--)
+        *p++ = (uint8_t)(t->expires_at_ms >> (8 * i));
     put_le(p, t->arm, 4);
     p += 4;
     *p++ = t->mechanism;
     put_le(p, dbl_bits(t->epsilon), 8);
-    p += 8;
-    put_le(p, t->expires_at_ms, 8);
     p += 8;
     put_le(p, dbl_bits(t->propensity), 8);
     p += 8;
@@ -88,7 +88,7 @@ ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len,
 {
     if (!key || !out || (!id && len))
         return LDPB_EINVAL;
-    if (len != AGG_TOKEN_BYTES || id[0] != AGG_TOKEN_VERSION)
+    if (len != AGG_TOKEN_BYTES || (id[0] != AGG_TOKEN_VERSION && id[0] != 1))
         return LDPB_ENOTFOUND;
     uint8_t want[AGG_TOKEN_MAC_BYTES];
     if (mac(key, id, want) != 0)
@@ -96,13 +96,20 @@ ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len,
     if (sodium_memcmp(want, id + AGG_TOKEN_BODY_BYTES, AGG_TOKEN_MAC_BYTES) != 0)
         return LDPB_ENOTFOUND;
     const uint8_t *p = id + 1;
+    if (id[0] == AGG_TOKEN_VERSION) {
+        out->expires_at_ms = 0;
+        for (int i = 0; i < 8; i++)
+            out->expires_at_ms = out->expires_at_ms << 8 | *p++;
+    }
     out->arm = (uint32_t)get_le(p, 4);
     p += 4;
     out->mechanism = *p++;
     out->epsilon = bits_dbl(get_le(p, 8));
     p += 8;
-    out->expires_at_ms = get_le(p, 8);
-    p += 8;
+    if (id[0] == 1) {
+        out->expires_at_ms = get_le(p, 8);
+        p += 8;
+    }
     out->propensity = bits_dbl(get_le(p, 8));
     p += 8;
     out->policy_version = get_le(p, 8);

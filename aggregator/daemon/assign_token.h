@@ -4,10 +4,15 @@
  * assignment therefore writes nothing to disk, and a report for an id the aggregator never issued
  * (forged, corrupted, issued under another key) fails the MAC: "unknown assignment".
  *
- * Layout (AGG_TOKEN_BYTES = 62, little-endian):
- *   version u8 (1) | arm u32 | mechanism u8 (wire enum) | epsilon f64 | expires_at_ms u64 |
- *   propensity f64 | policy_version u64 | random[8] | MAC[16]
- * MAC = BLAKE2b-128 keyed (crypto_generichash) over the first 46 bytes.
+ * Layout (AGG_TOKEN_BYTES = 62), version 2:
+ *   version u8 (2) | expires_at_ms u64 BIG-endian | arm u32 | mechanism u8 (wire enum) |
+ *   epsilon f64 | propensity f64 | policy_version u64 | random[8] | MAC[16]
+ * (little-endian but for the expiry). MAC = BLAKE2b-128 keyed (crypto_generichash) over the
+ * first 46 bytes. The big-endian expiry first makes ids sort by issue time, so the state's
+ * tables, keyed by assignment id, grow at their right edge: a commit dirties a few B-tree pages
+ * instead of one random page per row, and an old, large state does not turn every insert into a
+ * disk read. Version 1 (issued before; still accepted): version u8 (1) | arm u32 | mechanism u8 |
+ * epsilon f64 | expires_at_ms u64 | propensity f64 | policy_version u64 | random[8] | MAC[16].
  *
  * Thread safety: reentrant; a key is read-only after derivation. */
 #ifndef LDPB_AGG_ASSIGN_TOKEN_H
@@ -19,7 +24,7 @@
 #include "ldpb/err.h"
 #include "ldpb/seal.h"
 
-#define AGG_TOKEN_VERSION      1u
+#define AGG_TOKEN_VERSION      2u
 #define AGG_TOKEN_RANDOM_BYTES 8u
 #define AGG_TOKEN_MAC_BYTES    16u
 #define AGG_TOKEN_BODY_BYTES   46u
