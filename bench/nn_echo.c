@@ -1,12 +1,15 @@
 /* The transport's own ceiling, for reading bench/run_service_bench.sh: nanomsg REQ/REP round
  * trips per second between C client threads (one REQ socket each, one request in flight, as a
  * device running ldpb_client does) and one raw REP socket served by W threads that echo a
- * message of the size of a sealed ldpb request, in one process on this machine. Nothing is
- * sealed, decoded or stored: whatever the service does beyond this costs on top of it. An ldpb
- * report takes two round trips (assign, then report).
+ * message of the size of a sealed ldpb request. By default both sides run in this process;
+ * --role server and --role client run them as two processes, as ldpb-aggregator and ldpb loadgen
+ * do (nanomsg moves every socket's bytes on one I/O thread per process, so one process for both
+ * sides is a lower figure). Nothing is sealed, decoded or stored: whatever the service does
+ * beyond this costs on top of it. An ldpb report takes two round trips (assign, then report).
  *
- * Usage: bench_nn_echo [--url URL] [--clients N] [--workers W] [--seconds S] [--bytes B]
- * Prints figures only. */
+ * Usage: bench_nn_echo [--role both|server|client] [--url URL] [--clients N] [--workers W]
+ *                      [--seconds S] [--bytes B]
+ * A server (--role server) serves for S seconds plus one. Prints figures only. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,7 +30,7 @@ struct config {
     const char *url;
     int clients, workers, bytes;
     double seconds;
-    int server;
+    const char *role; /* both, server, client */
 };
 
 static double now_s(void)
@@ -97,7 +100,7 @@ static void *client(void *arg)
 
 int main(int argc, char **argv)
 {
-    struct config cfg = {"tcp://127.0.0.1:7461", 256, 2, 200, 5.0, 1};
+    struct config cfg = {"tcp://127.0.0.1:7461", 256, 2, 200, 5.0, "both"};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--url") == 0)
             cfg.url = argv[i + 1];
@@ -109,11 +112,19 @@ int main(int argc, char **argv)
             cfg.seconds = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--bytes") == 0)
             cfg.bytes = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--role") == 0)
+            cfg.role = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_nn_echo [--url URL] [--clients N] [--workers W] "
-                            "[--seconds S] [--bytes B]\n");
+            fprintf(stderr, "usage: bench_nn_echo [--role both|server|client] [--url URL] "
+                            "[--clients N] [--workers W] [--seconds S] [--bytes B]\n");
             return 2;
         }
+    }
+    int serve = strcmp(cfg.role, "client") != 0, drive = strcmp(cfg.role, "server") != 0;
+    if (strcmp(cfg.role, "both") != 0 && strcmp(cfg.role, "server") != 0 &&
+        strcmp(cfg.role, "client") != 0) {
+        fprintf(stderr, "bench_nn_echo: --role is both, server or client\n");
+        return 2;
     }
     if (cfg.clients < 1 || cfg.clients > CLIENTS_MAX || cfg.workers < 1 || cfg.workers > 64 ||
         cfg.bytes < 1 || cfg.bytes > 65536 || !(cfg.seconds > 0)) {
@@ -123,17 +134,32 @@ int main(int argc, char **argv)
                 CLIENTS_MAX);
         return 2;
     }
-    int srv = nn_socket(AF_SP_RAW, NN_REP);
-    int tmo = 100;
-    if (srv < 0 || nn_setsockopt(srv, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo) < 0 ||
-        nn_bind(srv, cfg.url) < 0) {
-        fprintf(stderr, "bench_nn_echo: cannot serve %s: %s\n", cfg.url, nn_strerror(nn_errno()));
-        return 1;
-    }
+    int srv = -1;
     pthread_t workers[64], clients[CLIENTS_MAX];
-    struct client_arg cargs[CLIENTS_MAX];
-    for (int i = 0; i < cfg.workers; i++)
-        pthread_create(&workers[i], NULL, echo_worker, &srv);
+    static struct client_arg cargs[CLIENTS_MAX];
+    if (serve) {
+        srv = nn_socket(AF_SP_RAW, NN_REP);
+        int tmo = 100;
+        if (srv < 0 || nn_setsockopt(srv, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo) < 0 ||
+            nn_bind(srv, cfg.url) < 0) {
+            fprintf(stderr, "bench_nn_echo: cannot serve %s: %s\n", cfg.url,
+                    nn_strerror(nn_errno()));
+            return 1;
+        }
+        for (int i = 0; i < cfg.workers; i++)
+            pthread_create(&workers[i], NULL, echo_worker, &srv);
+    }
+    if (!drive) {
+        double end = now_s() + cfg.seconds + 1.0;
+        struct timespec tick = {0, 100000000L};
+        while (now_s() < end)
+            nanosleep(&tick, NULL);
+        atomic_store(&stop_flag, 1);
+        for (int i = 0; i < cfg.workers; i++)
+            pthread_join(workers[i], NULL);
+        nn_close(srv);
+        return 0;
+    }
     for (int i = 0; i < cfg.clients; i++) {
         cargs[i] = (struct client_arg){&cfg, 0};
         pthread_create(&clients[i], NULL, client, &cargs[i]);
@@ -150,14 +176,18 @@ int main(int argc, char **argv)
     atomic_store(&stop_flag, 1);
     for (int i = 0; i < cfg.clients; i++)
         pthread_join(clients[i], NULL);
-    for (int i = 0; i < cfg.workers; i++)
-        pthread_join(workers[i], NULL);
-    nn_close(srv);
+    if (serve) {
+        for (int i = 0; i < cfg.workers; i++)
+            pthread_join(workers[i], NULL);
+        nn_close(srv);
+    }
     int failed = 0;
     for (int i = 0; i < cfg.clients; i++)
         failed += cargs[i].failed;
-    printf("nanomsg REQ/REP echo over %s: %d client threads, %d echo threads, %d-byte messages\n",
-           cfg.url, cfg.clients, cfg.workers, cfg.bytes);
+    printf("nanomsg REQ/REP echo over %s: %d client threads, %s, %d-byte messages\n", cfg.url,
+           cfg.clients,
+           serve ? "echo threads in the same process" : "echo server in another process",
+           cfg.bytes);
     printf("round trips/s  %.0f  (%.2f s measured%s)\n", (double)(r1 - r0) / (t1 - t0), t1 - t0,
            failed ? ", some clients failed to start" : "");
     return failed ? 1 : 0;
