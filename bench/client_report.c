@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "ldpb/ledger.h"
 #include "ldpb/mech.h"
 #include "ldpb/rng.h"
@@ -22,19 +23,6 @@
 #define ID_BYTES   62     /* an aggregator's assignment id */
 
 typedef enum stage { PRIVATIZE = 1, ENCODE = 2, SEAL = 3 } stage;
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void die(const char *what, ldpb_err err)
 {
@@ -58,7 +46,7 @@ static double run(const ldpb_mech *mech, ldpb_rng *rng, const ldpb_seal_key *key
     uint8_t id[ID_BYTES];
     ldpb_rng_bytes(rng, id, sizeof id);
     int is_bit = ldpb_mech_is_bernoulli(mech);
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (uint64_t i = 0; i < PER_LEDGER; i++) {
         memcpy(id, &i, sizeof i); /* a new assignment id per report */
         ldpb_ledger_entry e;
@@ -107,7 +95,7 @@ static double run(const ldpb_mech *mech, ldpb_rng *rng, const ldpb_seal_key *key
             die("ldpb_seal_frame", err);
         *sink += frame[len - 1];
     }
-    double ns = (now_ns() - t0) / PER_LEDGER;
+    double ns = (bench_now_ns() - t0) / PER_LEDGER;
     ldpb_ledger_close(ledger);
     return ns;
 }
@@ -144,7 +132,7 @@ int main(void)
             double t[ROUNDS];
             for (int r = 0; r < ROUNDS; r++)
                 t[r] = run(mech, rng, &key, &client, s, &sink);
-            qsort(t, ROUNDS, sizeof t[0], cmp_double);
+            qsort(t, ROUNDS, sizeof t[0], bench_cmp_double);
             med[s - 1] = t[ROUNDS / 2];
         }
         printf("%-10s %12.0f %12.0f %12.0f\n", mechs[m].name, med[0], med[1], med[2]);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "ldpb/mech.h"
 #include "ldpb/rng.h"
 
@@ -57,19 +58,6 @@ void __wrap_free(void *p)
 
 /* --- helpers -----------------------------------------------------------------------------------*/
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* VmRSS and VmHWM of this process in KiB, from /proc/self/status; -1 where unavailable. */
 static void read_memory(long *rss_kib, long *hwm_kib)
 {
@@ -115,7 +103,7 @@ static volatile double sink; /* keeps the outputs alive */
 static double run_rep(const ldpb_mech *mech, ldpb_rng *rng, const double *inputs)
 {
     double acc = 0.0;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (uint32_t i = 0; i < REPORTS_PER_REP; i++) {
         double y;
         ldpb_err err = ldpb_mech_privatize(mech, rng, inputs[i % N_INPUTS], &y);
@@ -123,7 +111,7 @@ static double run_rep(const ldpb_mech *mech, ldpb_rng *rng, const double *inputs
             die("ldpb_mech_privatize", err);
         acc += y;
     }
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     sink += acc;
     return (t1 - t0) / REPORTS_PER_REP;
 }
@@ -135,7 +123,7 @@ static void measure(const ldpb_mech *mech, ldpb_rng *rng, const double *inputs, 
     (void)run_rep(mech, rng, inputs);
     for (int r = 0; r < REPS; r++)
         t[r] = run_rep(mech, rng, inputs);
-    qsort(t, REPS, sizeof t[0], cmp_double);
+    qsort(t, REPS, sizeof t[0], bench_cmp_double);
     out[0] = t[REPS / 2];
     out[1] = t[0];
     out[2] = t[REPS - 1];
@@ -147,13 +135,13 @@ static double keystream_ns(ldpb_rng *rng)
     double t[REPS];
     for (int r = 0; r < REPS; r++) {
         uint64_t acc = 0;
-        double t0 = now_ns();
+        double t0 = bench_now_ns();
         for (uint32_t i = 0; i < REPORTS_PER_REP; i++)
             acc ^= ldpb_rng_u64(rng);
-        t[r] = (now_ns() - t0) / REPORTS_PER_REP;
+        t[r] = (bench_now_ns() - t0) / REPORTS_PER_REP;
         sink += (double)(acc & 1);
     }
-    qsort(t, REPS, sizeof t[0], cmp_double);
+    qsort(t, REPS, sizeof t[0], bench_cmp_double);
     return t[REPS / 2];
 }
 

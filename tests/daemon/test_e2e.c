@@ -650,6 +650,18 @@ static void http_get(int port, const char *path, char *buf, size_t cap)
     close(fd);
 }
 
+/* Starts a daemon with `extra` config lines and /metrics on a free port; returns the port. */
+static int start_with_metrics(dt_daemon *d, const char *extra)
+{
+    assert_int_equal(dt_daemon_init(d), 0);
+    int mport = dt_free_port();
+    char conf[1024];
+    snprintf(conf, sizeof conf, "%smetrics = 127.0.0.1:%d\n", extra, mport);
+    assert_int_equal(dt_daemon_write_config(d, conf), 0);
+    assert_int_equal(dt_daemon_start(d, NULL, NULL), 0);
+    return mport;
+}
+
 /* A replay cache far smaller than the load: every fresh request is still served (the oldest
  * nonces are forgotten and the accepted window narrows), a replay of a forgotten nonce is still
  * refused, the daemon warns once, and /metrics shows it. */
@@ -657,13 +669,7 @@ static void test_replay_cache_full(void **state)
 {
     (void)state;
     dt_daemon d;
-    assert_int_equal(dt_daemon_init(&d), 0);
-    int mport = dt_free_port();
-    char extra[256];
-    snprintf(extra, sizeof extra,
-             "arms = 3\nreplay_entries = 16\nlog_level = warn\nmetrics = 127.0.0.1:%d\n", mport);
-    assert_int_equal(dt_daemon_write_config(&d, extra), 0);
-    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    int mport = start_with_metrics(&d, "arms = 3\nreplay_entries = 16\nlog_level = warn\n");
     dt_client c;
     assert_int_equal(dt_client_open(&c, d.tcp_url, d.server.pk, 5000), 0);
     /* A status request whose exact bytes are replayed once the cache has forgotten them. */
@@ -710,15 +716,8 @@ static void test_central_mode(void **state)
 {
     (void)state;
     dt_daemon d;
-    assert_int_equal(dt_daemon_init(&d), 0);
-    int mport = dt_free_port();
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "arms = 4\nmode = central\npolicy = dp-ucb\nhorizon = 100000\nepsilon = 1\n"
-             "log_level = warn\nmetrics = 127.0.0.1:%d\n",
-             mport);
-    assert_int_equal(dt_daemon_write_config(&d, extra), 0);
-    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    int mport = start_with_metrics(&d, "arms = 4\nmode = central\npolicy = dp-ucb\n"
+                                       "horizon = 100000\nepsilon = 1\nlog_level = warn\n");
     dt_client c;
     assert_int_equal(dt_client_open(&c, d.tcp_url, d.server.pk, 5000), 0);
     uint32_t arm;
