@@ -317,21 +317,18 @@ struct args {
         *device_reports, *rate;
 };
 
-static const struct {
-    const char *name;
-    size_t offset;
-} options[] = {
-    {"connect", offsetof(struct args, connect)},
-    {"server-key", offsetof(struct args, server_key)},
-    {"clients", offsetof(struct args, clients)},
-    {"reports", offsetof(struct args, reports)},
-    {"duration", offsetof(struct args, duration)},
-    {"means", offsetof(struct args, means)},
-    {"laws", offsetof(struct args, laws)},
-    {"seed", offsetof(struct args, seed)},
-    {"timeout-ms", offsetof(struct args, timeout)},
-    {"device-reports", offsetof(struct args, device_reports)},
-    {"rate", offsetof(struct args, rate)},
+static const tool_option options[] = {
+    {"connect", TOOL_OPT_VALUE, offsetof(struct args, connect)},
+    {"server-key", TOOL_OPT_VALUE, offsetof(struct args, server_key)},
+    {"clients", TOOL_OPT_VALUE, offsetof(struct args, clients)},
+    {"reports", TOOL_OPT_VALUE, offsetof(struct args, reports)},
+    {"duration", TOOL_OPT_VALUE, offsetof(struct args, duration)},
+    {"means", TOOL_OPT_VALUE, offsetof(struct args, means)},
+    {"laws", TOOL_OPT_VALUE, offsetof(struct args, laws)},
+    {"seed", TOOL_OPT_VALUE, offsetof(struct args, seed)},
+    {"timeout-ms", TOOL_OPT_VALUE, offsetof(struct args, timeout)},
+    {"device-reports", TOOL_OPT_VALUE, offsetof(struct args, device_reports)},
+    {"rate", TOOL_OPT_VALUE, offsetof(struct args, rate)},
 };
 
 static void usage(FILE *f)
@@ -385,44 +382,10 @@ static void usage(FILE *f)
 /* Returns -1 to go on, else an exit status (0 after --help). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
+    static const tool_parse_spec spec = {PROG, options, sizeof options / sizeof options[0], usage,
+                                         0};
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            usage(stdout);
-            if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
-                return EXIT_RUNTIME;
-            }
-            return 0;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return tool_usage_error(PROG, "unexpected argument", arg);
-        const char *name = arg + 2;
-        const char *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        const char **slot = NULL;
-        const char *long_name = NULL;
-        for (size_t j = 0; j < sizeof options / sizeof options[0]; j++)
-            if (strlen(options[j].name) == nlen && strncmp(options[j].name, name, nlen) == 0) {
-                slot = (const char **)((char *)a + options[j].offset);
-                long_name = options[j].name;
-            }
-        if (!slot)
-            return tool_usage_error(PROG, "unknown option", arg);
-        const char *value = eq ? eq + 1 : NULL;
-        if (!value) {
-            if (i + 1 >= argc)
-                return tool_usage_error(PROG, "missing value for option", arg);
-            value = argv[++i];
-        }
-        if (*slot) {
-            fprintf(stderr, "%s: option --%s given twice\n", PROG, long_name);
-            return EXIT_USAGE;
-        }
-        *slot = value;
-    }
-    return -1;
+    return tool_parse_options(&spec, argc, argv, a);
 }
 
 static int parse_uint(const char *opt, const char *text, uint64_t lo, uint64_t hi, uint64_t *out)

@@ -137,83 +137,31 @@ static void usage(FILE *f)
             "Exit status: 0 success, 1 runtime error (I/O, memory, gnuplot), 2 bad arguments.\n");
 }
 
-enum { OPT_VALUE, OPT_FLAG, OPT_HELP };
-
-static const struct option_spec {
-    const char *name;
-    int kind;
-    size_t offset; /* of the const char * (OPT_VALUE) or int (OPT_FLAG) in struct args */
-} options[] = {
-    {"preset", OPT_VALUE, offsetof(struct args, plan.preset)},
-    {"means", OPT_VALUE, offsetof(struct args, plan.means)},
-    {"laws", OPT_VALUE, offsetof(struct args, plan.laws)},
-    {"algorithms", OPT_VALUE, offsetof(struct args, plan.algorithms)},
-    {"mechanisms", OPT_VALUE, offsetof(struct args, plan.mechanisms)},
-    {"epsilons", OPT_VALUE, offsetof(struct args, plan.epsilons)},
-    {"k", OPT_VALUE, offsetof(struct args, plan.ks)},
-    {"horizon", OPT_VALUE, offsetof(struct args, plan.horizon)},
-    {"trials", OPT_VALUE, offsetof(struct args, plan.trials)},
-    {"kappa", OPT_VALUE, offsetof(struct args, plan.kappa)},
-    {"seed", OPT_VALUE, offsetof(struct args, seed)},
-    {"threads", OPT_VALUE, offsetof(struct args, threads)},
-    {"out", OPT_VALUE, offsetof(struct args, out)},
-    {"no-plots", OPT_FLAG, offsetof(struct args, no_plots)},
-    {"quiet", OPT_FLAG, offsetof(struct args, quiet)},
-    {"help", OPT_HELP, 0},
+static const tool_option options[] = {
+    {"preset", TOOL_OPT_VALUE, offsetof(struct args, plan.preset)},
+    {"means", TOOL_OPT_VALUE, offsetof(struct args, plan.means)},
+    {"laws", TOOL_OPT_VALUE, offsetof(struct args, plan.laws)},
+    {"algorithms", TOOL_OPT_VALUE, offsetof(struct args, plan.algorithms)},
+    {"mechanisms", TOOL_OPT_VALUE, offsetof(struct args, plan.mechanisms)},
+    {"epsilons", TOOL_OPT_VALUE, offsetof(struct args, plan.epsilons)},
+    {"k", TOOL_OPT_VALUE, offsetof(struct args, plan.ks)},
+    {"horizon", TOOL_OPT_VALUE, offsetof(struct args, plan.horizon)},
+    {"trials", TOOL_OPT_VALUE, offsetof(struct args, plan.trials)},
+    {"kappa", TOOL_OPT_VALUE, offsetof(struct args, plan.kappa)},
+    {"seed", TOOL_OPT_VALUE, offsetof(struct args, seed)},
+    {"threads", TOOL_OPT_VALUE, offsetof(struct args, threads)},
+    {"out", TOOL_OPT_VALUE, offsetof(struct args, out)},
+    {"no-plots", TOOL_OPT_FLAG, offsetof(struct args, no_plots)},
+    {"quiet", TOOL_OPT_FLAG, offsetof(struct args, quiet)},
 };
 
 /* Returns -1 to go on, else an exit status (0 after --help). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
+    static const tool_parse_spec spec = {PROG, options, sizeof options / sizeof options[0], usage,
+                                         1};
     memset(a, 0, sizeof *a);
-    /* --help wins over anything else on the line, as in the other commands. */
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
-                return EXIT_RUNTIME;
-            }
-            return 0;
-        }
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
-            return tool_usage_error(PROG, "unexpected argument", arg);
-        const char *name = arg + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const struct option_spec *opt = NULL;
-        for (size_t j = 0; j < sizeof options / sizeof options[0]; j++)
-            if (strlen(options[j].name) == len && strncmp(options[j].name, name, len) == 0)
-                opt = &options[j];
-        if (!opt || opt->kind == OPT_HELP)
-            return tool_usage_error(PROG, "unknown option", arg);
-        if (opt->kind == OPT_FLAG) {
-            if (eq)
-                return tool_usage_error(PROG, "option takes no value:", arg);
-            int *flag = (int *)((char *)a + opt->offset);
-            if (*flag) {
-                fprintf(stderr, "%s: option --%s given twice\n", PROG, opt->name);
-                return EXIT_USAGE;
-            }
-            *flag = 1;
-            continue;
-        }
-        const char *value = eq ? eq + 1 : NULL;
-        if (!value) {
-            /* No value of any option starts with "--": that is the next option. */
-            if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)
-                return tool_usage_error(PROG, "missing value for option", arg);
-            value = argv[++i];
-        }
-        const char **slot = (const char **)((char *)a + opt->offset);
-        if (*slot) {
-            fprintf(stderr, "%s: option --%s given twice\n", PROG, opt->name);
-            return EXIT_USAGE;
-        }
-        *slot = value;
-    }
-    return -1;
+    return tool_parse_options(&spec, argc, argv, a);
 }
 
 static int parse_threads(const char *text, unsigned *out)
@@ -315,8 +263,8 @@ static void progress_clear(struct progress *p)
 }
 
 /* Writes a file through a temporary name and a rename, so a reader never sees half of it. */
-static int write_file(const char *dir, const char *name, const simreport *r,
-                      int (*writer)(const simreport *, FILE *))
+static int write_text(const char *dir, const char *name, int (*fn)(const void *, FILE *),
+                      const void *ctx)
 {
     char path[PATH_BYTES], tmp[PATH_BYTES + 8];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -326,7 +274,7 @@ static int write_file(const char *dir, const char *name, const simreport *r,
         fprintf(stderr, "%s: cannot create %s: %s\n", PROG, tmp, strerror(errno));
         return EXIT_RUNTIME;
     }
-    int bad = writer(r, f);
+    int bad = fn(ctx, f);
     int err = errno;
     if (fclose(f) != 0 && !bad) {
         bad = 1;
@@ -342,6 +290,16 @@ static int write_file(const char *dir, const char *name, const simreport *r,
         return EXIT_RUNTIME;
     }
     return 0;
+}
+
+static int regret_fn(const void *ctx, FILE *f)
+{
+    return simreport_write_regret(ctx, f);
+}
+
+static int summary_fn(const void *ctx, FILE *f)
+{
+    return simreport_write_summary(ctx, f);
 }
 
 /* A word of the command line as the shell would need it. */
@@ -422,35 +380,6 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
                 cfg->ops->name, simplan_mech_name(cfg), cfg->eps_text, p->inst[cfg->instance].k);
     }
     return ferror(f) ? -1 : 0;
-}
-
-static int write_text(const char *dir, const char *name, int (*fn)(const void *, FILE *),
-                      const void *ctx)
-{
-    char path[PATH_BYTES], tmp[PATH_BYTES + 8];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "%s: cannot create %s: %s\n", PROG, tmp, strerror(errno));
-        return EXIT_RUNTIME;
-    }
-    int bad = fn(ctx, f);
-    int err = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        err = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        err = errno;
-    }
-    if (bad) {
-        (void)remove(tmp);
-        fprintf(stderr, "%s: cannot write %s: %s\n", PROG, path, strerror(err));
-        return EXIT_RUNTIME;
-    }
-    return 0;
 }
 
 static int meta_fn(const void *ctx, FILE *f)
@@ -774,8 +703,8 @@ int cmd_sim(int argc, char **argv)
         goto oom;
     struct meta_ctx meta = {&plan, argc, argv, seed_text};
     struct run_ctx run = {seconds, threads, plan.rounds_total};
-    if (write_file(out, "regret.csv", &rep, simreport_write_regret) ||
-        write_file(out, "summary.csv", &rep, simreport_write_summary) ||
+    if (write_text(out, "regret.csv", regret_fn, &rep) ||
+        write_text(out, "summary.csv", summary_fn, &rep) ||
         write_text(out, "meta.txt", meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
         goto done;
 

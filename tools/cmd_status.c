@@ -4,6 +4,7 @@
  * wire.h and seal.h under a fresh ephemeral key; tool_status_fetch is shared with `ldpb loadgen`,
  * which checks the aggregator's arm count and its report total with it. */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -332,55 +333,20 @@ struct args {
     int json;
 };
 
+static const tool_option options[] = {
+    {"connect", TOOL_OPT_VALUE, offsetof(struct args, connect)},
+    {"server-key", TOOL_OPT_VALUE, offsetof(struct args, server_key)},
+    {"timeout-ms", TOOL_OPT_VALUE, offsetof(struct args, timeout)},
+    {"json", TOOL_OPT_FLAG, offsetof(struct args, json)},
+};
+
 /* Returns -1 to go on, else an exit status (0 after --help). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
+    static const tool_parse_spec spec = {PROG, options, sizeof options / sizeof options[0], usage,
+                                         0};
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            usage(stdout);
-            if (fflush(stdout) != 0 || ferror(stdout)) {
-                fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
-                return EXIT_RUNTIME;
-            }
-            return 0;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return tool_usage_error(PROG, "unexpected argument", arg);
-        const char *name = arg + 2;
-        const char *eq = strchr(name, '=');
-        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-        if (nlen == 4 && strncmp(name, "json", 4) == 0) {
-            if (eq)
-                return tool_usage_error(PROG, "option takes no value:", arg);
-            if (a->json)
-                return tool_usage_error(PROG, "option --json given twice", NULL);
-            a->json = 1;
-            continue;
-        }
-        const char **slot = NULL;
-        if (nlen == 7 && strncmp(name, "connect", 7) == 0)
-            slot = &a->connect;
-        else if (nlen == 10 && strncmp(name, "server-key", 10) == 0)
-            slot = &a->server_key;
-        else if (nlen == 10 && strncmp(name, "timeout-ms", 10) == 0)
-            slot = &a->timeout;
-        else
-            return tool_usage_error(PROG, "unknown option", arg);
-        const char *value = eq ? eq + 1 : NULL;
-        if (!value) {
-            if (i + 1 >= argc)
-                return tool_usage_error(PROG, "missing value for option", arg);
-            value = argv[++i];
-        }
-        if (*slot) {
-            fprintf(stderr, "%s: option --%.*s given twice\n", PROG, (int)nlen, name);
-            return EXIT_USAGE;
-        }
-        *slot = value;
-    }
-    return -1;
+    return tool_parse_options(&spec, argc, argv, a);
 }
 
 /* A whole number in [lo, hi]; 0 on success, else prints the problem and returns EXIT_USAGE. */
