@@ -112,8 +112,8 @@ struct agg_server {
     /* the committer's queue: a ring of items */
     item *q;
     size_t q_cap, q_head, q_count;
-    size_t q_reports;          /* reports among the queued items */
-    uint64_t q_first_decision; /* mono_us() when the oldest queued item was queued */
+    size_t q_reports;            /* reports among the queued items */
+    uint64_t q_waiting_since_us; /* mono_us() when the queue became non-empty or was last drained */
     pthread_mutex_t queue_mu;
     pthread_cond_t queue_cv;
     int committer_stop;
@@ -304,7 +304,7 @@ static int enqueue(agg_server *s, const item *it, size_t limit)
     int ok = s->q_count < limit;
     if (ok) {
         if (s->q_count == 0)
-            s->q_first_decision = mono_us();
+            s->q_waiting_since_us = mono_us();
         s->q[(s->q_head + s->q_count) % s->q_cap] = *it;
         s->q_count++;
         if (it->kind == ITEM_REPORT)
@@ -729,7 +729,7 @@ size_t agg_server_commit_batch(agg_server *s)
     s->q_head = (s->q_head + n) % s->q_cap;
     s->q_count -= n;
     if (s->q_count)
-        s->q_first_decision = mono_us();
+        s->q_waiting_since_us = mono_us();
     pthread_mutex_unlock(&s->queue_mu);
     if (n == 0)
         return 0;
@@ -837,7 +837,7 @@ static int commit_due(const agg_server *s)
 {
     if (s->q_reports > 0 || s->q_count >= DECISION_BATCH || (s->committer_stop && s->q_count))
         return 1;
-    return s->q_count > 0 && mono_us() >= s->q_first_decision + DECISION_DELAY_MS * 1000u;
+    return s->q_count > 0 && mono_us() >= s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
 }
 
 static void *committer_main(void *arg)
@@ -850,7 +850,7 @@ static void *committer_main(void *arg)
                 pthread_cond_wait(&s->queue_cv, &s->queue_mu);
                 continue;
             }
-            uint64_t due = s->q_first_decision + DECISION_DELAY_MS * 1000u;
+            uint64_t due = s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
             struct timespec ts = {(time_t)(due / 1000000u), (long)(due % 1000000u) * 1000L};
             pthread_cond_timedwait(&s->queue_cv, &s->queue_mu, &ts);
         }
