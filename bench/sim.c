@@ -19,6 +19,7 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "bench_util.h"
 #include "env.h"
 #include "ldpb/mech.h"
 #include "ldpb/rng.h"
@@ -52,12 +53,6 @@ static double clock_s(clockid_t id)
     struct timespec ts;
     clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void die(const char *what, ldpb_err err, const char *detail)
@@ -172,8 +167,8 @@ static void measure(const bench_case *c, const agg_env *env, double min_s, resul
         horizon = (uint64_t)ceil((double)horizon * 1.2 * min_s / shortest);
     }
     out->horizon = horizon;
-    qsort(out->rate, REPS, sizeof out->rate[0], cmp_double);
-    qsort(wall, REPS, sizeof wall[0], cmp_double);
+    qsort(out->rate, REPS, sizeof out->rate[0], bench_cmp_double);
+    qsort(wall, REPS, sizeof wall[0], bench_cmp_double);
     out->wall = wall[REPS / 2];
 }
 
