@@ -75,6 +75,18 @@ static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
     COUNTER("ldpb_decisions_dropped_total", "Decisions not logged (queue full).",
             st.decisions_dropped);
     COUNTER("ldpb_send_failures_total", "Replies the transport could not send.", st.send_failures);
+    EMIT("# HELP ldpb_assignments_paused 1 while no assignment is issued (commits fail, or "
+         "state_dir is below min_free_mb).\n# TYPE ldpb_assignments_paused gauge\n"
+         "ldpb_assignments_paused %" PRIu64 "\n",
+         st.assignments_paused);
+    EMIT("# HELP ldpb_state_free_bytes Free space in state_dir at the last check.\n"
+         "# TYPE ldpb_state_free_bytes gauge\nldpb_state_free_bytes %" PRIu64 "\n",
+         st.free_bytes);
+    COUNTER("ldpb_decisions_deleted_total", "Decisions removed from the propensity log by retention.",
+            st.decisions_deleted);
+    EMIT("# HELP ldpb_decision_rows Decisions the propensity log holds.\n"
+         "# TYPE ldpb_decision_rows gauge\nldpb_decision_rows %" PRIu64 "\n",
+         st.decision_rows);
     EMIT("# HELP ldpb_errors_total Sealed Error replies by code.\n"
          "# TYPE ldpb_errors_total counter\n");
     for (int c = 1; c < 32; c++)

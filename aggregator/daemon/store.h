@@ -85,6 +85,21 @@ ldpb_err agg_store_has_report(agg_store *s, const uint8_t *id, size_t id_len, in
 /* Logs an issued assignment (ignored if already logged). */
 ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d);
 
+/* Retention of the propensity log, inside the open transaction: deletes decisions whose expiry
+ * is before `expired_before_ms`, then, while more than `max_rows` remain, the ones expiring
+ * first; `limit` rows at most in all, so one transaction's extra work stays bounded. *deleted
+ * gets how many went. */
+ldpb_err agg_store_prune_decisions(agg_store *s, uint64_t expired_before_ms, uint64_t max_rows,
+                                   uint64_t limit, uint64_t *deleted);
+
+/* Rows of `decisions`, the open transaction's changes included. */
+uint64_t agg_store_decision_rows(const agg_store *s);
+
+/* Tests only: while `on`, every agg_store_commit fails with LDPB_EIO as SQLite does on a full
+ * disk (the caller then rolls back). Simulates the disk-full condition the assignment gate
+ * reacts to (docs/aggregator.md, "Full disk"). */
+void agg_store_inject_disk_full(agg_store *s, int on);
+
 /* Replaces the policy state and counters. */
 ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
                              const agg_store_counters *c);
