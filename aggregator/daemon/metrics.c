@@ -20,6 +20,12 @@ struct agg_metrics {
     agg_server *s;
 };
 
+/* Connections at once, from one address, and seconds an idle one is kept (docs/aggregator.md,
+ * "Metrics"). */
+#define METRICS_CONNECTIONS        256
+#define METRICS_CONNECTIONS_PER_IP 8
+#define METRICS_IDLE_TIMEOUT_S     5
+
 /* The fixed series, and each arm's lines at most. */
 #define BODY_FIXED   8192
 #define BODY_PER_ARM 160
@@ -203,10 +209,16 @@ ldpb_err agg_metrics_start(agg_metrics **out, const char *host_port, struct agg_
     if (!m)
         return LDPB_ENOMEM;
     m->s = s;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0);
+    /* One polling thread (epoll where there is one) serves every connection without blocking on
+     * any, so an idle or half-sent connection costs a slot, not the thread. The slots are
+     * many, one address may hold only a few, and an idle one is closed after a few seconds:
+     * a few stalled connections cannot lock a scraper out. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | (v6 ? MHD_USE_IPv6 : 0);
     m->d = MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)METRICS_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            (unsigned)METRICS_CONNECTIONS_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)METRICS_IDLE_TIMEOUT_S, MHD_OPTION_END);
     if (!m->d) {
         snprintf(errmsg, AGG_SERVER_ERRMAX, "cannot serve HTTP on %s (address in use?)", host_port);
         free(m);

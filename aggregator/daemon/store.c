@@ -585,7 +585,9 @@ ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg)
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     ldpb_err err = LDPB_EIO;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    /* Read-only: a read-write connection that closes last checkpoints the WAL into the
+     * database, so exporting a live (or killed) daemon's state would write it. */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         say(errmsg, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         goto done;
     }
@@ -638,5 +640,64 @@ ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg)
 done:
     sqlite3_finalize(st);
     sqlite3_close(db);
+    return err;
+}
+
+/* ---- backup ------------------------------------------------------------------------------ */
+
+ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME) >= sizeof path) {
+        say(errmsg, "state_dir %s: path too long", dir);
+        return LDPB_EINVAL;
+    }
+    sqlite3 *src = NULL, *dst = NULL;
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = LDPB_EIO;
+    if (sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", path, src ? sqlite3_errmsg(src) : "out of memory");
+        goto done;
+    }
+    sqlite3_busy_timeout(src, 5000);
+    /* Refuse what is not an aggregator state before copying it. */
+    if (sqlite3_prepare_v2(src, "SELECT count(*) FROM meta", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) == 0) {
+        say(errmsg, "%s: not an ldpb-aggregator state: %s", path, sqlite3_errmsg(src));
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_open_v2(dest, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", dest, dst ? sqlite3_errmsg(dst) : "out of memory");
+        goto done;
+    }
+    /* One step copies every page under one read transaction of the source: a consistent
+     * snapshot, and in WAL mode the daemon's commits go on meanwhile. */
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b) {
+        say(errmsg, "%s: cannot start the backup: %s", dest, sqlite3_errmsg(dst));
+        goto done;
+    }
+    int rc = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        say(errmsg, "backup of %s failed: %s", path, sqlite3_errstr(rc));
+        goto done;
+    }
+    if (sqlite3_exec(dst, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: %s", dest, sqlite3_errmsg(dst));
+        goto done;
+    }
+    err = LDPB_OK;
+done:
+    sqlite3_finalize(st);
+    if (dst && sqlite3_close(dst) != SQLITE_OK && !err) {
+        say(errmsg, "%s: cannot close", dest);
+        err = LDPB_EIO;
+    }
+    sqlite3_close(src);
     return err;
 }

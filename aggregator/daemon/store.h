@@ -114,8 +114,15 @@ const char *agg_store_errmsg(const agg_store *s);
 /* Writes the propensity log of the state in `dir` as CSV to `out` (docs/aggregator.md: columns
  * assignment_id, arm, propensity, policy_version, mechanism, epsilon, value, issued_at_ms,
  * expires_at_ms, reported_at_ms; one row per issued assignment, value and reported_at_ms empty
- * when unreported, plus reports whose decision row was not logged). Opens the database
- * read-only, so it can run beside the daemon. Errors: LDPB_EIO, LDPB_ECORRUPT. */
+ * when unreported, plus reports whose decision row was not logged or was deleted by retention).
+ * Opens the database read-only (SQLITE_OPEN_READONLY), so it can run beside the daemon and never
+ * writes the state. Errors: LDPB_EIO, LDPB_ECORRUPT. */
 ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg);
+
+/* Copies the state in `dir` into the SQLite database `dest` (an empty or new file) with SQLite's
+ * online backup API: a consistent snapshot taken beside a running daemon (read-only on the
+ * source). `dest` is left in WAL mode, ready to be a state_dir's aggregator.db. Errors: LDPB_EIO,
+ * LDPB_ECORRUPT (not an aggregator state). */
+ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg);
 
 #endif
