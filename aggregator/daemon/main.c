@@ -59,8 +59,8 @@ static int temp_beside(const char *target, char *tmp, size_t cap)
 {
     const char *slash = strrchr(target, '/');
     int dir_len = slash ? (int)(slash - target + 1) : 0;
-    if ((size_t)snprintf(tmp, cap, "%.*s.%s.XXXXXX", dir_len, target,
-                         slash ? slash + 1 : target) >= cap) {
+    if ((size_t)snprintf(tmp, cap, "%.*s.%s.XXXXXX", dir_len, target, slash ? slash + 1 : target) >=
+        cap) {
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -121,8 +121,7 @@ static int export_csv(const agg_config *cfg)
         }
     }
     if (!e && rename(tmp, cfg->export_csv) != 0) {
-        report_fail(err, "%s: cannot rename %s to it: %s", cfg->export_csv, tmp,
-                 strerror(errno));
+        report_fail(err, "%s: cannot rename %s to it: %s", cfg->export_csv, tmp, strerror(errno));
         e = LDPB_EIO;
     }
     if (e) {
@@ -160,7 +159,7 @@ static int backup(const agg_config *cfg)
     }
     if (!e && link(tmp, cfg->backup) != 0) {
         report_fail(err, "%s: %s", cfg->backup,
-                 errno == EEXIST ? "exists (a backup never replaces a file)" : strerror(errno));
+                    errno == EEXIST ? "exists (a backup never replaces a file)" : strerror(errno));
         e = LDPB_EIO;
     }
     unlink(tmp);

@@ -88,8 +88,8 @@ static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
     EMIT("# HELP ldpb_state_free_bytes Free space in state_dir at the last check.\n"
          "# TYPE ldpb_state_free_bytes gauge\nldpb_state_free_bytes %" PRIu64 "\n",
          st.free_bytes);
-    COUNTER("ldpb_decisions_deleted_total", "Decisions removed from the propensity log by retention.",
-            st.decisions_deleted);
+    COUNTER("ldpb_decisions_deleted_total",
+            "Decisions removed from the propensity log by retention.", st.decisions_deleted);
     EMIT("# HELP ldpb_decision_rows Decisions the propensity log holds.\n"
          "# TYPE ldpb_decision_rows gauge\nldpb_decision_rows %" PRIu64 "\n",
          st.decision_rows);

@@ -953,8 +953,7 @@ static void *committer_main(void *arg)
         /* Wakes at HEALTH_CHECK_MS at the latest, so the free-space check and the probe of a
          * failing commit run without traffic too (agg_server_commit_batch does both). */
         uint64_t check_at = mono_us() + HEALTH_CHECK_MS * 1000u;
-        while (!commit_due(s) && !(s->committer_stop && s->q_count == 0) &&
-               mono_us() < check_at) {
+        while (!commit_due(s) && !(s->committer_stop && s->q_count == 0) && mono_us() < check_at) {
             uint64_t due = check_at;
             if (s->q_count && s->q_waiting_since_us + DECISION_DELAY_MS * 1000u < due)
                 due = s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;

@@ -23,9 +23,9 @@ struct agg_store {
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
     sqlite3_stmt *prune_expired, *prune_oldest;
-    uint64_t decision_rows;  /* committed rows of `decisions` */
-    int64_t decision_delta;  /* rows added (+) or deleted (-) by the open transaction */
-    int inject_disk_full;    /* agg_store_inject_disk_full */
+    uint64_t decision_rows; /* committed rows of `decisions` */
+    int64_t decision_delta; /* rows added (+) or deleted (-) by the open transaction */
+    int inject_disk_full;   /* agg_store_inject_disk_full */
     char errmsg[AGG_STORE_ERRMAX];
 };
 

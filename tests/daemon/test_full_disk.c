@@ -67,7 +67,9 @@ static int round_trip(dt_client *c)
         return rc;
     dt_reply r;
     assert_int_equal(dt_report(c, id, id_len, mech, eps, 1, 1, 0, &r), 0);
-    rc = dt_is_ack(&r, NULL) ? 0 : r.kind == 1 && dt_is_error(&r, 1, LDPB_EIO) ? 1000 + LDPB_EIO : -1;
+    rc = dt_is_ack(&r, NULL)                           ? 0
+         : r.kind == 1 && dt_is_error(&r, 1, LDPB_EIO) ? 1000 + LDPB_EIO
+                                                       : -1;
     dt_reply_clear(&r);
     return rc;
 }

@@ -291,9 +291,10 @@ static void test_low_space_pauses_assignments(void **state)
 static void test_retention_by_age(void **state)
 {
     (void)state;
-    const char *kv[] = {"min_free_mb",        "0", "assignment_ttl_s", "1",
-                        "decision_retention_s", "0", "propensity_samples", "0",
-                        NULL};
+    /* clang-format off */
+    const char *kv[] = {"min_free_mb", "0", "assignment_ttl_s", "1",
+                        "decision_retention_s", "0", "propensity_samples", "0", NULL};
+    /* clang-format on */
     fixture *f = fixture_new(kv);
     for (int i = 0; i < 2500; i++)
         assert_int_equal(assign(f), LDPB__V1__ENVELOPE__BODY_ASSIGNMENT);
