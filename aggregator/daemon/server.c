@@ -139,9 +139,9 @@ struct agg_server {
     agg_worker *cw;
     agg_store_counters committed;
     log_limit commit_log;
-    /* Why assignments are refused (docs/aggregator.md, "Full disk"): the last transaction
-     * failed, or state_dir has less than min_free_mb free. Set and cleared by the committer,
-     * read by the workers. */
+    /* Why assignments are refused (docs/aggregator.md, "Retention and a full disk"): the last
+     * transaction failed, or state_dir has less than min_free_mb free. Set and cleared by the
+     * committer, read by the workers. */
     atomic_int commits_failing, space_low;
 
     /* transport */
@@ -368,8 +368,8 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     if (failing || low) {
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
                           LDPB_EBUSY,
-                          low ? "no assignments: the aggregator is low on disk space and "
-                                "could not store the report; retry later"
+                          low ? "no assignments: the aggregator is low on disk space (a "
+                                "report might not be stored); retry later"
                               : "no assignments: the aggregator cannot commit reports right "
                                 "now; retry later");
         return;
@@ -793,11 +793,14 @@ static void note_commit_failure(agg_server *s, size_t n)
               "retrying every %d ms",
               HEALTH_CHECK_MS);
     uint64_t suppressed = 0;
-    if (log_limit_pass(&s->commit_log, s->cfg->error_log_interval_s, &suppressed))
-        logf_(s, AGG_LOG_ERROR,
-              "commit of %zu items failed, rolled back: %s (%" PRIu64
-              " more failures not logged since the last line)",
-              n, agg_store_errmsg(s->store), suppressed);
+    if (!log_limit_pass(&s->commit_log, s->cfg->error_log_interval_s, &suppressed))
+        return;
+    char more[96] = "";
+    if (suppressed)
+        snprintf(more, sizeof more, " (%" PRIu64 " more failures not logged since the last line)",
+                 suppressed);
+    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back: %s%s", n,
+          agg_store_errmsg(s->store), more);
 }
 
 /* Retention of the propensity log (decision_retention_s, decision_rows_max), in the batch's
@@ -915,7 +918,7 @@ size_t agg_server_commit_batch(agg_server *s)
     if (atomic_exchange(&s->commits_failing, 0)) {
         logf_(s, AGG_LOG_WARN,
               "commits succeed again: assignments resumed (%" PRIu64
-              " failures not logged before this)",
+              " failures since the last logged one)",
               s->commit_log.suppressed);
         s->commit_log.suppressed = 0;
     }

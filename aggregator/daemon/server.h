@@ -63,7 +63,7 @@ typedef struct agg_server_stats {
     uint64_t replay_evicted;   /* nonces forgotten early because the replay cache was full */
     uint64_t replay_window_ms; /* how far behind the aggregator's clock a request may be now:
                                   replay_window_s, or less while the cache is full */
-    /* the disk (docs/aggregator.md, "Full disk") */
+    /* the disk (docs/aggregator.md, "Retention and a full disk") */
     uint64_t assignments_paused; /* 1 while assignments are refused (commits fail or state_dir
                                     is below min_free_mb) */
     uint64_t decisions_deleted;  /* decisions removed by retention */

@@ -97,7 +97,7 @@ uint64_t agg_store_decision_rows(const agg_store *s);
 
 /* Tests only: while `on`, every agg_store_commit fails with LDPB_EIO as SQLite does on a full
  * disk (the caller then rolls back). Simulates the disk-full condition the assignment gate
- * reacts to (docs/aggregator.md, "Full disk"). */
+ * reacts to (docs/aggregator.md, "Retention and a full disk"). */
 void agg_store_inject_disk_full(agg_store *s, int on);
 
 /* Replaces the policy state and counters. */
