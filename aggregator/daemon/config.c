@@ -122,7 +122,8 @@ static const option options[] = {
      NULL, "S",
      "the propensity log keeps a decision this many seconds past its assignment's expiry"},
     {"decision_rows_max", OPT_U64, OFF(decision_rows_max), "1000000", 1, 1e15, 0, NULL, "N",
-     "most decisions the propensity log keeps (about 110 bytes each); the oldest go first"},
+     "most decisions the propensity log keeps (about 190 bytes each on disk); the oldest go "
+     "first"},
     {"min_free_mb", OPT_U64, OFF(min_free_mb), "32", 0, 1e12, 0, NULL, "MB",
      "below this much free space in state_dir (MiB) no assignment is issued (clients get "
      "LDPB_EBUSY) until it returns; 0: no check"},
