@@ -118,6 +118,18 @@ static const option options[] = {
      "serve Prometheus text metrics over HTTP at http://HOST:PORT/metrics (off if unset)"},
     {"log_level", OPT_ENUM, OFF(log_level), "info", 0, 0, 0, level_choices, "LEVEL",
      "error, warn, info or debug; logs go to stderr"},
+    {"decision_retention_s", OPT_U64, OFF(decision_retention_s), "604800", 0, 3153600000.0, 0,
+     NULL, "S",
+     "the propensity log keeps a decision this many seconds past its assignment's expiry"},
+    {"decision_rows_max", OPT_U64, OFF(decision_rows_max), "1000000", 1, 1e15, 0, NULL, "N",
+     "most decisions the propensity log keeps (about 190 bytes each on disk); the oldest go "
+     "first"},
+    {"min_free_mb", OPT_U64, OFF(min_free_mb), "32", 0, 1e12, 0, NULL, "MB",
+     "below this much free space in state_dir (MiB) no assignment is issued (clients get "
+     "LDPB_EBUSY) until it returns; 0: no check"},
+    {"error_log_interval_s", OPT_U64, OFF(error_log_interval_s), "10", 0, 86400, 0, NULL, "S",
+     "a repeating error (a failing commit) is logged once per this many seconds, with the "
+     "count of the ones not logged; 0: log each"},
 };
 /* clang-format on */
 
@@ -304,6 +316,7 @@ void agg_config_fini(agg_config *cfg)
     free(cfg->metrics);
     free(cfg->config_path);
     free(cfg->export_csv);
+    free(cfg->backup);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -409,6 +422,7 @@ typedef enum cli_only {
     CLI_NONE = 0,
     CLI_CONFIG,
     CLI_EXPORT,
+    CLI_BACKUP,
     CLI_HELP,
     CLI_VERSION,
     CLI_CHECK
@@ -420,6 +434,8 @@ static cli_only cli_only_of(const char *name)
         return CLI_CONFIG;
     if (strcmp(name, "export_csv") == 0)
         return CLI_EXPORT;
+    if (strcmp(name, "backup") == 0)
+        return CLI_BACKUP;
     if (strcmp(name, "help") == 0)
         return CLI_HELP;
     if (strcmp(name, "version") == 0)
@@ -509,6 +525,8 @@ ldpb_err agg_config_parse_args(agg_config *cfg, int argc, char **argv, char *err
         ldpb_err e;
         if (c == CLI_EXPORT)
             e = set_string(&cfg->export_csv, v, reason);
+        else if (c == CLI_BACKUP)
+            e = set_string(&cfg->backup, v, reason);
         else
             e = agg_config_set(cfg, name, v, 1, reason);
         if (e) {
@@ -528,8 +546,12 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
         say(err, "state_dir is required (--state-dir DIR)");
         return LDPB_EINVAL;
     }
-    if (cfg->export_csv)
-        return LDPB_OK; /* exporting needs only the state */
+    if (cfg->export_csv && cfg->backup) {
+        say(err, "--export-csv and --backup are separate runs: give one of them");
+        return LDPB_EINVAL;
+    }
+    if (cfg->export_csv || cfg->backup)
+        return LDPB_OK; /* exporting and backing up need only the state */
     if (cfg->n_listen == 0) {
         say(err, "listen is required (--listen URL, repeatable)");
         return LDPB_EINVAL;
@@ -620,6 +642,7 @@ void agg_config_help(FILE *out)
 {
     fputs("usage: ldpb-aggregator [--config FILE] [OPTIONS]\n"
           "       ldpb-aggregator --export-csv FILE --state-dir DIR\n"
+          "       ldpb-aggregator --backup FILE --state-dir DIR\n"
           "\n"
           "The ldpb aggregator service: answers assignment and report requests on nanomsg\n"
           "URLs, keeps its state durable in SQLite (WAL) under the state directory, and acks a\n"
@@ -633,7 +656,12 @@ void agg_config_help(FILE *out)
           "  --config FILE            read options from FILE (ini: name = value, '#' or ';'\n"
           "                           comments)\n"
           "  --export-csv FILE        write the propensity log of --state-dir to FILE ('-' for\n"
-          "                           stdout) and exit\n"
+          "                           stdout; a file is written whole, mode 0600, or not at all)\n"
+          "                           and exit; reads the state only, beside a running daemon too\n"
+          "  --backup FILE            copy the state of --state-dir, consistent even while the\n"
+          "                           daemon runs, to the new database FILE (mode 0600; it must\n"
+          "                           not exist) and exit; to restore, make it aggregator.db of\n"
+          "                           an empty state directory\n"
           "  --check-config           validate the options, the key, the allow-list and the\n"
           "                           state (created if missing), then exit\n"
           "  --help, -h               this text\n"

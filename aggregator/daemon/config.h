@@ -61,9 +61,14 @@ typedef struct agg_config {
     uint64_t keycache_entries;
     char *metrics;
     int log_level; /* agg_log_level */
+    uint64_t decision_retention_s;
+    uint64_t decision_rows_max;
+    uint64_t min_free_mb;
+    uint64_t error_log_interval_s;
     /* Set by the command line only. */
     char *config_path;
     char *export_csv;
+    char *backup;
     int help, version, check;
     /* Internal: which options were set by the file (so a key set twice is an error) and by a
      * flag (so repeated --listen flags replace the file's list rather than extend it). */

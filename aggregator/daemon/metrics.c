@@ -20,6 +20,12 @@ struct agg_metrics {
     agg_server *s;
 };
 
+/* Connections at once, from one address, and seconds an idle one is kept (docs/aggregator.md,
+ * "Metrics"). */
+#define METRICS_CONNECTIONS        256
+#define METRICS_CONNECTIONS_PER_IP 8
+#define METRICS_IDLE_TIMEOUT_S     5
+
 /* The fixed series, and each arm's lines at most. */
 #define BODY_FIXED   8192
 #define BODY_PER_ARM 160
@@ -75,6 +81,18 @@ static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
     COUNTER("ldpb_decisions_dropped_total", "Decisions not logged (queue full).",
             st.decisions_dropped);
     COUNTER("ldpb_send_failures_total", "Replies the transport could not send.", st.send_failures);
+    EMIT("# HELP ldpb_assignments_paused 1 while no assignment is issued (commits fail, or "
+         "state_dir is below min_free_mb).\n# TYPE ldpb_assignments_paused gauge\n"
+         "ldpb_assignments_paused %" PRIu64 "\n",
+         st.assignments_paused);
+    EMIT("# HELP ldpb_state_free_bytes Free space in state_dir at the last check.\n"
+         "# TYPE ldpb_state_free_bytes gauge\nldpb_state_free_bytes %" PRIu64 "\n",
+         st.free_bytes);
+    COUNTER("ldpb_decisions_deleted_total",
+            "Decisions removed from the propensity log by retention.", st.decisions_deleted);
+    EMIT("# HELP ldpb_decision_rows Decisions the propensity log holds.\n"
+         "# TYPE ldpb_decision_rows gauge\nldpb_decision_rows %" PRIu64 "\n",
+         st.decision_rows);
     EMIT("# HELP ldpb_errors_total Sealed Error replies by code.\n"
          "# TYPE ldpb_errors_total counter\n");
     for (int c = 1; c < 32; c++)
@@ -191,10 +209,16 @@ ldpb_err agg_metrics_start(agg_metrics **out, const char *host_port, struct agg_
     if (!m)
         return LDPB_ENOMEM;
     m->s = s;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0);
+    /* One polling thread (epoll where there is one) serves every connection without blocking on
+     * any, so an idle or half-sent connection costs a slot, not the thread. The slots are
+     * many, one address may hold only a few, and an idle one is closed after a few seconds:
+     * a few stalled connections cannot lock a scraper out. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | (v6 ? MHD_USE_IPv6 : 0);
     m->d = MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)METRICS_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            (unsigned)METRICS_CONNECTIONS_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)METRICS_IDLE_TIMEOUT_S, MHD_OPTION_END);
     if (!m->d) {
         snprintf(errmsg, AGG_SERVER_ERRMAX, "cannot serve HTTP on %s (address in use?)", host_port);
         free(m);

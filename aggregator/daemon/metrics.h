@@ -1,5 +1,6 @@
 /* A minimal Prometheus endpoint: GET /metrics on HOST:PORT answers the server's counters in the
- * text exposition format (libmicrohttpd, one internal thread). Anything else is a 404. */
+ * text exposition format (libmicrohttpd, one internal polling thread;
+ * at most 8 connections per client address, idle ones closed after 5 s). Anything else is a 404. */
 #ifndef LDPB_AGG_METRICS_H
 #define LDPB_AGG_METRICS_H
 

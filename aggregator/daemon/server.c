@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include <nanomsg/nn.h>
@@ -53,6 +54,18 @@
 /* A privatized Laplace value further than this many noise scales from [0,1] has probability
  * below e^-100 for an honest client: refuse it before it can swamp a sum. */
 #define LAPLACE_MAX_SCALES 100.0
+/* The committer checks the state directory's free space, and retries a failing commit with an
+ * empty transaction, this often even without traffic, so assignments resume by themselves. */
+#define HEALTH_CHECK_MS 1000
+/* Decisions deleted by retention per transaction, beyond the batch's own: deleting a large
+ * backlog never makes one transaction (and the reports waiting on it) much longer. */
+#define PRUNE_CHUNK 1024
+
+/* At most one line per interval for an error that repeats; the rest are counted. */
+typedef struct log_limit {
+    uint64_t last_us;    /* when the last line was logged; 0: never */
+    uint64_t suppressed; /* occurrences not logged since */
+} log_limit;
 
 typedef enum item_kind { ITEM_REPORT = 1, ITEM_DECISION = 2 } item_kind;
 
@@ -125,6 +138,11 @@ struct agg_server {
     size_t save_cap, snap_cap;
     agg_worker *cw;
     agg_store_counters committed;
+    log_limit commit_log;
+    /* Why assignments are refused (docs/aggregator.md, "Retention and a full disk"): the last
+     * transaction failed, or state_dir has less than min_free_mb free. Set and cleared by the
+     * committer, read by the workers. */
+    atomic_int commits_failing, space_low;
 
     /* transport */
     int sock;
@@ -143,6 +161,7 @@ struct agg_server {
     atomic_uint_fast64_t n_batches, n_batch_items, n_commit_failures, commit_us;
     atomic_uint_fast64_t commit_hist[AGG_COMMIT_BUCKETS + 1]; /* per bucket, +Inf last */
     atomic_uint_fast64_t n_decisions_dropped, n_send_failures;
+    atomic_uint_fast64_t n_decisions_deleted, n_decision_rows, free_bytes;
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -186,6 +205,20 @@ static uint64_t mono_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* 1 if a line may be logged now; *suppressed gets the occurrences swallowed since the last. */
+static int log_limit_pass(log_limit *l, uint64_t interval_s, uint64_t *suppressed)
+{
+    uint64_t now = mono_us();
+    if (l->last_us && now - l->last_us < interval_s * 1000000u) {
+        l->suppressed++;
+        return 0;
+    }
+    *suppressed = l->suppressed;
+    l->suppressed = 0;
+    l->last_us = now;
+    return 1;
 }
 
 static void count_error(agg_server *s, ldpb_err code)
@@ -329,6 +362,18 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
 {
     const Ldpb__V1__AssignRequest *ar = req->assign_request;
     char reason[256];
+    /* A client spends budget on the report of every assignment: while reports cannot be made
+     * durable, issue none rather than let devices spend on reports that will be refused. */
+    int failing = atomic_load(&s->commits_failing), low = atomic_load(&s->space_low);
+    if (failing || low) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_EBUSY,
+                          low ? "no assignments: the aggregator is low on disk space (a "
+                                "report might not be stored); retry later"
+                              : "no assignments: the aggregator cannot commit reports right "
+                                "now; retry later");
+        return;
+    }
     if (ar->has_max_epsilon && s->wire_mechanism != LDPB__V1__MECHANISM__RAW &&
         s->wire_epsilon > ar->max_epsilon) {
         snprintf(reason, sizeof reason,
@@ -718,8 +763,60 @@ static agg_store_row row_of(const agg_server *s, const item *it)
     return r;
 }
 
+/* Reads the free space of state_dir and pauses or resumes assignments by it. */
+static void check_space(agg_server *s)
+{
+    struct statvfs vs;
+    if (statvfs(s->cfg->state_dir, &vs) != 0)
+        return; /* keep the last verdict: a failed statvfs says nothing about the space */
+    uint64_t free_b = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
+    atomic_store(&s->free_bytes, free_b);
+    int low = s->cfg->min_free_mb && free_b < s->cfg->min_free_mb * 1048576u;
+    int was = atomic_exchange(&s->space_low, low);
+    if (low && !was)
+        logf_(s, AGG_LOG_WARN,
+              "state_dir %s has %.1f MiB free, below min_free_mb = %" PRIu64
+              ": no assignments (clients get LDPB_EBUSY) until space returns",
+              s->cfg->state_dir, (double)free_b / 1048576.0, s->cfg->min_free_mb);
+    else if (!low && was)
+        logf_(s, AGG_LOG_WARN, "state_dir %s has %.1f MiB free again: assignments resumed",
+              s->cfg->state_dir, (double)free_b / 1048576.0);
+}
+
+/* A rolled-back transaction: pauses assignments (the next successful commit resumes them) and
+ * logs, at most once per error_log_interval_s (a full disk fails every commit). */
+static void note_commit_failure(agg_server *s, size_t n)
+{
+    if (!atomic_exchange(&s->commits_failing, 1))
+        logf_(s, AGG_LOG_WARN,
+              "commits fail: no assignments (clients get LDPB_EBUSY) until one succeeds; "
+              "retrying every %d ms",
+              HEALTH_CHECK_MS);
+    uint64_t suppressed = 0;
+    if (!log_limit_pass(&s->commit_log, s->cfg->error_log_interval_s, &suppressed))
+        return;
+    char more[96] = "";
+    if (suppressed)
+        snprintf(more, sizeof more, " (%" PRIu64 " more failures not logged since the last line)",
+                 suppressed);
+    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back: %s%s", n,
+          agg_store_errmsg(s->store), more);
+}
+
+/* Retention of the propensity log (decision_retention_s, decision_rows_max), in the batch's
+ * transaction and bounded by the batch's size. */
+static ldpb_err prune_decisions(agg_server *s, size_t n, uint64_t *deleted)
+{
+    uint64_t now = ldpb_seal_now_ms(), keep_ms = s->cfg->decision_retention_s * 1000u;
+    return agg_store_prune_decisions(s->store, now > keep_ms ? now - keep_ms : 0,
+                                     s->cfg->decision_rows_max, PRUNE_CHUNK + n, deleted);
+}
+
 size_t agg_server_commit_batch(agg_server *s)
 {
+    check_space(s);
+    /* While commits fail, an empty transaction probes whether they work again. */
+    int probe = atomic_load(&s->commits_failing);
     pthread_mutex_lock(&s->queue_mu);
     size_t n = s->q_count < s->cfg->batch_max ? s->q_count : (size_t)s->cfg->batch_max;
     for (size_t i = 0; i < n; i++) {
@@ -731,7 +828,7 @@ size_t agg_server_commit_batch(agg_server *s)
     if (s->q_count)
         s->q_waiting_since_us = mono_us();
     pthread_mutex_unlock(&s->queue_mu);
-    if (n == 0)
+    if (n == 0 && !probe)
         return 0;
 
     uint64_t t0 = mono_us();
@@ -791,13 +888,15 @@ size_t agg_server_commit_batch(agg_server *s)
     c.reports += n_new;
     c.duplicates += n_dup;
     c.assignments = atomic_load(&s->n_assignments);
+    uint64_t n_deleted = 0;
+    if (!err)
+        err = prune_decisions(s, n, &n_deleted);
     if (!err)
         err = agg_store_put_state(s->store, s->save_buf, save_len, &c);
     if (!err)
         err = agg_store_commit(s->store);
     if (err) {
-        logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back: %s", n,
-              agg_store_errmsg(s->store));
+        note_commit_failure(s, n);
         agg_store_rollback(s->store);
         if (observed) {
             pthread_mutex_lock(&s->policy_mu);
@@ -816,6 +915,15 @@ size_t agg_server_commit_batch(agg_server *s)
         return n;
     }
     s->committed = c;
+    if (atomic_exchange(&s->commits_failing, 0)) {
+        logf_(s, AGG_LOG_WARN,
+              "commits succeed again: assignments resumed (%" PRIu64
+              " failures since the last logged one)",
+              s->commit_log.suppressed);
+        s->commit_log.suppressed = 0;
+    }
+    atomic_fetch_add(&s->n_decisions_deleted, n_deleted);
+    atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
     atomic_store(&s->n_reports, c.reports);
     atomic_store(&s->n_duplicates, c.duplicates);
     atomic_fetch_add(&s->n_batches, 1);
@@ -845,12 +953,13 @@ static void *committer_main(void *arg)
     agg_server *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->queue_mu);
-        while (!commit_due(s) && !(s->committer_stop && s->q_count == 0)) {
-            if (s->q_count == 0) {
-                pthread_cond_wait(&s->queue_cv, &s->queue_mu);
-                continue;
-            }
-            uint64_t due = s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
+        /* Wakes at HEALTH_CHECK_MS at the latest, so the free-space check and the probe of a
+         * failing commit run without traffic too (agg_server_commit_batch does both). */
+        uint64_t check_at = mono_us() + HEALTH_CHECK_MS * 1000u;
+        while (!commit_due(s) && !(s->committer_stop && s->q_count == 0) && mono_us() < check_at) {
+            uint64_t due = check_at;
+            if (s->q_count && s->q_waiting_since_us + DECISION_DELAY_MS * 1000u < due)
+                due = s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
             struct timespec ts = {(time_t)(due / 1000000u), (long)(due % 1000000u) * 1000L};
             pthread_cond_timedwait(&s->queue_cv, &s->queue_mu, &ts);
         }
@@ -1086,6 +1195,8 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     atomic_store(&s->n_reports, s->committed.reports);
     atomic_store(&s->n_duplicates, s->committed.duplicates);
     atomic_store(&s->n_assignments, s->committed.assignments);
+    atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
+    check_space(s);
 
     /* The committer's queue and buffers. */
     s->q_cap = cfg->queue_max;
@@ -1122,6 +1233,11 @@ void agg_server_set_sender(agg_server *s, agg_send_fn send, void *ctx)
     s->send_ctx = send ? ctx : NULL;
 }
 
+void agg_server_inject_disk_full(agg_server *s, int on)
+{
+    agg_store_inject_disk_full(s->store, on);
+}
+
 void agg_server_stats_get(agg_server *s, agg_server_stats *o)
 {
     memset(o, 0, sizeof *o);
@@ -1149,6 +1265,10 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
         o->replay_window_ms = now_ms - floor_ms;
     o->decisions_dropped = atomic_load(&s->n_decisions_dropped);
     o->send_failures = atomic_load(&s->n_send_failures);
+    o->assignments_paused = atomic_load(&s->commits_failing) || atomic_load(&s->space_low);
+    o->decisions_deleted = atomic_load(&s->n_decisions_deleted);
+    o->decision_rows = atomic_load(&s->n_decision_rows);
+    o->free_bytes = atomic_load(&s->free_bytes);
     pthread_mutex_lock(&s->queue_mu);
     o->queue_depth = s->q_count;
     pthread_mutex_unlock(&s->queue_mu);

@@ -63,6 +63,12 @@ typedef struct agg_server_stats {
     uint64_t replay_evicted;   /* nonces forgotten early because the replay cache was full */
     uint64_t replay_window_ms; /* how far behind the aggregator's clock a request may be now:
                                   replay_window_s, or less while the cache is full */
+    /* the disk (docs/aggregator.md, "Retention and a full disk") */
+    uint64_t assignments_paused; /* 1 while assignments are refused (commits fail or state_dir
+                                    is below min_free_mb) */
+    uint64_t decisions_deleted;  /* decisions removed by retention */
+    uint64_t decision_rows;      /* decisions the propensity log holds */
+    uint64_t free_bytes;         /* free space in state_dir at the last check */
 } agg_server_stats;
 
 /* Upper bounds (microseconds) of the commit duration histogram's buckets. */
@@ -107,6 +113,10 @@ void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t 
  * number of items processed (0 if the queue was empty). Only for servers not started (the
  * committer thread does this otherwise). */
 size_t agg_server_commit_batch(agg_server *s);
+
+/* Tests only: while `on`, every commit fails as on a full disk (agg_store_inject_disk_full).
+ * Only for servers not started, from the thread that calls agg_server_commit_batch. */
+void agg_server_inject_disk_full(agg_server *s, int on);
 
 /* A snapshot of the counters. */
 void agg_server_stats_get(agg_server *s, agg_server_stats *out);

@@ -22,6 +22,10 @@ struct agg_store {
     int lock_fd;
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
+    sqlite3_stmt *prune_expired, *prune_oldest;
+    uint64_t decision_rows; /* committed rows of `decisions` */
+    int64_t decision_delta; /* rows added (+) or deleted (-) by the open transaction */
+    int inject_disk_full;   /* agg_store_inject_disk_full */
     char errmsg[AGG_STORE_ERRMAX];
 };
 
@@ -54,7 +58,10 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS decisions("
     " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
     " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
-    " issued_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL) WITHOUT ROWID;";
+    " issued_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    /* Retention deletes the oldest decisions first, a chunk per transaction: without this index
+     * every chunk would scan the whole table. */
+    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);";
 
 static ldpb_err sql_fail(agg_store *s, const char *what)
 {
@@ -102,6 +109,8 @@ void agg_store_close(agg_store *s)
     sqlite3_finalize(s->has_report);
     sqlite3_finalize(s->add_decision);
     sqlite3_finalize(s->put_state);
+    sqlite3_finalize(s->prune_expired);
+    sqlite3_finalize(s->prune_oldest);
     sqlite3_close(s->db);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the flock */
@@ -211,6 +220,21 @@ fail:
     return err;
 }
 
+/* The committed size of `decisions`, counted once at open; the transactions keep it current. */
+static ldpb_err count_decisions(agg_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, "SELECT count(*) FROM decisions");
+    if (err)
+        return err;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        s->decision_rows = (uint64_t)sqlite3_column_int64(st, 0);
+    else
+        err = sql_fail(s, "counting decisions");
+    sqlite3_finalize(st);
+    return err;
+}
+
 ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *meta, char *errmsg)
 {
     if (errmsg)
@@ -293,6 +317,16 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
                       " duplicates, assignments, updated_at_ms)"
                       " VALUES (1, ?1, ?2, ?3, ?4, ?5, CAST((julianday('now') - 2440587.5) * "
                       "86400000.0 AS INTEGER))");
+    if (!err)
+        err = prepare(s, &s->prune_expired,
+                      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
+                      " decisions WHERE expires_at_ms < ?1 ORDER BY expires_at_ms LIMIT ?2)");
+    if (!err)
+        err = prepare(s, &s->prune_oldest,
+                      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
+                      " decisions ORDER BY expires_at_ms LIMIT ?1)");
+    if (!err)
+        err = count_decisions(s);
     if (err) {
         say(errmsg, "%s: %s", path, s->errmsg);
         goto fail;
@@ -372,16 +406,27 @@ done:
 
 ldpb_err agg_store_begin(agg_store *s)
 {
+    s->decision_delta = 0;
     return step_done(s, s->begin, "BEGIN");
 }
 
 ldpb_err agg_store_commit(agg_store *s)
 {
-    return step_done(s, s->commit, "COMMIT");
+    if (s->inject_disk_full) {
+        say(s->errmsg, "COMMIT: database or disk is full (injected by agg_store_inject_disk_full)");
+        return LDPB_EIO;
+    }
+    ldpb_err err = step_done(s, s->commit, "COMMIT");
+    if (!err) {
+        s->decision_rows = (uint64_t)((int64_t)s->decision_rows + s->decision_delta);
+        s->decision_delta = 0;
+    }
+    return err;
 }
 
 void agg_store_rollback(agg_store *s)
 {
+    s->decision_delta = 0;
     if (sqlite3_get_autocommit(s->db))
         return; /* SQLite already rolled the transaction back */
     (void)step_done(s, s->rollback, "ROLLBACK");
@@ -428,7 +473,54 @@ ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d)
     sqlite3_bind_int64(st, 6, (sqlite3_int64)d->policy_version);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)d->at_ms);
     sqlite3_bind_int64(st, 8, (sqlite3_int64)d->expires_at_ms);
-    return step_done(s, st, "logging a decision");
+    ldpb_err err = step_done(s, st, "logging a decision");
+    if (!err)
+        s->decision_delta += sqlite3_changes(s->db);
+    return err;
+}
+
+static sqlite3_int64 to_i64(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
+}
+
+/* Runs a prepared DELETE and returns the rows it removed in *n. */
+static ldpb_err prune_step(agg_store *s, sqlite3_stmt *st, uint64_t *n)
+{
+    ldpb_err err = step_done(s, st, "deleting old decisions");
+    *n = err ? 0 : (uint64_t)sqlite3_changes(s->db);
+    s->decision_delta -= (int64_t)*n;
+    return err;
+}
+
+ldpb_err agg_store_prune_decisions(agg_store *s, uint64_t expired_before_ms, uint64_t max_rows,
+                                   uint64_t limit, uint64_t *deleted)
+{
+    *deleted = 0;
+    uint64_t n = 0;
+    sqlite3_bind_int64(s->prune_expired, 1, to_i64(expired_before_ms));
+    sqlite3_bind_int64(s->prune_expired, 2, to_i64(limit));
+    ldpb_err err = prune_step(s, s->prune_expired, &n);
+    *deleted += n;
+    uint64_t rows = agg_store_decision_rows(s);
+    if (!err && rows > max_rows && *deleted < limit) {
+        uint64_t excess = rows - max_rows, room = limit - *deleted;
+        sqlite3_bind_int64(s->prune_oldest, 1, to_i64(excess < room ? excess : room));
+        err = prune_step(s, s->prune_oldest, &n);
+        *deleted += n;
+    }
+    return err;
+}
+
+uint64_t agg_store_decision_rows(const agg_store *s)
+{
+    int64_t rows = (int64_t)s->decision_rows + s->decision_delta;
+    return rows > 0 ? (uint64_t)rows : 0;
+}
+
+void agg_store_inject_disk_full(agg_store *s, int on)
+{
+    s->inject_disk_full = on;
 }
 
 ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
@@ -493,7 +585,9 @@ ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg)
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     ldpb_err err = LDPB_EIO;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    /* Read-only: a read-write connection that closes last checkpoints the WAL into the
+     * database, so exporting a live (or killed) daemon's state would write it. */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         say(errmsg, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
         goto done;
     }
@@ -546,5 +640,64 @@ ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg)
 done:
     sqlite3_finalize(st);
     sqlite3_close(db);
+    return err;
+}
+
+/* ---- backup ------------------------------------------------------------------------------ */
+
+ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME) >= sizeof path) {
+        say(errmsg, "state_dir %s: path too long", dir);
+        return LDPB_EINVAL;
+    }
+    sqlite3 *src = NULL, *dst = NULL;
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = LDPB_EIO;
+    if (sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", path, src ? sqlite3_errmsg(src) : "out of memory");
+        goto done;
+    }
+    sqlite3_busy_timeout(src, 5000);
+    /* Refuse what is not an aggregator state before copying it. */
+    if (sqlite3_prepare_v2(src, "SELECT count(*) FROM meta", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) == 0) {
+        say(errmsg, "%s: not an ldpb-aggregator state: %s", path, sqlite3_errmsg(src));
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_open_v2(dest, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", dest, dst ? sqlite3_errmsg(dst) : "out of memory");
+        goto done;
+    }
+    /* One step copies every page under one read transaction of the source: a consistent
+     * snapshot, and in WAL mode the daemon's commits go on meanwhile. */
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b) {
+        say(errmsg, "%s: cannot start the backup: %s", dest, sqlite3_errmsg(dst));
+        goto done;
+    }
+    int rc = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        say(errmsg, "backup of %s failed: %s", path, sqlite3_errstr(rc));
+        goto done;
+    }
+    if (sqlite3_exec(dst, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: %s", dest, sqlite3_errmsg(dst));
+        goto done;
+    }
+    err = LDPB_OK;
+done:
+    sqlite3_finalize(st);
+    if (dst && sqlite3_close(dst) != SQLITE_OK && !err) {
+        say(errmsg, "%s: cannot close", dest);
+        err = LDPB_EIO;
+    }
+    sqlite3_close(src);
     return err;
 }

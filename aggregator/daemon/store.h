@@ -85,6 +85,21 @@ ldpb_err agg_store_has_report(agg_store *s, const uint8_t *id, size_t id_len, in
 /* Logs an issued assignment (ignored if already logged). */
 ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d);
 
+/* Retention of the propensity log, inside the open transaction: deletes decisions whose expiry
+ * is before `expired_before_ms`, then, while more than `max_rows` remain, the ones expiring
+ * first; `limit` rows at most in all, so one transaction's extra work stays bounded. *deleted
+ * gets how many went. */
+ldpb_err agg_store_prune_decisions(agg_store *s, uint64_t expired_before_ms, uint64_t max_rows,
+                                   uint64_t limit, uint64_t *deleted);
+
+/* Rows of `decisions`, the open transaction's changes included. */
+uint64_t agg_store_decision_rows(const agg_store *s);
+
+/* Tests only: while `on`, every agg_store_commit fails with LDPB_EIO as SQLite does on a full
+ * disk (the caller then rolls back). Simulates the disk-full condition the assignment gate
+ * reacts to (docs/aggregator.md, "Retention and a full disk"). */
+void agg_store_inject_disk_full(agg_store *s, int on);
+
 /* Replaces the policy state and counters. */
 ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
                              const agg_store_counters *c);
@@ -99,8 +114,15 @@ const char *agg_store_errmsg(const agg_store *s);
 /* Writes the propensity log of the state in `dir` as CSV to `out` (docs/aggregator.md: columns
  * assignment_id, arm, propensity, policy_version, mechanism, epsilon, value, issued_at_ms,
  * expires_at_ms, reported_at_ms; one row per issued assignment, value and reported_at_ms empty
- * when unreported, plus reports whose decision row was not logged). Opens the database
- * read-only, so it can run beside the daemon. Errors: LDPB_EIO, LDPB_ECORRUPT. */
+ * when unreported, plus reports whose decision row was not logged or was deleted by retention).
+ * Opens the database read-only (SQLITE_OPEN_READONLY), so it can run beside the daemon and never
+ * writes the state. Errors: LDPB_EIO, LDPB_ECORRUPT. */
 ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg);
+
+/* Copies the state in `dir` into the SQLite database `dest` (an empty or new file) with SQLite's
+ * online backup API: a consistent snapshot taken beside a running daemon (read-only on the
+ * source). `dest` is left in WAL mode, ready to be a state_dir's aggregator.db. Errors: LDPB_EIO,
+ * LDPB_ECORRUPT (not an aggregator state). */
+ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg);
 
 #endif

@@ -207,6 +207,49 @@ static void test_help(void **state)
     free(buf);
 }
 
+/* The storage options are in --help; --backup, like --export-csv, needs only the state
+ * directory, and the two together are refused. */
+static void test_storage_options(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    agg_config_help(f);
+    fclose(f);
+    static const char *const flags[] = {"--backup FILE", "--decision-retention-s S",
+                                        "--decision-rows-max N", "--min-free-mb MB",
+                                        "--error-log-interval-s S"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        assert_non_null(strstr(buf, flags[i]));
+    free(buf);
+
+    agg_config c;
+    agg_config_init(&c);
+    assert_int_equal(c.decision_retention_s, 604800);
+    assert_int_equal(c.decision_rows_max, 1000000);
+    assert_int_equal(c.min_free_mb, 32);
+    assert_int_equal(c.error_log_interval_s, 10);
+    char err[AGG_CONFIG_ERRMAX] = "";
+    char *argv[] = {"ldpb-aggregator", "--backup", "/tmp/x.db", "--state-dir", "/tmp/s", NULL};
+    assert_int_equal(agg_config_parse_args(&c, 5, argv, err), LDPB_OK);
+    assert_string_equal(c.backup, "/tmp/x.db");
+    assert_int_equal(agg_config_check(&c, err), LDPB_OK);
+    agg_config_fini(&c);
+    agg_config_init(&c);
+    char *argv2[] = {"ldpb-aggregator", "--backup", "/tmp/x.db", "--export-csv", "-",
+                     "--state-dir",     "/tmp/s",   NULL};
+    assert_int_equal(agg_config_parse_args(&c, 7, argv2, err), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, err), LDPB_EINVAL);
+    assert_non_null(strstr(err, "--export-csv and --backup"));
+    agg_config_fini(&c);
+    agg_config_init(&c);
+    assert_int_equal(agg_config_set(&c, "decision_rows_max", "0", 1, err), LDPB_ERANGE);
+    assert_int_equal(agg_config_set(&c, "min_free_mb", "0", 1, err), LDPB_OK);
+    agg_config_fini(&c);
+}
+
 /* The shipped example config parses and passes the checks. */
 static void test_example_conf(void **state)
 {
@@ -230,7 +273,7 @@ int main(void)
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_set),
         cmocka_unit_test(test_file),         cmocka_unit_test(test_args),
         cmocka_unit_test(test_check),        cmocka_unit_test(test_help),
-        cmocka_unit_test(test_example_conf),
+        cmocka_unit_test(test_example_conf), cmocka_unit_test(test_storage_options),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
