@@ -50,10 +50,14 @@ struct args {
 
 static void usage(FILE *f)
 {
+    char gamma_readers[128], eps_arm_readers[128];
+    agg_policy_readers(AGG_PARAM_GAMMA, gamma_readers, sizeof gamma_readers);
+    agg_policy_readers(AGG_PARAM_EPS_ARM, eps_arm_readers, sizeof eps_arm_readers);
     fprintf(f,
             "usage: ldpb sim --preset NAME [--trials N] [--horizon T] [--threads N] [--seed S]\n"
             "                [--out DIR] [--epsilons LIST] [--k LIST] [--algorithms LIST]\n"
-            "                [--mechanisms LIST] [--kappa K] [--no-plots] [--quiet]\n"
+            "                [--mechanisms LIST] [--kappa K] [--gamma G] [--eps-arm E]\n"
+            "                [--no-plots] [--quiet]\n"
             "       ldpb sim (--means LIST | --laws LIST) --algorithms LIST [--mechanisms LIST]\n"
             "                [--epsilons LIST] [--horizon T] [--trials N] [...]\n"
             "\n"
@@ -109,6 +113,10 @@ static void usage(FILE *f)
             "  --threads N          worker threads, in [1, %d] (default: online CPUs)\n"
             "  --out DIR            output directory, created if missing (default %s)\n"
             "  --kappa K            quadratic mechanism curvature, in [-1, 1] (default %g)\n"
+            "  --gamma G            failure probability in (0, 1) of the algorithms that read\n"
+            "                       it: %s (default 1/T)\n"
+            "  --eps-arm E          per-arm tree budget of the algorithms that read it: %s;\n"
+            "                       above an epsilon of the run it is refused (default epsilon)\n"
             "  --no-plots           write the CSV files only\n"
             "  --quiet              no progress line on stderr\n"
             "  -h, --help           print this help and exit\n"
@@ -116,7 +124,8 @@ static void usage(FILE *f)
             "presets:\n",
             LDPB_EPSILON_MAX, SIMPLAN_CUSTOM_EPS, AGG_ENV_K_MAX,
             (unsigned long long)SIMPLAN_CUSTOM_HORIZON, (unsigned long long)SIMPLAN_CUSTOM_TRIALS,
-            SIMPLAN_DEFAULT_SEED, THREADS_MAX, SIMPLAN_DEFAULT_OUT, LDPB_KAPPA_DEFAULT);
+            SIMPLAN_DEFAULT_SEED, THREADS_MAX, SIMPLAN_DEFAULT_OUT, LDPB_KAPPA_DEFAULT,
+            gamma_readers, eps_arm_readers);
     size_t np;
     const simplan_preset_info *pi = simplan_presets(&np);
     for (size_t i = 0; i < np; i++) {
@@ -148,6 +157,8 @@ static const tool_option options[] = {
     {"horizon", TOOL_OPT_VALUE, offsetof(struct args, plan.horizon)},
     {"trials", TOOL_OPT_VALUE, offsetof(struct args, plan.trials)},
     {"kappa", TOOL_OPT_VALUE, offsetof(struct args, plan.kappa)},
+    {"gamma", TOOL_OPT_VALUE, offsetof(struct args, plan.gamma)},
+    {"eps-arm", TOOL_OPT_VALUE, offsetof(struct args, plan.eps_arm)},
     {"seed", TOOL_OPT_VALUE, offsetof(struct args, seed)},
     {"threads", TOOL_OPT_VALUE, offsetof(struct args, threads)},
     {"out", TOOL_OPT_VALUE, offsetof(struct args, out)},
@@ -360,7 +371,16 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
                "p0 = 1/(e^eps+1), p1 = e^eps/(e^eps+1)\n");
     fprintf(f, "kappa (quadratic): %.17g\nlambda (exponential): epsilon\n", p->kappa);
     fprintf(f, "beta (se, ldp-se, dp-se): 1/T = %s\n", beta);
-    fprintf(f, "dp-ucb: gamma = 1/T, eps_arm = epsilon (policy defaults)\n");
+    if (p->gamma == 0 && p->eps_arm == 0) {
+        fprintf(f, "dp-ucb: gamma = 1/T, eps_arm = epsilon (policy defaults)\n");
+    } else {
+        char g[32] = "1/T", e[32] = "epsilon";
+        if (p->gamma != 0)
+            simplan_format_double(g, sizeof g, p->gamma);
+        if (p->eps_arm != 0)
+            simplan_format_double(e, sizeof e, p->eps_arm);
+        fprintf(f, "dp-ucb: gamma = %s, eps_arm = %s\n", g, e);
+    }
     for (size_t i = 0; i < p->n_inst; i++) {
         const simplan_instance *in = &p->inst[i];
         size_t need = simplan_env_text(in->env, NULL, 0) + 1;

@@ -18,6 +18,7 @@ typedef enum opt_type {
     OPT_STR = 1,
     OPT_LIST, /* repeatable string (listen) */
     OPT_U64,
+    OPT_U32,
     OPT_DBL,
     OPT_BOOL,
     OPT_ENUM,
@@ -69,30 +70,30 @@ static const option options[] = {
      "directory of the SQLite state (created if missing) (required)"},
     {"key", OPT_STR, OFF(key), NULL, 0, 0, 0, NULL, "FILE",
      "the aggregator's secret key file, from `ldpb keygen` (mode 0600) (required)"},
-    {"arms", OPT_U64, OFF(arms), NULL, 2, AGG_POLICY_K_MAX, 0, NULL, "K",
+    {"arms", OPT_U32, OFF(params.k), NULL, 2, AGG_POLICY_K_MAX, 0, NULL, "K",
      "number of arms (required)"},
     {"policy", OPT_STR, OFF(policy), "ldp-ts-b", 0, 0, 0, NULL, "NAME",
      "bandit policy, a name of `ldpb sim` (ldp-ts-b, ldp-ucb-b, ldp-ucb-l, ldp-se, dp-ucb, "
      "dp-ucb-bound, dp-se, ucb1, ts, se); it must belong to the mode"},
-    {"mechanism", OPT_ENUM, OFF(mechanism), "linear", 0, 0, 0, mech_choices, "M",
+    {"mechanism", OPT_ENUM, OFF(params.mechanism), "linear", 0, 0, 0, mech_choices, "M",
      "local mode: the clients' mechanism (linear, quadratic, exponential, laplace)"},
-    {"epsilon", OPT_DBL, OFF(epsilon), "1", 0, LDPB_EPSILON_MAX, OPEN_MIN, NULL, "E",
+    {"epsilon", OPT_DBL, OFF(params.epsilon), "1", 0, LDPB_EPSILON_MAX, OPEN_MIN, NULL, "E",
      "local mode: per-report epsilon put in every assignment; central mode: the policy's "
      "epsilon; (0, 10]"},
-    {"kappa", OPT_DBL, OFF(kappa), "0.5", -1, 1, 0, NULL, "X",
+    {"kappa", OPT_DBL, OFF(params.kappa), "0.5", -1, 1, 0, NULL, "X",
      "quadratic mechanism curvature, [-1, 1]"},
     {"mode", OPT_ENUM, OFF(mode), "local", 0, 0, 0, mode_choices, "MODE",
      "privacy model: local, central or nonprivate"},
     {"allow_nonprivate", OPT_BOOL, OFF(allow_nonprivate), "false", 0, 0, 0, NULL, NULL,
      "allow mode = nonprivate (clients then send raw rewards to a non-private policy)"},
-    {"horizon", OPT_U64, OFF(horizon), "0", 0, 4611686018427387904.0, 0, NULL, "T",
-     "horizon for policies that need it (se, ldp-se, dp-se, ...); 0 = unknown"},
-    {"beta", OPT_DBL, OFF(beta), "0", 0, 1, OPEN_MAX, NULL, "B",
-     "se, ldp-se, dp-se: confidence parameter beta in (0, 1); 0 = 1/horizon"},
-    {"gamma", OPT_DBL, OFF(gamma), "0", 0, 1, OPEN_MAX, NULL, "G",
-     "dp-ucb, dp-ucb-bound: failure probability in (0, 1); 0 = 1/horizon"},
-    {"eps_arm", OPT_DBL, OFF(eps_arm), "0", 0, 1e6, 0, NULL, "E",
-     "dp-ucb, dp-ucb-bound: per-arm tree budget; 0 = epsilon"},
+    {"horizon", OPT_U64, OFF(params.horizon), "0", 0, 4611686018427387904.0, 0, NULL, "T",
+     "the horizon T; 0 = unknown (dp-ucb refuses it; se, ldp-se and dp-se need it for beta = 0)"},
+    {"beta", OPT_DBL, OFF(params.beta), "0", 0, 1, OPEN_MAX, NULL, "B",
+     "confidence parameter beta in (0, 1); 0 = 1/horizon"},
+    {"gamma", OPT_DBL, OFF(params.gamma), "0", 0, 1, OPEN_MAX, NULL, "G",
+     "failure probability in (0, 1); 0 = 1/horizon"},
+    {"eps_arm", OPT_DBL, OFF(params.eps_arm), "0", 0, 1e6, 0, NULL, "E",
+     "per-arm tree budget, at most epsilon (a larger one is refused); 0 = epsilon"},
     {"workers", OPT_U64, OFF(workers), "2", 1, 64, 0, NULL, "N",
      "worker threads receiving and answering requests"},
     {"batch_max", OPT_U64, OFF(batch_max), "4096", 1, 1000000, 0, NULL, "N",
@@ -134,6 +135,8 @@ static const option options[] = {
 /* clang-format on */
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
+/* OPT_ENUM stores an int; the mechanism's enum lives in agg_policy_config. */
+_Static_assert(sizeof(ldpb_mech_kind) == sizeof(int), "OPT_ENUM writes an int");
 _Static_assert(N_OPTIONS <= sizeof((agg_config *)0)->set_by_file, "set_by_file too small");
 
 #if defined(__GNUC__)
@@ -222,7 +225,8 @@ static ldpb_err parse_value(agg_config *cfg, const option *o, const char *value,
             cfg->n_listen++;
         return err;
     }
-    case OPT_U64: {
+    case OPT_U64:
+    case OPT_U32: {
         char *end;
         errno = 0;
         if (value[0] == '-' || value[0] == '+' || value[0] == '\0') {
@@ -238,7 +242,10 @@ static ldpb_err parse_value(agg_config *cfg, const option *o, const char *value,
             say(reason, "%s: %s outside [%.0f, %.0f]", o->name, value, o->min, o->max);
             return LDPB_ERANGE;
         }
-        *(uint64_t *)field = v;
+        if (o->type == OPT_U32)
+            *(uint32_t *)field = (uint32_t)v; /* max <= UINT32_MAX (table) */
+        else
+            *(uint64_t *)field = v;
         return LDPB_OK;
     }
     case OPT_DBL: {
@@ -566,7 +573,7 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
         say(err, "key is required (--key FILE, a secret key from `ldpb keygen`)");
         return LDPB_EINVAL;
     }
-    if (cfg->arms == 0) {
+    if (cfg->params.k == 0) {
         say(err, "arms is required (--arms K, K >= 2)");
         return LDPB_EINVAL;
     }
@@ -678,7 +685,16 @@ void agg_config_help(FILE *out)
                 *p = '-';
         if (o->arg)
             snprintf(flag + strlen(flag), sizeof flag - strlen(flag), " %s", o->arg);
-        snprintf(text, sizeof text, "%s%s%s%s", o->help, o->def ? " [default: " : "",
+        /* Which policies read a policy parameter comes from their ops tables, so the text
+         * cannot drift from the code. */
+        const agg_param_info *pi = agg_policy_param_find(o->name);
+        char readers[160] = "";
+        if (pi) {
+            char who[128];
+            agg_policy_readers(pi->bit, who, sizeof who);
+            snprintf(readers, sizeof readers, " (read by: %s)", who);
+        }
+        snprintf(text, sizeof text, "%s%s%s%s%s", o->help, readers, o->def ? " [default: " : "",
                  o->def ? o->def : "", o->def ? "]" : "");
         fprintf(out, "  %-24s ", flag);
         if (strlen(flag) > 24)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "ldpb/err.h"
+#include "policy.h"
 
 #define AGG_LISTEN_MAX    16  /* --listen URLs */
 #define AGG_CONFIG_ERRMAX 512 /* room for "FILE:LINE: reason" */
@@ -40,15 +41,12 @@ typedef struct agg_config {
     size_t n_listen;
     char *state_dir;
     char *key;
-    uint64_t arms;
     char *policy;
-    int mechanism; /* ldpb_mech_kind */
-    double epsilon;
-    double kappa;
+    /* The policy's parameters: options arms (params.k), mechanism, epsilon, kappa, horizon,
+     * beta, gamma and eps_arm. */
+    agg_policy_config params;
     int mode; /* agg_mode */
     int allow_nonprivate;
-    uint64_t horizon;
-    double beta, gamma, eps_arm;
     uint64_t workers;
     uint64_t batch_max;
     uint64_t queue_max;

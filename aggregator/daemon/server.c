@@ -112,7 +112,7 @@ struct agg_server {
 
     agg_store *store;
     agg_policy *policy;
-    int mc_propensity; /* choose() is a pure draw from the state: estimate propensity by MC */
+    int mc_propensity; /* ops->choose_is_draw: estimate the propensity by repeated draws */
     ldpb_rng *policy_rng, *noise_rng;
     agg_rand rand;
     agg_noise *noise;
@@ -445,7 +445,7 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     a.policy_version = t.policy_version;
     if (s->wire_mechanism == LDPB__V1__MECHANISM__QUADRATIC) {
         a.has_kappa = 1;
-        a.kappa = s->cfg->kappa;
+        a.kappa = s->cfg->params.kappa;
     }
     send_sealed(s, w, to, client_pk, key, &env_out);
 }
@@ -456,9 +456,9 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
 static ldpb_err check_report(agg_server *s, const agg_token *t, const Ldpb__V1__Report *r,
                              double *value, char reason[256])
 {
-    if (t->arm >= s->cfg->arms) {
+    if (t->arm >= s->cfg->params.k) {
         snprintf(reason, 256, "unknown assignment (arm %" PRIu32 " outside this aggregator's %u)",
-                 t->arm, (unsigned)s->cfg->arms);
+                 t->arm, (unsigned)s->cfg->params.k);
         return LDPB_ENOTFOUND;
     }
     if ((int)r->mechanism != (int)t->mechanism || (int)t->mechanism != s->wire_mechanism) {
@@ -553,7 +553,7 @@ static const char *model_name(agg_model m)
 static void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
                       const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
 {
-    uint32_t k = (uint32_t)s->cfg->arms;
+    uint32_t k = (uint32_t)s->cfg->params.k;
     if (k > LDPB_WIRE_ARMS_MAX) {
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
                           LDPB_ERANGE, "too many arms for a status reply");
@@ -974,15 +974,6 @@ static void *committer_main(void *arg)
 
 /* ---- construction ------------------------------------------------------------------------ */
 
-static int choose_is_pure_draw(const char *policy)
-{
-    /* Thompson sampling: choose() draws from the posterior and changes nothing else, so extra
-     * draws estimate the probability of the arm chosen. The other policies choose
-     * deterministically from their state (ties aside: their propensity is 1) or advance a
-     * round-robin pointer, which extra calls would disturb. */
-    return strcmp(policy, "ts") == 0 || strcmp(policy, "ldp-ts-b") == 0;
-}
-
 static ldpb_err load_allowlist(agg_server *s, const char *path, char *errmsg)
 {
     FILE *f = fopen(path, "r");
@@ -1128,23 +1119,16 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     }
 
     /* The policy, its generators and the noise source. */
-    agg_policy_config pc;
-    agg_policy_config_init(&pc);
-    pc.k = (uint32_t)cfg->arms;
-    pc.horizon = cfg->horizon;
-    pc.epsilon = cfg->epsilon;
-    pc.kappa = cfg->kappa;
-    pc.beta = cfg->beta;
-    pc.gamma = cfg->gamma;
-    pc.eps_arm = cfg->eps_arm;
-    pc.mechanism = (ldpb_mech_kind)cfg->mechanism;
     char pmsg[AGG_ERRMSG_MAX] = "";
-    err = agg_policy_new(&s->policy, cfg->policy, &pc, pmsg);
+    err = agg_policy_new(&s->policy, cfg->policy, &cfg->params, pmsg);
     if (err) {
         say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
         goto fail;
     }
-    s->mc_propensity = choose_is_pure_draw(cfg->policy);
+    /* Only a choice that is a pure draw can be repeated to estimate its probability; the
+     * others choose deterministically from their state (ties aside: propensity 1) or advance a
+     * round-robin pointer, which extra calls would disturb. */
+    s->mc_propensity = s->policy->ops->choose_is_draw;
     err = ldpb_rng_new_system(&s->policy_rng);
     if (!err)
         err = ldpb_rng_new_system(&s->noise_rng);
@@ -1156,9 +1140,9 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     }
     agg_rand_seed(&s->rand, s->policy_rng);
     if (cfg->mode == AGG_MODE_LOCAL) {
-        s->wire_mechanism = cfg->mechanism; /* the wire enum equals ldpb_mech_kind */
-        s->wire_epsilon = cfg->epsilon;
-        s->mech_name = ldpb_mech_kind_name((ldpb_mech_kind)cfg->mechanism);
+        s->wire_mechanism = cfg->params.mechanism; /* the wire enum equals ldpb_mech_kind */
+        s->wire_epsilon = cfg->params.epsilon;
+        s->mech_name = ldpb_mech_kind_name(cfg->params.mechanism);
     } else {
         s->wire_mechanism = LDPB__V1__MECHANISM__RAW;
         s->wire_epsilon = 0.0;
@@ -1166,11 +1150,11 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     }
 
     /* The durable state. */
-    agg_store_meta meta = {cfg->policy,  (uint32_t)cfg->arms,
-                           s->mech_name, cfg->mode == AGG_MODE_NONPRIVATE ? 0.0 : cfg->epsilon,
-                           cfg->kappa,   agg_mode_name(cfg->mode),
-                           cfg->horizon, cfg->beta,
-                           cfg->gamma,   cfg->eps_arm};
+    /* The meta compares only what the policy reads: a state saved under another value of an
+     * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
+     * state. */
+    agg_store_meta meta = {cfg->policy, agg_mode_name(cfg->mode), cfg->params,
+                           agg_policy_reads(s->policy->ops, &cfg->params)};
     char smsg[AGG_STORE_ERRMAX] = "";
     err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
     if (err) {
@@ -1216,7 +1200,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     logf_(s, AGG_LOG_INFO,
           "state %s: policy %s (%s mode), %u arms, %" PRIu64 " reports, %" PRIu64
           " assignments so far",
-          cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->arms,
+          cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->params.k,
           s->committed.reports, s->committed.assignments);
     *out = s;
     return LDPB_OK;
@@ -1276,15 +1260,15 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
 
 uint32_t agg_server_arms(const agg_server *s)
 {
-    return (uint32_t)s->cfg->arms;
+    return (uint32_t)s->cfg->params.k;
 }
 
 ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k)
 {
-    if (k < (uint32_t)s->cfg->arms)
+    if (k < (uint32_t)s->cfg->params.k)
         return LDPB_ERANGE;
     pthread_mutex_lock(&s->policy_mu);
-    ldpb_err err = agg_policy_describe(s->policy, arms, (uint32_t)s->cfg->arms);
+    ldpb_err err = agg_policy_describe(s->policy, arms, (uint32_t)s->cfg->params.k);
     pthread_mutex_unlock(&s->policy_mu);
     return err;
 }

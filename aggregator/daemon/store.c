@@ -117,66 +117,94 @@ void agg_store_close(agg_store *s)
     free(s);
 }
 
-static void fmt_meta(char *buf, size_t cap, const char *key, const agg_store_meta *m)
+/* One meta row: its key, its text for a configuration, and whether an open compares it. */
+typedef struct meta_row {
+    const char *key;
+    char value[64];
+    int compared;
+} meta_row;
+
+#define META_ROWS_MAX 16
+
+/* The rows of `m`: schema_version, policy, mode, arms, then every parameter of
+ * agg_policy_params() by its name, with 0 ("raw" for the mechanism) for those the policy does
+ * not read (the text earlier states hold for an unused kappa, epsilon or mechanism). */
+static size_t meta_rows(const agg_store_meta *m, meta_row *rows)
 {
-    if (strcmp(key, "schema_version") == 0)
-        snprintf(buf, cap, "%d", AGG_STORE_SCHEMA_VERSION);
-    else if (strcmp(key, "policy") == 0)
-        snprintf(buf, cap, "%s", m->policy);
-    else if (strcmp(key, "arms") == 0)
-        snprintf(buf, cap, "%" PRIu32, m->arms);
-    else if (strcmp(key, "mechanism") == 0)
-        snprintf(buf, cap, "%s", m->mechanism);
-    else if (strcmp(key, "epsilon") == 0)
-        snprintf(buf, cap, "%.17g", m->epsilon);
-    else if (strcmp(key, "kappa") == 0)
-        snprintf(buf, cap, "%.17g", strcmp(m->mechanism, "quadratic") == 0 ? m->kappa : 0.0);
-    else if (strcmp(key, "mode") == 0)
-        snprintf(buf, cap, "%s", m->mode);
-    else if (strcmp(key, "horizon") == 0)
-        snprintf(buf, cap, "%" PRIu64, m->horizon);
-    else if (strcmp(key, "beta") == 0)
-        snprintf(buf, cap, "%.17g", m->beta);
-    else if (strcmp(key, "gamma") == 0)
-        snprintf(buf, cap, "%.17g", m->gamma);
-    else
-        snprintf(buf, cap, "%.17g", m->eps_arm);
+    size_t n = 0;
+    rows[n].key = "schema_version";
+    snprintf(rows[n].value, sizeof rows[n].value, "%d", AGG_STORE_SCHEMA_VERSION);
+    rows[n++].compared = 1;
+    rows[n].key = "policy";
+    snprintf(rows[n].value, sizeof rows[n].value, "%s", m->policy);
+    rows[n++].compared = 1;
+    rows[n].key = "mode";
+    snprintf(rows[n].value, sizeof rows[n].value, "%s", m->mode);
+    rows[n++].compared = 1;
+    rows[n].key = "arms";
+    snprintf(rows[n].value, sizeof rows[n].value, "%" PRIu32, m->params.k);
+    rows[n++].compared = 1;
+    size_t np;
+    const agg_param_info *pi = agg_policy_params(&np);
+    for (size_t i = 0; i < np && n < META_ROWS_MAX; i++, n++) {
+        rows[n].key = pi[i].name;
+        rows[n].compared = (m->reads & pi[i].bit) != 0;
+        if (rows[n].compared)
+            agg_policy_param_text(&pi[i], &m->params, rows[n].value, sizeof rows[n].value);
+        else
+            snprintf(rows[n].value, sizeof rows[n].value, "%s",
+                     pi[i].type == AGG_PARAM_TYPE_MECH ? "raw" : "0");
+    }
+    return n;
 }
 
-static const char *const meta_keys[] = {"schema_version", "policy", "arms",   "mechanism",
-                                        "epsilon",        "kappa",  "mode",   "horizon",
-                                        "beta",           "gamma",  "eps_arm"};
-#define N_META (sizeof meta_keys / sizeof meta_keys[0])
+/* The first integer of a one-row, one-column query; -1 on failure. */
+static sqlite3_int64 query_count(agg_store *s, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (prepare(s, &st, sql))
+        return -1;
+    sqlite3_int64 n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n;
+}
 
 /* Writes the meta rows of a fresh state, or checks them against `m`. */
 static ldpb_err check_meta(agg_store *s, const agg_store_meta *m, char *errmsg)
 {
+    meta_row rows[META_ROWS_MAX];
+    size_t n_rows = meta_rows(m, rows);
     sqlite3_stmt *st = NULL;
-    ldpb_err err = prepare(s, &st, "SELECT value FROM meta WHERE key = ?1");
-    if (err)
-        goto fail;
-    sqlite3_stmt *count = NULL;
-    err = prepare(s, &count, "SELECT count(*) FROM meta");
-    if (err)
-        goto fail;
-    int rc = sqlite3_step(count);
-    sqlite3_int64 n = rc == SQLITE_ROW ? sqlite3_column_int64(count, 0) : -1;
-    sqlite3_finalize(count);
+    ldpb_err err = LDPB_OK;
+    sqlite3_int64 n = query_count(s, "SELECT count(*) FROM meta");
     if (n < 0) {
         err = sql_fail(s, "reading meta");
         goto fail;
     }
-    char want[128];
     if (n == 0) {
-        sqlite3_finalize(st);
-        st = NULL;
+        /* Data without meta is no state this program wrote: adopting it would attach the
+         * configuration of today to reports and a policy state of unknown origin. */
+        sqlite3_int64 data = query_count(s, "SELECT (SELECT count(*) FROM state) +"
+                                            " (SELECT count(*) FROM reports) +"
+                                            " (SELECT count(*) FROM decisions)");
+        if (data < 0) {
+            err = sql_fail(s, "reading the state");
+            goto fail;
+        }
+        if (data > 0) {
+            say(errmsg,
+                "state: the database holds %lld rows of reports, decisions or policy state "
+                "but no meta rows saying which configuration they belong to",
+                (long long)data);
+            err = LDPB_ECORRUPT;
+            goto fail;
+        }
         err = prepare(s, &st, "INSERT INTO meta(key, value) VALUES (?1, ?2)");
         if (err)
             goto fail;
-        for (size_t i = 0; i < N_META; i++) {
-            fmt_meta(want, sizeof want, meta_keys[i], m);
-            sqlite3_bind_text(st, 1, meta_keys[i], -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, want, -1, SQLITE_TRANSIENT);
+        for (size_t i = 0; i < n_rows; i++) {
+            sqlite3_bind_text(st, 1, rows[i].key, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, rows[i].value, -1, SQLITE_STATIC);
             err = step_done(s, st, "writing meta");
             if (err)
                 goto fail;
@@ -184,29 +212,38 @@ static ldpb_err check_meta(agg_store *s, const agg_store_meta *m, char *errmsg)
         sqlite3_finalize(st);
         return LDPB_OK;
     }
-    for (size_t i = 0; i < N_META; i++) {
-        fmt_meta(want, sizeof want, meta_keys[i], m);
-        sqlite3_bind_text(st, 1, meta_keys[i], -1, SQLITE_STATIC);
-        rc = sqlite3_step(st);
+    err = prepare(s, &st, "SELECT value FROM meta WHERE key = ?1");
+    if (err)
+        goto fail;
+    for (size_t i = 0; i < n_rows; i++) {
+        if (!rows[i].compared)
+            continue;
+        sqlite3_bind_text(st, 1, rows[i].key, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
         if (rc != SQLITE_ROW) {
             sqlite3_reset(st);
             if (rc != SQLITE_DONE) {
                 err = sql_fail(s, "reading meta");
                 goto fail;
             }
-            say(errmsg, "state: meta has no '%s' row", meta_keys[i]);
+            say(errmsg, "state: meta has no '%s' row", rows[i].key);
             err = LDPB_ECORRUPT;
             goto fail;
         }
         const char *have = (const char *)sqlite3_column_text(st, 0);
-        int same = have && strcmp(have, want) == 0;
-        if (!same) {
-            say(errmsg,
-                "the state in this directory belongs to another configuration: %s is '%s' "
-                "there but '%s' now (use another state_dir, or the old configuration)",
-                meta_keys[i], have ? have : "NULL", want);
+        if (!have || strcmp(have, rows[i].value) != 0) {
+            if (i == 0)
+                say(errmsg,
+                    "the state in this directory has schema version %s; this ldpb-aggregator "
+                    "reads version %s (use the matching version, or another state_dir)",
+                    have ? have : "NULL", rows[i].value);
+            else
+                say(errmsg,
+                    "the state in this directory belongs to another configuration: %s is '%s' "
+                    "there but '%s' now (use another state_dir, or the old configuration)",
+                    rows[i].key, have ? have : "NULL", rows[i].value);
             sqlite3_reset(st);
-            err = i == 0 ? LDPB_ECORRUPT : LDPB_ESTATE;
+            err = LDPB_ESTATE;
             goto fail;
         }
         sqlite3_reset(st);

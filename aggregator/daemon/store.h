@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "ldpb/err.h"
+#include "policy.h"
 
 #define AGG_STORE_SCHEMA_VERSION 1
 #define AGG_STORE_DB_NAME        "aggregator.db"
@@ -23,16 +24,15 @@
 
 typedef struct agg_store agg_store;
 
-/* What the state belongs to; compared field by field on every open of an existing state. */
+/* What the state belongs to: rows schema_version, policy, mode, arms (params.k) and one per
+ * parameter of agg_policy_params(), named as the parameter. On every open of an existing state
+ * the rows of the policy, the mode, k and the parameters in `reads` are compared; the others
+ * cannot change what the state means, and are stored as 0 ("raw" for the mechanism). */
 typedef struct agg_store_meta {
     const char *policy;
-    uint32_t arms;
-    const char *mechanism; /* "linear", ..., or "raw" in central / nonprivate mode */
-    double epsilon;
-    double kappa; /* compared only for the quadratic mechanism */
     const char *mode;
-    uint64_t horizon;
-    double beta, gamma, eps_arm; /* policy parameters (0: the policy's default) */
+    agg_policy_config params;
+    unsigned reads; /* AGG_PARAM_* bits the policy reads: agg_policy_reads() */
 } agg_store_meta;
 
 typedef struct agg_store_counters {
@@ -57,10 +57,12 @@ typedef struct agg_store_row {
 } agg_store_row;
 
 /* Opens (creating the directory, mode 0700, and the database if needed) the state in `dir`
- * and checks its meta against `meta`. Errors: LDPB_EIO (cannot create or open, with SQLite's
- * reason), LDPB_ESTATE (the state belongs to another configuration: `errmsg` names the field, the
- * stored and the configured value), LDPB_ECORRUPT (unreadable or inconsistent tables),
- * LDPB_ENOMEM. `errmsg` has AGG_STORE_ERRMAX bytes. */
+ * and checks its meta against `meta`; the meta rows are written only to a state that has none
+ * and holds no data, and never when the open fails. Errors: LDPB_EIO (cannot create or open,
+ * with SQLite's reason), LDPB_ESTATE (the state belongs to another configuration or another
+ * schema version: `errmsg` names the field, the stored and the configured value), LDPB_ECORRUPT
+ * (unreadable or inconsistent tables, data without meta), LDPB_ENOMEM. `errmsg` has
+ * AGG_STORE_ERRMAX bytes. */
 ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *meta, char *errmsg);
 
 /* Closes the database (checkpointing the WAL). Accepts NULL. */

@@ -383,6 +383,7 @@ const agg_policy_ops agg_policy_dp_se = {
     .name = "dp-se",
     .model = AGG_MODEL_CENTRAL,
     .mergeable = 0,
+    .params = AGG_PARAM_EPSILON | AGG_PARAM_HORIZON | AGG_PARAM_BETA,
     .create = dp_se_create,
     .choose = dp_se_choose,
     .observe = dp_se_observe,
@@ -390,4 +391,6 @@ const agg_policy_ops agg_policy_dp_se = {
     .restore = dp_se_restore,
     .describe = dp_se_describe,
     .free = dp_se_free,
+    .plan = agg_dp_se_plan,
+    .observe_block = agg_dp_se_observe_block,
 };

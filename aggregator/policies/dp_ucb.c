@@ -1,10 +1,9 @@
 /* dp-ucb: Mishra & Thakurta's private UCB (algorithms.md 4.1). One binary tree mechanism per arm
  * over that arm's rewards (leaf = the arm's pull count), each with budget eps_arm (default eps,
- * parallel composition; eps/K reproduces MT15 literally), and the UCB index widened by
- * nu = (Lv^2 / eps_arm) ln(K T Lv / gamma) to absorb the tree noise:
- *     index_a = s_hat_a / n_a + sqrt(2 ln t / n_a) + nu / n_a,
- * after one initial pull of every arm. nu is constant, so (s_hat_a + nu) / n_a is cached per arm.
- * The engine is dp_ucb_family.c. */
+ * parallel composition; eps/K reproduces MT15 literally; above eps it is refused), and the UCB
+ * index widened by nu = (Lv^2 / eps_arm) ln(K T Lv / gamma) to absorb the tree noise: index_a =
+ * s_hat_a / n_a + sqrt(2 ln t / n_a) + nu / n_a, after one initial pull of every arm. nu is
+ * constant, so (s_hat_a + nu) / n_a is cached per arm. The engine is dp_ucb_family.c. */
 #include <math.h>
 
 #include "counter.h"
@@ -23,6 +22,14 @@ static ldpb_err prepare(const agg_policy_config *cfg, agg_dp_ucb_params *par,
     if (!isfinite(eps_arm) || !(eps_arm > 0))
         return agg_policy_refuse(errmsg, isnan(eps_arm) ? LDPB_EINVAL : LDPB_ERANGE,
                                  "dp-ucb: eps_arm %g must be > 0 and finite", cfg->eps_arm);
+    /* A reward enters only its own arm's tree, so the run is eps_arm-DP (parallel composition):
+     * above epsilon, the stated epsilon would understate the loss. */
+    if (eps_arm > cfg->epsilon)
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "dp-ucb: eps_arm %g is above epsilon %g: the run would be "
+                                 "eps_arm-DP, not epsilon-DP (set eps_arm <= epsilon, or 0 for "
+                                 "epsilon)",
+                                 eps_arm, cfg->epsilon);
     double lv = (double)agg_tree_levels(cfg->horizon);
     double nu = lv * lv / eps_arm * log((double)cfg->k * (double)cfg->horizon * lv / gamma);
     if (!isfinite(nu))
@@ -73,6 +80,7 @@ const agg_policy_ops agg_policy_dp_ucb = {
     .name = "dp-ucb",
     .model = AGG_MODEL_CENTRAL,
     .mergeable = 0,
+    .params = AGG_PARAM_EPSILON | AGG_PARAM_HORIZON | AGG_PARAM_GAMMA | AGG_PARAM_EPS_ARM,
     .create = create,
     AGG_DP_UCB_OPS_SHARED,
 };

@@ -65,6 +65,7 @@ const agg_policy_ops agg_policy_dp_ucb_bound = {
     .name = "dp-ucb-bound",
     .model = AGG_MODEL_CENTRAL,
     .mergeable = 0,
+    .params = AGG_PARAM_EPSILON,
     .create = create,
     AGG_DP_UCB_OPS_SHARED,
 };

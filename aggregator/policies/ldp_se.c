@@ -79,6 +79,7 @@ const agg_policy_ops agg_policy_ldp_se = {
     .name = "ldp-se",
     .model = AGG_MODEL_LOCAL,
     .mergeable = 0,
+    .params = AGG_PARAM_EPSILON | AGG_PARAM_MECHANISM | AGG_PARAM_HORIZON | AGG_PARAM_BETA,
     .create = create,
     AGG_SE_OPS_SHARED,
 };

@@ -65,6 +65,8 @@ const agg_policy_ops agg_policy_ldp_ts_b = {
     .name = "ldp-ts-b",
     .model = AGG_MODEL_LOCAL,
     .mergeable = 1,
+    .params = AGG_PARAM_EPSILON | AGG_PARAM_MECHANISM | AGG_PARAM_KAPPA,
+    .choose_is_draw = 1,
     .create = create,
     AGG_TS_OPS_SHARED,
 };

@@ -46,6 +46,7 @@ const agg_policy_ops agg_policy_ldp_ucb_b = {
     .name = "ldp-ucb-b",
     .model = AGG_MODEL_LOCAL,
     .mergeable = 1,
+    .params = AGG_PARAM_EPSILON | AGG_PARAM_MECHANISM | AGG_PARAM_KAPPA,
     .create = create,
     AGG_UCB_OPS_SHARED,
 };

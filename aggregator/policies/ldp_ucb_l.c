@@ -51,6 +51,7 @@ const agg_policy_ops agg_policy_ldp_ucb_l = {
     .name = "ldp-ucb-l",
     .model = AGG_MODEL_LOCAL,
     .mergeable = 1,
+    .params = AGG_PARAM_EPSILON | AGG_PARAM_MECHANISM,
     .create = create,
     AGG_UCB_OPS_SHARED,
 };

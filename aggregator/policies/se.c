@@ -50,6 +50,7 @@ const agg_policy_ops agg_policy_se = {
     .name = "se",
     .model = AGG_MODEL_NONPRIVATE,
     .mergeable = 0,
+    .params = AGG_PARAM_HORIZON | AGG_PARAM_BETA,
     .create = create,
     AGG_SE_OPS_SHARED,
 };

@@ -49,6 +49,8 @@ const agg_policy_ops agg_policy_ts = {
     .name = "ts",
     .model = AGG_MODEL_NONPRIVATE,
     .mergeable = 1,
+    .params = 0,
+    .choose_is_draw = 1,
     .create = create,
     AGG_TS_OPS_SHARED,
 };

@@ -26,6 +26,7 @@ const agg_policy_ops agg_policy_ucb1 = {
     .name = "ucb1",
     .model = AGG_MODEL_NONPRIVATE,
     .mergeable = 1,
+    .params = 0,
     .create = create,
     AGG_UCB_OPS_SHARED,
 };

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,109 @@ const agg_policy_ops *agg_policy_find(const char *name)
         if (strcmp(registry[i]->name, name) == 0)
             return registry[i];
     return NULL;
+}
+
+#define PARAM(bit, name, type, field)                                                              \
+    {                                                                                              \
+        bit, name, type, offsetof(agg_policy_config, field)                                        \
+    }
+
+/* One row per field after k, in the struct's order, which is also the order of the saved state
+ * header (statefmt.c): do not reorder. */
+static const agg_param_info params[] = {
+    PARAM(AGG_PARAM_HORIZON, "horizon", AGG_PARAM_TYPE_U64, horizon),
+    PARAM(AGG_PARAM_EPSILON, "epsilon", AGG_PARAM_TYPE_F64, epsilon),
+    PARAM(AGG_PARAM_MECHANISM, "mechanism", AGG_PARAM_TYPE_MECH, mechanism),
+    PARAM(AGG_PARAM_KAPPA, "kappa", AGG_PARAM_TYPE_F64, kappa),
+    PARAM(AGG_PARAM_BETA, "beta", AGG_PARAM_TYPE_F64, beta),
+    PARAM(AGG_PARAM_GAMMA, "gamma", AGG_PARAM_TYPE_F64, gamma),
+    PARAM(AGG_PARAM_EPS_ARM, "eps_arm", AGG_PARAM_TYPE_F64, eps_arm),
+};
+
+const agg_param_info *agg_policy_params(size_t *count)
+{
+    if (count)
+        *count = sizeof params / sizeof params[0];
+    return params;
+}
+
+const agg_param_info *agg_policy_param_find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof params / sizeof params[0]; i++)
+        if (strcmp(params[i].name, name) == 0)
+            return &params[i];
+    return NULL;
+}
+
+static size_t param_size(const agg_param_info *pi)
+{
+    switch (pi->type) {
+    case AGG_PARAM_TYPE_U64:
+        return sizeof(uint64_t);
+    case AGG_PARAM_TYPE_F64:
+        return sizeof(double);
+    case AGG_PARAM_TYPE_MECH:
+        return sizeof(ldpb_mech_kind);
+    }
+    return 0;
+}
+
+int agg_policy_param_same(const agg_param_info *pi, const agg_policy_config *a,
+                          const agg_policy_config *b)
+{
+    return memcmp((const char *)a + pi->offset, (const char *)b + pi->offset, param_size(pi)) == 0;
+}
+
+void agg_policy_param_text(const agg_param_info *pi, const agg_policy_config *cfg, char *buf,
+                           size_t cap)
+{
+    const char *field = (const char *)cfg + pi->offset;
+    switch (pi->type) {
+    case AGG_PARAM_TYPE_U64: {
+        uint64_t v;
+        memcpy(&v, field, sizeof v);
+        snprintf(buf, cap, "%llu", (unsigned long long)v);
+        return;
+    }
+    case AGG_PARAM_TYPE_F64: {
+        double v;
+        memcpy(&v, field, sizeof v);
+        snprintf(buf, cap, "%.17g", v);
+        return;
+    }
+    case AGG_PARAM_TYPE_MECH: {
+        ldpb_mech_kind v;
+        memcpy(&v, field, sizeof v);
+        snprintf(buf, cap, "%s", ldpb_mech_kind_name(v));
+        return;
+    }
+    }
+    snprintf(buf, cap, "?");
+}
+
+unsigned agg_policy_reads(const agg_policy_ops *ops, const agg_policy_config *cfg)
+{
+    unsigned m = ops->params;
+    if (cfg->mechanism != LDPB_MECH_QUADRATIC)
+        m &= ~(unsigned)AGG_PARAM_KAPPA;
+    return m;
+}
+
+void agg_policy_readers(agg_param bit, char *dst, size_t cap)
+{
+    size_t used = 0;
+    if (cap)
+        dst[0] = '\0';
+    for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++) {
+        if (!(registry[i]->params & bit) || used >= cap)
+            continue;
+        int w = snprintf(dst + used, cap - used, "%s%s", used ? ", " : "", registry[i]->name);
+        if (w < 0)
+            return;
+        used += (size_t)w;
+    }
+    if (used == 0 && cap)
+        snprintf(dst, cap, "none");
 }
 
 void agg_policy_config_init(agg_policy_config *cfg)

@@ -26,6 +26,9 @@ typedef enum agg_model {
     AGG_MODEL_CENTRAL = 3,    /* raw rewards in [0,1]; the policy adds central-DP noise */
 } agg_model;
 
+/* The one definition of a policy's parameters: the daemon's configuration, the simulator's, the
+ * state's meta rows and the header of every saved policy state all hold this struct, and the
+ * table of agg_policy_params() names and types each field after k for all of them. */
 typedef struct agg_policy_config {
     uint32_t k;               /* arms, >= 2 */
     uint64_t horizon;         /* T; 0 if unknown (policies that need T refuse) */
@@ -34,11 +37,50 @@ typedef struct agg_policy_config {
     double kappa;             /* quadratic curvature (LOCAL, quadratic), default 0.5 */
     double beta;              /* SE / LDP-SE / DP-SE confidence; 0 means 1/T */
     double gamma;             /* DP-UCB failure probability; 0 means 1/T */
-    double eps_arm;           /* DP-UCB per-arm tree budget; 0 means epsilon */
+    double eps_arm;           /* DP-UCB per-arm tree budget, <= epsilon; 0 means epsilon */
 } agg_policy_config;
 
 /* Sets every field to its default (k = 0, horizon = 0, epsilon = 1, linear, kappa 0.5, 0s). */
 void agg_policy_config_init(agg_policy_config *cfg);
+
+/* The parameters after k, one bit each: a policy's ops table says which of them it reads. */
+typedef enum agg_param {
+    AGG_PARAM_HORIZON = 1u << 0,
+    AGG_PARAM_EPSILON = 1u << 1,
+    AGG_PARAM_MECHANISM = 1u << 2,
+    AGG_PARAM_KAPPA = 1u << 3,
+    AGG_PARAM_BETA = 1u << 4,
+    AGG_PARAM_GAMMA = 1u << 5,
+    AGG_PARAM_EPS_ARM = 1u << 6,
+} agg_param;
+
+typedef enum agg_param_type {
+    AGG_PARAM_TYPE_U64 = 1, /* uint64_t */
+    AGG_PARAM_TYPE_F64,     /* double */
+    AGG_PARAM_TYPE_MECH,    /* ldpb_mech_kind, encoded as u32 */
+} agg_param_type;
+
+typedef struct agg_param_info {
+    agg_param bit;
+    const char *name; /* the daemon's option and meta key, and `ldpb sim --NAME` ('_' as '-') */
+    agg_param_type type;
+    size_t offset; /* of the field in agg_policy_config */
+} agg_param_info;
+
+/* Every parameter after k, in the order of agg_policy_config (and of the saved state header). */
+const agg_param_info *agg_policy_params(size_t *count);
+
+/* The parameter called `name` ("eps_arm"), or NULL. */
+const agg_param_info *agg_policy_param_find(const char *name);
+
+/* 1 if the field of `pi` is bit-identical in a and b. */
+int agg_policy_param_same(const agg_param_info *pi, const agg_policy_config *a,
+                          const agg_policy_config *b);
+
+/* The field of `pi` in cfg as text that reads back exactly: a decimal integer, "%.17g", or the
+ * mechanism's name. */
+void agg_policy_param_text(const agg_param_info *pi, const agg_policy_config *cfg, char *buf,
+                           size_t cap);
 
 /* Per-arm state for status pages and describe(). estimate is on the unit reward scale where the
  * algorithm has one (de-biased for LDP), with a confidence interval when it has one (else NaN). */
@@ -65,6 +107,15 @@ typedef struct agg_policy_ops {
     const char *name; /* the CLI / CSV name: "ucb1", "ldp-ts-b", "dp-se", ... */
     agg_model model;
     int mergeable; /* 1 if states of shards can be merged (algorithms.md 2.0, 10) */
+    /* The AGG_PARAM_* bits of the parameters the policy reads besides k (kappa only matters
+     * with the quadratic mechanism: ask agg_policy_reads). Two configurations that agree on
+     * these behave the same, so a saved state restores under either. */
+    unsigned params;
+    /* 1 if choose() only draws an arm from a distribution the state defines and changes
+     * nothing else (Thompson sampling): repeated calls then estimate the probability of the arm
+     * chosen. 0 for policies that choose deterministically (ties aside) or advance a pointer,
+     * which extra calls would disturb. */
+    int choose_is_draw;
     ldpb_err (*create)(agg_policy **out, const agg_policy_config *cfg, char errmsg[AGG_ERRMSG_MAX]);
     ldpb_err (*choose)(agg_policy *p, agg_policy_env *env, uint32_t *arm);
     ldpb_err (*observe)(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs);
@@ -77,6 +128,24 @@ typedef struct agg_policy_ops {
     /* Fills arms[0..k-1]. */
     ldpb_err (*describe)(const agg_policy *p, agg_arm_status *arms, uint32_t k);
     void (*free)(agg_policy *p);
+    /* Optional epoch fast-forward, for a simulator (both NULL when the policy has none). A
+     * policy with these pulls in epochs: at an epoch's start every active arm needs the same
+     * number of pulls, and choose() goes round robin over the active arms in ascending order,
+     * skipping those whose quota is complete.
+     *
+     * plan: the current epoch (>= 1), *n_active active arms, arms[i] (ascending) and
+     * remaining[i] the pulls it still needs in the epoch (UINT64_MAX once one arm is left).
+     * LDPB_ERANGE if cap < *n_active (*n_active is still set).
+     *
+     * observe_block: `count` rewards of `arm` at once whose sum is `sum`, the same as observing
+     * them one by one whenever the running sums are exact in double precision (0/1 rewards). A
+     * block that completes the epoch ends it as single observations would. LDPB_ERANGE if count
+     * exceeds the arm's remaining pulls or sum is outside [0, count]; LDPB_ESTATE for an
+     * inactive arm. */
+    ldpb_err (*plan)(const agg_policy *p, uint32_t *epoch, uint32_t *arms, uint64_t *remaining,
+                     uint32_t cap, uint32_t *n_active);
+    ldpb_err (*observe_block)(agg_policy *p, agg_policy_env *env, uint32_t arm, uint64_t count,
+                              double sum);
 } agg_policy_ops;
 
 /* Every implementation starts with this header so the generic wrappers can dispatch. */
@@ -88,6 +157,14 @@ struct agg_policy {
 /* The registry of every policy, and lookup by name (NULL if unknown). */
 const agg_policy_ops *const *agg_policy_all(size_t *count);
 const agg_policy_ops *agg_policy_find(const char *name);
+
+/* The AGG_PARAM_* bits the policy of `ops` reads under cfg: ops->params, without kappa unless
+ * cfg->mechanism is quadratic. */
+unsigned agg_policy_reads(const agg_policy_ops *ops, const agg_policy_config *cfg);
+
+/* Writes the names of the policies that read parameter `bit` into dst, comma-separated ("dp-ucb"
+ * or "none"); for --help texts and refusals. */
+void agg_policy_readers(agg_param bit, char *dst, size_t cap);
 
 /* Largest k a policy accepts: per-arm state is a few dozen bytes, so this bounds a policy at a
  * few hundred MiB and keeps every per-arm count and index computation far from overflow. */

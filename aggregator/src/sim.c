@@ -3,9 +3,10 @@
  * kept exactly as sum_a pulls_a * Delta_a; a batch runs trials on a pthread pool and writes each
  * trial's result to a fixed slot, so the output does not depend on the number of threads.
  *
- * dp-se on Bernoulli arms is fast-forwarded one epoch at a time: its round order inside an epoch
- * is fixed (dp_se.h), so the pull counts at any round are known in closed form, and the epoch's
- * rewards enter as one Binomial sum per arm (equal in law to per-round Bernoulli rewards). */
+ * A policy with an epoch fast-forward (agg_policy_ops.plan and observe_block: dp-se) on
+ * Bernoulli arms is run one epoch at a time: its round order inside an epoch is fixed (policy.h),
+ * so the pull counts at any round are known in closed form, and the epoch's rewards enter as one
+ * Binomial sum per arm (equal in law to per-round Bernoulli rewards). */
 #include "sim.h"
 
 #include <math.h>
@@ -13,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "../policies/dp_se.h"
 
 /* Progress granularity: a trial reports (and looks for a cancellation) every 2^20 rounds. */
 #define SIM_TICK ((uint64_t)1 << 20)
@@ -28,11 +27,8 @@ void agg_sim_config_init(agg_sim_config *cfg)
         return;
     memset(cfg, 0, sizeof *cfg);
     cfg->algorithm = NULL;
-    cfg->mechanism = (ldpb_mech_kind)0;
-    cfg->epsilon = 1.0;
-    cfg->kappa = LDPB_KAPPA_DEFAULT;
-    cfg->beta = 0.0;
-    cfg->horizon = 0;
+    agg_policy_config_init(&cfg->params);
+    cfg->params.mechanism = (ldpb_mech_kind)0;
     cfg->env = NULL;
     cfg->checkpoints = NULL;
     cfg->n_checkpoints = 0;
@@ -83,22 +79,27 @@ static ldpb_err check_plain(const agg_sim_config *cfg, const agg_policy_ops **op
     if (!cfg->env)
         return agg_policy_refuse(errmsg, LDPB_EINVAL, "sim: %s: no environment", name);
     uint32_t k = agg_env_arms(cfg->env);
-    uint64_t T = cfg->horizon;
+    if (cfg->params.k != 0 && cfg->params.k != k)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL,
+                                 "sim: %s: params.k = %u but the environment has %u arms", name,
+                                 cfg->params.k, k);
+    uint64_t T = cfg->params.horizon;
     if (T == 0 || T < k)
         return agg_policy_refuse(errmsg, LDPB_ERANGE,
                                  "sim: %s: horizon T = %llu is below the number of arms k = %u",
                                  name, (unsigned long long)T, k);
     agg_model model = (*ops)->model;
-    if (model == AGG_MODEL_LOCAL && cfg->mechanism == 0)
+    ldpb_mech_kind mechanism = cfg->params.mechanism;
+    if (model == AGG_MODEL_LOCAL && mechanism == 0)
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
                                  "sim: %s is a LOCAL policy and needs a client mechanism "
                                  "(mechanism 0 given)",
                                  name);
-    if (model != AGG_MODEL_LOCAL && cfg->mechanism != 0)
+    if (model != AGG_MODEL_LOCAL && mechanism != 0)
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
                                  "sim: %s is a %s policy that observes raw rewards; "
                                  "mechanism must be 0, not %s",
-                                 name, model_name(model), ldpb_mech_kind_name(cfg->mechanism));
+                                 name, model_name(model), ldpb_mech_kind_name(mechanism));
     if (model == AGG_MODEL_CENTRAL && cfg->noise_kind != AGG_NOISE_SECURE &&
         cfg->noise_kind != AGG_NOISE_FAST)
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
@@ -131,19 +132,19 @@ static ldpb_err check_plain(const agg_sim_config *cfg, const agg_policy_ops **op
     return LDPB_OK;
 }
 
-/* The policy's configuration: fields the model ignores keep their defaults. */
+/* The policy's configuration: k from the environment; the fields the model ignores (epsilon
+ * without privacy, the mechanism outside LOCAL) keep their defaults. */
 static void policy_config(const agg_sim_config *cfg, const agg_policy_ops *ops,
                           agg_policy_config *pc)
 {
-    agg_policy_config_init(pc);
+    agg_policy_config def;
+    agg_policy_config_init(&def);
+    *pc = cfg->params;
     pc->k = agg_env_arms(cfg->env);
-    pc->horizon = cfg->horizon;
-    if (ops->model != AGG_MODEL_NONPRIVATE)
-        pc->epsilon = cfg->epsilon;
-    if (ops->model == AGG_MODEL_LOCAL)
-        pc->mechanism = cfg->mechanism;
-    pc->kappa = cfg->kappa;
-    pc->beta = cfg->beta;
+    if (ops->model == AGG_MODEL_NONPRIVATE)
+        pc->epsilon = def.epsilon;
+    if (ops->model != AGG_MODEL_LOCAL)
+        pc->mechanism = def.mechanism;
 }
 
 ldpb_err agg_sim_check(const agg_sim_config *cfg, char errmsg[AGG_ERRMSG_MAX])
@@ -190,8 +191,8 @@ typedef struct sim_trial {
     uint64_t *pulls;  /* [k] */
     uint64_t *tmp;    /* [k] pull counts at a checkpoint inside a fast-forwarded epoch */
     double *gap;      /* [k] best mean - mean */
-    uint32_t *arms;   /* [k] dp-se plan */
-    uint64_t *remain; /* [k] dp-se plan */
+    uint32_t *arms;   /* [k] epoch plan (fast-forward) */
+    uint64_t *remain; /* [k] epoch plan (fast-forward) */
     agg_policy_env penv;
     const tick_hook *hook;
     uint64_t unreported; /* rounds done since the hook was last called */
@@ -365,7 +366,7 @@ fail:
 static ldpb_err run_per_round(sim_trial *tr, double *regret, char errmsg[AGG_ERRMSG_MAX])
 {
     const uint64_t *cp = tr->cfg->checkpoints;
-    uint64_t T = tr->cfg->horizon, t = 0;
+    uint64_t T = tr->cfg->params.horizon, t = 0;
     size_t j = 0;
     while (t < T) {
         uint64_t stop = cp[j];
@@ -385,20 +386,22 @@ static ldpb_err run_per_round(sim_trial *tr, double *regret, char errmsg[AGG_ERR
     return LDPB_OK;
 }
 
-/* dp-se fast-forward on Bernoulli arms, one epoch per step (see the file comment). At each epoch
- * start every arm of S needs the same r pulls and the epoch's round m (1-based) pulls
- * arms[(m - 1) mod |S|], so after m rounds arm i of the plan has m / |S| + (i < m mod |S|). */
-static ldpb_err run_dp_se_fast(sim_trial *tr, double *regret, char errmsg[AGG_ERRMSG_MAX])
+/* The epoch fast-forward on Bernoulli arms, one epoch per step (see the file comment). At each
+ * epoch start every arm of S needs the same r pulls and the epoch's round m (1-based) pulls arms[(m
+ * - 1) mod |S|], so after m rounds arm i of the plan has m / |S| + (i < m mod |S|). */
+static ldpb_err run_epochs_fast(sim_trial *tr, double *regret, char errmsg[AGG_ERRMSG_MAX])
 {
     const uint64_t *cp = tr->cfg->checkpoints;
     size_t ncp = tr->cfg->n_checkpoints, j = 0;
-    uint64_t T = tr->cfg->horizon, t = 0;
+    uint64_t T = tr->cfg->params.horizon, t = 0;
     uint32_t k = tr->k;
+    const agg_policy_ops *ops = tr->p->ops;
+    const char *name = ops->name;
     while (t < T) {
         uint32_t epoch, n;
-        ldpb_err err = agg_dp_se_plan(tr->p, &epoch, tr->arms, tr->remain, k, &n);
+        ldpb_err err = ops->plan(tr->p, &epoch, tr->arms, tr->remain, k, &n);
         if (err)
-            return agg_policy_refuse(errmsg, err, "sim: dp-se: plan failed: %s",
+            return agg_policy_refuse(errmsg, err, "sim: %s: plan failed: %s", name,
                                      ldpb_strerror(err));
         /* Once |S| = 1 the plan gives the survivor UINT64_MAX pulls: a last "epoch" that the
          * horizon cuts, so the survivor takes every remaining round and regret grows linearly. */
@@ -407,7 +410,7 @@ static ldpb_err run_dp_se_fast(sim_trial *tr, double *regret, char errmsg[AGG_ER
         for (uint32_t i = 1; i < n; i++)
             if (tr->remain[i] != r)
                 return agg_policy_refuse(errmsg, LDPB_ESTATE,
-                                         "sim: dp-se: epoch %u is not at its start", epoch);
+                                         "sim: %s: epoch %u is not at its start", name, epoch);
         int cut = r > left / n; /* n r > left: the horizon ends the run inside this epoch */
         uint64_t span = cut ? left : (uint64_t)n * r;
         for (; j < ncp && cp[j] - t <= span; j++) {
@@ -430,12 +433,12 @@ static ldpb_err run_dp_se_fast(sim_trial *tr, double *regret, char errmsg[AGG_ER
             uint32_t a = tr->arms[i];
             double p = agg_env_law(tr->env, a)->a;
             uint64_t ones = agg_rand_binomial(&tr->erand[a], r, p);
-            err = agg_dp_se_observe_block(tr->p, &tr->penv, a, r, (double)ones);
+            err = ops->observe_block(tr->p, &tr->penv, a, r, (double)ones);
             if (err)
                 return agg_policy_refuse(errmsg, err,
-                                         "sim: dp-se: block of %llu rewards of arm %u in epoch %u "
+                                         "sim: %s: block of %llu rewards of arm %u in epoch %u "
                                          "refused: %s",
-                                         (unsigned long long)r, a, epoch, ldpb_strerror(err));
+                                         name, (unsigned long long)r, a, epoch, ldpb_strerror(err));
             tr->pulls[a] += r;
         }
         t += span;
@@ -447,7 +450,7 @@ static ldpb_err run_dp_se_fast(sim_trial *tr, double *regret, char errmsg[AGG_ER
 
 static int can_fast_forward(const agg_sim_config *cfg, const agg_policy_ops *ops)
 {
-    if (cfg->no_fast_forward || ops != agg_policy_find("dp-se"))
+    if (cfg->no_fast_forward || !ops->plan || !ops->observe_block)
         return 0;
     for (uint32_t a = 0; a < agg_env_arms(cfg->env); a++)
         if (agg_env_law(cfg->env, a)->kind != AGG_LAW_BERNOULLI)
@@ -479,7 +482,7 @@ static ldpb_err run_trial(const agg_sim_config *cfg, const uint8_t seed[LDPB_RNG
     tr.hook = hook;
     err = trial_init(&tr, cfg, ops, seed, i, errmsg);
     if (err == LDPB_OK)
-        err = can_fast_forward(cfg, ops) ? run_dp_se_fast(&tr, regret, errmsg)
+        err = can_fast_forward(cfg, ops) ? run_epochs_fast(&tr, regret, errmsg)
                                          : run_per_round(&tr, regret, errmsg);
     if (err == LDPB_OK && pulls)
         memcpy(pulls, tr.pulls, tr.k * sizeof *pulls);
@@ -582,7 +585,7 @@ static void *worker_main(void *arg)
         job jb = b->jobs[b->next++];
         pthread_mutex_unlock(&b->lock);
         const agg_sim_config *cfg = &b->cfgs[jb.c];
-        w.job_per_round = jb.weight / (double)cfg->horizon;
+        w.job_per_round = jb.weight / (double)cfg->params.horizon;
         w.job_credited = 0.0;
         double *slot = b->out[jb.c] + jb.i * cfg->n_checkpoints;
         int cancelled = 0;
@@ -632,7 +635,7 @@ static double job_weight(const agg_sim_config *cfg)
     double k = (double)agg_env_arms(cfg->env);
     if (can_fast_forward(cfg, ops))
         return 64.0 * k;
-    return (double)cfg->horizon * (k + 8.0);
+    return (double)cfg->params.horizon * (k + 8.0);
 }
 
 ldpb_err agg_sim_run_batch(const agg_sim_config *cfgs, size_t n_configs, uint64_t trials,
@@ -657,7 +660,7 @@ ldpb_err agg_sim_run_batch(const agg_sim_config *cfgs, size_t n_configs, uint64_
             return agg_policy_refuse(errmsg, err, "config %zu: %s", c, msg);
         if (!regret_out[c] && trials)
             return agg_policy_refuse(errmsg, LDPB_EINVAL, "config %zu: no regret array", c);
-        uint64_t T = cfgs[c].horizon;
+        uint64_t T = cfgs[c].params.horizon;
         if (trials && T > (UINT64_MAX - rounds_total) / trials)
             return agg_policy_refuse(errmsg, LDPB_ERANGE,
                                      "sim: batch: total rounds overflow 64 bits at config %zu", c);

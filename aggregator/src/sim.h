@@ -11,8 +11,9 @@
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 0) client LDP noise
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_POLICY, 0) the policy's decisions (agg_rand)
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_NOISE, 0)  central-DP noise
- * Policies with a block fast-forward (dp-se) draw an arm's rewards for a whole block as one
- * Binomial sum from that arm's stream: equal in law to per-pull rewards, not pathwise. */
+ * Policies with an epoch fast-forward (agg_policy_ops.plan, dp-se) draw an arm's rewards for a
+ * whole block as one Binomial sum from that arm's stream: equal in law to per-pull rewards, not
+ * pathwise. */
 #ifndef LDPB_AGG_SIM_H
 #define LDPB_AGG_SIM_H
 
@@ -34,22 +35,22 @@
 
 /* One configuration: which policy, under which privacy parameters, on which environment. */
 typedef struct agg_sim_config {
-    const char *algorithm;    /* a policy name of the registry: "ucb1", "ldp-ts-b", "dp-se", ... */
-    ldpb_mech_kind mechanism; /* LOCAL policies: the client mechanism; 0 for the others */
-    double epsilon;           /* LOCAL per-report or CENTRAL epsilon; ignored when NONPRIVATE */
-    double kappa;             /* quadratic curvature; 0.5 by default */
-    double beta;              /* SE-family confidence; 0 means 1/T */
-    uint64_t horizon;         /* T >= k */
-    const agg_env *env;       /* borrowed */
+    const char *algorithm; /* a policy name of the registry: "ucb1", "ldp-ts-b", "dp-se", ... */
+    /* The policy's parameters (policy.h). params.horizon is the run's length T >= k;
+     * params.mechanism is the clients' mechanism of a LOCAL policy and 0 for the others;
+     * params.k is 0 or the environment's number of arms (the arms come from env). */
+    agg_policy_config params;
+    const agg_env *env;          /* borrowed */
     const uint64_t *checkpoints; /* strictly increasing, each in [1, T], the last == T */
     size_t n_checkpoints;
     agg_noise_kind noise_kind; /* central-DP noise: AGG_NOISE_FAST is allowed in simulation */
-    int no_fast_forward;       /* 1: run dp-se round by round even where it could fast-forward
-                                  (tests and timing; the results are equal in law) */
+    int no_fast_forward;       /* 1: run round by round even where the policy could
+                                  fast-forward (tests and timing; the results are equal in law) */
 } agg_sim_config;
 
-/* Fills the defaults: no algorithm, environment or checkpoints; mechanism 0, epsilon 1, kappa
- * LDPB_KAPPA_DEFAULT, beta 0 (1/T), horizon 0, AGG_NOISE_FAST, fast-forward allowed. */
+/* Fills the defaults: no algorithm, environment or checkpoints; params as agg_policy_config_init
+ * but mechanism 0 (horizon 0, epsilon 1, kappa LDPB_KAPPA_DEFAULT, beta, gamma and eps_arm 0: the
+ * policies' defaults), AGG_NOISE_FAST, fast-forward allowed. */
 void agg_sim_config_init(agg_sim_config *cfg);
 
 /* Validates a configuration (the policy would accept it; mechanism allowed for the policy;
@@ -61,8 +62,9 @@ ldpb_err agg_sim_check(const agg_sim_config *cfg, char errmsg[AGG_ERRMSG_MAX]);
 
 /* Runs trial `trial` (< 2^32): regret[j] receives the cumulative pseudo-regret after
  * checkpoints[j] rounds, sum_a pulls_a(t) Delta_a (exact per arm); pulls[a] the final pull count
- * of arm a (pulls may be NULL). Deterministic in (cfg, seed, trial). dp-se on all-Bernoulli arms
- * is fast-forwarded an epoch at a time unless cfg->no_fast_forward. Errors: those of
+ * of arm a (pulls may be NULL). Deterministic in (cfg, seed, trial). A policy with an epoch
+ * fast-forward (dp-se) on all-Bernoulli arms is run an epoch at a time unless
+ * cfg->no_fast_forward. Errors: those of
  * agg_sim_check; LDPB_EINVAL for a NULL seed or regret, LDPB_ERANGE for trial >= 2^32; a policy
  * or mechanism failure during the run with the round in the message. Thread-safe: concurrent
  * trials may share cfg and its environment. */

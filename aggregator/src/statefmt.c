@@ -118,16 +118,65 @@ int agg_rbuf_done(const agg_rbuf *r)
     return !r->bad && r->pos == r->len;
 }
 
+/* k, then every parameter of agg_policy_params() in its order: the fields are named and typed
+ * once, in policy.c, and this byte layout is what earlier states hold. */
 static void put_cfg(agg_wbuf *w, const agg_policy_config *c)
 {
     agg_put_u32(w, c->k);
-    agg_put_u64(w, c->horizon);
-    agg_put_f64(w, c->epsilon);
-    agg_put_u32(w, (uint32_t)c->mechanism);
-    agg_put_f64(w, c->kappa);
-    agg_put_f64(w, c->beta);
-    agg_put_f64(w, c->gamma);
-    agg_put_f64(w, c->eps_arm);
+    size_t n;
+    const agg_param_info *pi = agg_policy_params(&n);
+    for (size_t i = 0; i < n; i++) {
+        const char *f = (const char *)c + pi[i].offset;
+        switch (pi[i].type) {
+        case AGG_PARAM_TYPE_U64: {
+            uint64_t v;
+            memcpy(&v, f, sizeof v);
+            agg_put_u64(w, v);
+            break;
+        }
+        case AGG_PARAM_TYPE_F64: {
+            double v;
+            memcpy(&v, f, sizeof v);
+            agg_put_f64(w, v);
+            break;
+        }
+        case AGG_PARAM_TYPE_MECH: {
+            ldpb_mech_kind v;
+            memcpy(&v, f, sizeof v);
+            agg_put_u32(w, (uint32_t)v);
+            break;
+        }
+        }
+    }
+}
+
+/* The inverse of put_cfg. */
+static void get_cfg(agg_rbuf *r, agg_policy_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->k = agg_get_u32(r);
+    size_t n;
+    const agg_param_info *pi = agg_policy_params(&n);
+    for (size_t i = 0; i < n; i++) {
+        char *f = (char *)c + pi[i].offset;
+        switch (pi[i].type) {
+        case AGG_PARAM_TYPE_U64: {
+            uint64_t v = agg_get_u64(r);
+            memcpy(f, &v, sizeof v);
+            break;
+        }
+        case AGG_PARAM_TYPE_F64: {
+            double v = agg_get_f64(r);
+            memcpy(f, &v, sizeof v);
+            break;
+        }
+        case AGG_PARAM_TYPE_MECH: {
+            ldpb_mech_kind v = (ldpb_mech_kind)agg_get_u32(r);
+            memcpy(f, &v, sizeof v);
+            break;
+        }
+        }
+    }
 }
 
 void agg_state_put_header(agg_wbuf *w, const agg_policy *p, uint8_t version)
@@ -154,13 +203,18 @@ ldpb_err agg_state_get_header(agg_rbuf *r, const agg_policy *p, uint8_t version)
     const uint8_t *name = take(r, n);
     if (!name || memcmp(name, p->ops->name, n) != 0)
         return LDPB_ECORRUPT;
-    /* The config is compared as encoded bytes: bit-identical fields, no float tolerance. */
-    uint8_t mine[64]; /* the encoded config is 56 bytes */
-    agg_wbuf w;
-    agg_wbuf_init(&w, mine, sizeof mine);
-    put_cfg(&w, &p->cfg);
-    const uint8_t *theirs = take(r, w.len);
-    if (!theirs || w.len > sizeof mine || memcmp(theirs, mine, w.len) != 0)
+    /* k and the parameters the policy reads must be bit-identical (no float tolerance); the
+     * others cannot change what the state means, so a state saved under another value of them
+     * restores (a quadratic kappa kept with a linear mechanism, an epsilon without privacy). */
+    agg_policy_config theirs;
+    get_cfg(r, &theirs);
+    if (r->bad || theirs.k != p->cfg.k)
         return LDPB_ECORRUPT;
+    unsigned reads = agg_policy_reads(p->ops, &p->cfg);
+    size_t np;
+    const agg_param_info *pi = agg_policy_params(&np);
+    for (size_t i = 0; i < np; i++)
+        if ((reads & pi[i].bit) && !agg_policy_param_same(&pi[i], &theirs, &p->cfg))
+            return LDPB_ECORRUPT;
     return LDPB_OK;
 }

@@ -7,7 +7,8 @@
  *
  * Every saved state starts with the same header: magic "LPST", the policy's format version, its
  * name, k and the whole agg_policy_config, so bytes of another policy, another format version or
- * another configuration are refused as LDPB_ECORRUPT before any field is interpreted. */
+ * another configuration (in k or a parameter the policy reads, agg_policy_reads) are refused as
+ * LDPB_ECORRUPT before any field is interpreted. */
 #ifndef LDPB_AGG_STATEFMT_H
 #define LDPB_AGG_STATEFMT_H
 
@@ -49,8 +50,9 @@ int agg_rbuf_done(const agg_rbuf *r);
 
 /* The common header: magic, `version`, p->ops->name, p->cfg.k and every field of p->cfg. */
 void agg_state_put_header(agg_wbuf *w, const agg_policy *p, uint8_t version);
-/* Reads and checks the header against `p` (same name, version, k and config, bit for bit).
- * LDPB_ECORRUPT on any difference or truncation. */
+/* Reads and checks the header against `p`: same name, version and k, and bit for bit the same
+ * value of every parameter p reads (agg_policy_reads); parameters it ignores may differ.
+ * LDPB_ECORRUPT on any such difference or truncation. */
 ldpb_err agg_state_get_header(agg_rbuf *r, const agg_policy *p, uint8_t version);
 
 #endif

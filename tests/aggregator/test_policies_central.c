@@ -853,6 +853,21 @@ static void put_f64_at(uint8_t *b, double v)
         b[i] = (uint8_t)(bits >> (8 * i));
 }
 
+/* Whether byte `off` of the encoded parameters after k (u64 horizon, f64 epsilon, u32
+ * mechanism, f64 kappa, beta, gamma, eps_arm) lies in a parameter p reads. */
+static int header_byte_read(const agg_policy *p, size_t off)
+{
+    size_t n, at = 0;
+    const agg_param_info *pi = agg_policy_params(&n);
+    for (size_t j = 0; j < n; j++) {
+        size_t w = pi[j].type == AGG_PARAM_TYPE_MECH ? 4 : 8;
+        if (off < at + w)
+            return (agg_policy_reads(p->ops, &p->cfg) & pi[j].bit) != 0;
+        at += w;
+    }
+    return 1;
+}
+
 /* Restores `bytes` and expects LDPB_ECORRUPT with the policy unchanged. */
 static void expect_corrupt(agg_policy *p, const uint8_t *bytes, size_t len, const uint8_t *state,
                            size_t state_len)
@@ -889,11 +904,18 @@ static void corrupt_state_is_refused(void **state)
         memcpy(bad, good, len);
         bad[len] = 0;
         expect_corrupt(q, bad, len + 1, fresh, fresh_len);
-        /* The header is everything before the body: 4 + 1 + 1 + name + config bytes. */
-        size_t header = 4 + 1 + 1 + strlen(names[i]) + 4 + 8 + 8 + 4 + 8 * 4;
+        /* The header is everything before the body: 4 + 1 + 1 + name + config bytes. A flip in
+         * a parameter the policy ignores restores (statefmt.h); any other flip is refused. */
+        size_t cfg_at = 4 + 1 + 1 + strlen(names[i]) + 4;
+        size_t header = cfg_at + 8 + 8 + 4 + 8 * 4;
         for (size_t b = 0; b < header; b++) {
             memcpy(bad, good, len);
             bad[b] ^= 0x01;
+            if (b >= cfg_at && !header_byte_read(q, b - cfg_at)) {
+                assert_int_equal(agg_policy_restore(q, bad, len), LDPB_OK);
+                assert_int_equal(agg_policy_restore(q, fresh, fresh_len), LDPB_OK);
+                continue;
+            }
             expect_corrupt(q, bad, len, fresh, fresh_len);
         }
         /* Another configuration and another policy. */
@@ -1004,6 +1026,36 @@ static void corrupt_state_is_refused(void **state)
     }
 }
 
+/* A reward enters one arm's tree only, so dp-ucb is eps_arm-DP: an eps_arm above epsilon would
+ * run at a larger loss than the epsilon everything reports, and is refused; up to epsilon (or 0,
+ * meaning epsilon) is accepted. */
+static void dp_ucb_refuses_eps_arm_above_epsilon(void **state)
+{
+    (void)state;
+    static const struct {
+        double eps, eps_arm;
+        ldpb_err want;
+    } cases[] = {{1.0, 1.5, LDPB_ERANGE}, {0.25, 0.2500001, LDPB_ERANGE},
+                 {1.0, 1.0, LDPB_OK},     {1.0, 0.5, LDPB_OK},
+                 {1.0, 0.0, LDPB_OK},     {10.0, 10.0, LDPB_OK}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        agg_policy_config c;
+        agg_policy_config_init(&c);
+        c.k = 3;
+        c.horizon = 1000;
+        c.epsilon = cases[i].eps;
+        c.eps_arm = cases[i].eps_arm;
+        agg_policy *p = NULL;
+        char msg[AGG_ERRMSG_MAX] = "";
+        assert_int_equal(agg_policy_new(&p, "dp-ucb", &c, msg), cases[i].want);
+        if (cases[i].want != LDPB_OK)
+            assert_non_null(strstr(msg, "dp-ucb: eps_arm"));
+        if (cases[i].want != LDPB_OK)
+            assert_non_null(strstr(msg, "is above epsilon"));
+        agg_policy_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1022,6 +1074,7 @@ int main(void)
         cmocka_unit_test(dp_se_beats_dp_ucb_a5),
         cmocka_unit_test(save_restore_continues_identically),
         cmocka_unit_test(corrupt_state_is_refused),
+        cmocka_unit_test(dp_ucb_refuses_eps_arm_above_epsilon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

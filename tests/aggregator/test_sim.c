@@ -63,13 +63,13 @@ static void make_cfg(agg_sim_config *c, const char *alg, const agg_env *env, uin
     agg_sim_config_init(c);
     c->algorithm = alg;
     c->env = env;
-    c->horizon = T;
+    c->params.horizon = T;
     c->checkpoints = cp;
     c->n_checkpoints = ncp;
     const agg_policy_ops *ops = agg_policy_find(alg);
     assert_non_null(ops);
     if (ops->model == AGG_MODEL_LOCAL)
-        c->mechanism = strcmp(alg, "ldp-ucb-l") == 0 ? LDPB_MECH_LAPLACE : LDPB_MECH_LINEAR;
+        c->params.mechanism = strcmp(alg, "ldp-ucb-l") == 0 ? LDPB_MECH_LAPLACE : LDPB_MECH_LINEAR;
 }
 
 /* Checkpoints every `step` rounds and at T. Returns how many (at most cap). */
@@ -122,13 +122,13 @@ static void reproduce(const agg_sim_config *c, const uint8_t seed[LDPB_RNG_SEED_
     agg_policy_config pc;
     agg_policy_config_init(&pc);
     pc.k = k;
-    pc.horizon = c->horizon;
+    pc.horizon = c->params.horizon;
     if (ops->model != AGG_MODEL_NONPRIVATE)
-        pc.epsilon = c->epsilon;
+        pc.epsilon = c->params.epsilon;
     if (ops->model == AGG_MODEL_LOCAL)
-        pc.mechanism = c->mechanism;
-    pc.kappa = c->kappa;
-    pc.beta = c->beta;
+        pc.mechanism = c->params.mechanism;
+    pc.kappa = c->params.kappa;
+    pc.beta = c->params.beta;
     agg_policy *p = NULL;
     assert_int_equal(agg_policy_new(&p, c->algorithm, &pc, NULL), LDPB_OK);
 
@@ -144,9 +144,9 @@ static void reproduce(const agg_sim_config *c, const uint8_t seed[LDPB_RNG_SEED_
     agg_noise *noise = NULL;
     if (ops->model == AGG_MODEL_LOCAL) {
         ldpb_mech_opts o;
-        ldpb_mech_opts_init(&o, c->mechanism, c->epsilon);
-        if (c->mechanism == LDPB_MECH_QUADRATIC)
-            o.kappa = c->kappa;
+        ldpb_mech_opts_init(&o, c->params.mechanism, c->params.epsilon);
+        if (c->params.mechanism == LDPB_MECH_QUADRATIC)
+            o.kappa = c->params.kappa;
         assert_int_equal(ldpb_mech_new(&mech, &o), LDPB_OK);
         assert_int_equal(
             ldpb_rng_new_seeded_stream(&client, seed, AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 0)),
@@ -163,7 +163,7 @@ static void reproduce(const agg_sim_config *c, const uint8_t seed[LDPB_RNG_SEED_
     }
     memset(pulls, 0, k * sizeof *pulls);
     size_t j = 0;
-    for (uint64_t t = 1; t <= c->horizon; t++) {
+    for (uint64_t t = 1; t <= c->params.horizon; t++) {
         uint32_t arm;
         assert_int_equal(agg_policy_choose(p, &penv, &arm), LDPB_OK);
         double x = agg_env_sample(c->env, arm, &erand[arm]);
@@ -318,15 +318,15 @@ static void config_errors(void **state)
         agg_sim_config_init(&c);
         c.algorithm = b->alg;
         c.env = env;
-        c.horizon = b->T;
+        c.params.horizon = b->T;
         c.checkpoints = b->cp;
         c.n_checkpoints = b->ncp;
-        c.epsilon = b->eps;
+        c.params.epsilon = b->eps;
         const agg_policy_ops *ops = agg_policy_find(b->alg);
         if (ops && ops->model == AGG_MODEL_LOCAL)
-            c.mechanism = LDPB_MECH_LINEAR;
+            c.params.mechanism = LDPB_MECH_LINEAR;
         if (b->mech != -1)
-            c.mechanism = (ldpb_mech_kind)b->mech;
+            c.params.mechanism = (ldpb_mech_kind)b->mech;
         if (b->noise_kind == -1)
             c.noise_kind = (agg_noise_kind)0;
         char msg[AGG_ERRMSG_MAX], msg2[AGG_ERRMSG_MAX], msg3[AGG_ERRMSG_MAX];
@@ -399,11 +399,11 @@ static void config_defaults(void **state)
     assert_null(c.env);
     assert_null(c.checkpoints);
     assert_int_equal(c.n_checkpoints, 0);
-    assert_int_equal(c.mechanism, 0);
-    assert_true(c.epsilon == 1.0);
-    assert_true(c.kappa == LDPB_KAPPA_DEFAULT);
-    assert_true(c.beta == 0.0);
-    assert_true(c.horizon == 0);
+    assert_int_equal(c.params.mechanism, 0);
+    assert_true(c.params.epsilon == 1.0);
+    assert_true(c.params.kappa == LDPB_KAPPA_DEFAULT);
+    assert_true(c.params.beta == 0.0);
+    assert_true(c.params.horizon == 0);
     assert_int_equal(c.noise_kind, AGG_NOISE_FAST);
     assert_int_equal(c.no_fast_forward, 0);
     agg_sim_config_init(NULL);
@@ -431,8 +431,8 @@ static void streams_as_documented(void **state)
         for (int variant = 0; variant < 2; variant++) {
             agg_sim_config c;
             make_cfg(&c, all[v]->name, env, T, cp, ncp);
-            c.epsilon = 0.7;
-            c.beta = 0.2; /* the SE family eliminates within the horizon */
+            c.params.epsilon = 0.7;
+            c.params.beta = 0.2; /* the SE family eliminates within the horizon */
             if (variant == 1) {
                 /* The other mechanism kinds, secure central noise, another trial index. */
                 if (all[v]->model == AGG_MODEL_NONPRIVATE)
@@ -440,12 +440,12 @@ static void streams_as_documented(void **state)
                 if (all[v]->model == AGG_MODEL_CENTRAL)
                     c.noise_kind = AGG_NOISE_SECURE;
                 else if (strcmp(all[v]->name, "ldp-ts-b") == 0)
-                    c.mechanism = LDPB_MECH_QUADRATIC;
+                    c.params.mechanism = LDPB_MECH_QUADRATIC;
                 else if (strcmp(all[v]->name, "ldp-ucb-b") == 0)
-                    c.mechanism = LDPB_MECH_EXPONENTIAL;
+                    c.params.mechanism = LDPB_MECH_EXPONENTIAL;
                 else if (strcmp(all[v]->name, "ldp-se") == 0)
-                    c.mechanism = LDPB_MECH_LAPLACE;
-                c.kappa = -0.25;
+                    c.params.mechanism = LDPB_MECH_LAPLACE;
+                c.params.kappa = -0.25;
             }
             uint64_t trial = variant ? 77 : 3;
             double got[64], want[64];
@@ -586,7 +586,7 @@ static void batch_thread_invariance(void **state)
     make_cfg(&cfg[4], "dp-se", bern, 300000, cpa, na);
     cfg[4].no_fast_forward = 1;
     make_cfg(&cfg[5], "ldp-ucb-l", mixed, 40000, cpb, nb);
-    cfg[2].epsilon = cfg[3].epsilon = cfg[4].epsilon = 0.5;
+    cfg[2].params.epsilon = cfg[3].params.epsilon = cfg[4].params.epsilon = 0.5;
     uint8_t seed[LDPB_RNG_SEED_BYTES];
     seed_of(seed, "batch");
     double *res[3][NCFG];
@@ -597,7 +597,7 @@ static void batch_thread_invariance(void **state)
             assert_non_null(res[th][c]);
         }
     for (int c = 0; c < NCFG; c++)
-        rounds_total += cfg[c].horizon * TRIALS;
+        rounds_total += cfg[c].params.horizon * TRIALS;
     for (int th = 0; th < 3; th++) {
         progress_log g;
         memset(&g, 0, sizeof g);
@@ -655,8 +655,8 @@ static void compare_paths(const double *means, uint32_t k, uint64_t T, double be
         cp[t] = t + 1; /* every round */
     agg_sim_config c;
     make_cfg(&c, "dp-se", env, T, cp, T);
-    c.epsilon = 0.5;
-    c.beta = beta;
+    c.params.epsilon = 0.5;
+    c.params.beta = beta;
     c.noise_kind = kind;
     uint8_t seed[LDPB_RNG_SEED_BYTES];
     seed_of(seed, "fast-forward-exact");
@@ -724,8 +724,8 @@ static void dp_se_fast_forward_in_law(void **state)
     for (int path = 0; path < 2; path++) {
         agg_sim_config c;
         make_cfg(&c, "dp-se", env, T, cp, 2);
-        c.epsilon = 0.5;
-        c.beta = 0.5;
+        c.params.epsilon = 0.5;
+        c.params.beta = 0.5;
         c.no_fast_forward = path;
         uint8_t seed[LDPB_RNG_SEED_BYTES];
         seed_of(seed, seeds[path]);
@@ -839,9 +839,9 @@ static void local_policies_are_privatized(void **state)
     double ucb1, hi, lo;
     mean_regret(&c, 10, "privatized", &ucb1, NULL, NULL);
     make_cfg(&c, "ldp-ucb-b", env, T, cp, 1);
-    c.epsilon = 10;
+    c.params.epsilon = 10;
     mean_regret(&c, 10, "privatized", &hi, NULL, NULL);
-    c.epsilon = 0.5;
+    c.params.epsilon = 0.5;
     mean_regret(&c, 10, "privatized", &lo, NULL, NULL);
     print_message("ucb1 %.2f, ldp-ucb-b eps 10 %.2f, eps 0.5 %.2f\n", ucb1, hi, lo);
     if (!(fabs(hi - ucb1) < 0.05 * ucb1 && lo > 4 * ucb1)) {
@@ -868,10 +868,10 @@ static void claims_a3_a4(void **state)
     for (int i = 0; i < 3; i++) {
         agg_sim_config c;
         make_cfg(&c, "ldp-ts-b", env, T, cp, 1);
-        c.epsilon = eps[i];
+        c.params.epsilon = eps[i];
         mean_regret(&c, 20, "a3-a4", &ts[i], NULL, NULL);
         make_cfg(&c, "ldp-ucb-b", env, T, cp, 1);
-        c.epsilon = eps[i];
+        c.params.epsilon = eps[i];
         mean_regret(&c, 20, "a3-a4", &ucb[i], NULL, NULL);
         print_message("eps %.1f: ldp-ts-b %.1f, ldp-ucb-b %.1f\n", eps[i], ts[i], ucb[i]);
         assert_true(ts[i] < ucb[i]);

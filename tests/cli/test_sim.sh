@@ -221,6 +221,28 @@ check "no gnuplot: a warning" grep -q 'warning: gnuplot not found on PATH; plots
 check "no gnuplot: CSV written" test -s g2/regret.csv
 check "no gnuplot: the script is left to run later" test -s g2/plots/plots.gp
 
+# --- the policy parameters --gamma and --eps-arm ----------------------------------------------
+run --help
+for opt in gamma eps-arm; do
+    check "--help documents --$opt and who reads it" \
+        sh -c "grep -A1 -- '--$opt ' '$TMP/out' | grep -q 'dp-ucb'"
+done
+D=(--means 0.7,0.5,0.4 --algorithms dp-ucb --epsilons 0.5 --horizon 2000 --trials 2 --quiet \
+    --no-plots)
+expect_usage "--gamma 1 outside \\(0, 1\\)" "${D[@]}" --gamma 1
+expect_usage "--eps-arm 0 outside \\(0, 10\\]" "${D[@]}" --eps-arm 0
+expect_usage "dp-ucb: eps_arm 1 is above epsilon 0.5" "${D[@]}" --eps-arm 1
+expect_usage "--gamma given, but no chosen algorithm reads it \\(read by: dp-ucb\\)" \
+    "${M[@]}" --algorithms ucb1,dp-se --gamma 0.1
+run "${D[@]}" --out p0
+check "dp-ucb with default parameters: exit 0 ($(cat "$TMP/err"))" test "$rc" = 0
+check "meta.txt: the defaults" grep -q '^dp-ucb: gamma = 1/T, eps_arm = epsilon (policy defaults)$' \
+    p0/meta.txt
+run "${D[@]}" --gamma 0.01 --eps-arm 0.05 --out p1
+check "dp-ucb with --gamma and --eps-arm: exit 0 ($(cat "$TMP/err"))" test "$rc" = 0
+check "meta.txt: the values given" grep -q '^dp-ucb: gamma = 0.01, eps_arm = 0.05$' p1/meta.txt
+check "--eps-arm changes dp-ucb's regret" sh -c "! cmp -s p0/summary.csv p1/summary.csv"
+
 # --- runtime errors -------------------------------------------------------------------------
 run --means 0.9,0.6 --algorithms ucb1 --horizon 100 --trials 2 --quiet --out /dev/null/x
 check "unwritable --out: exit 1" test "$rc" = 1

@@ -38,9 +38,9 @@ static void test_defaults(void **state)
     agg_config c;
     agg_config_init(&c);
     assert_string_equal(c.policy, "ldp-ts-b");
-    assert_int_equal(c.mechanism, LDPB_MECH_LINEAR);
-    assert_true(c.epsilon == 1.0);
-    assert_true(c.kappa == 0.5);
+    assert_int_equal(c.params.mechanism, LDPB_MECH_LINEAR);
+    assert_true(c.params.epsilon == 1.0);
+    assert_true(c.params.kappa == 0.5);
     assert_int_equal(c.mode, AGG_MODE_LOCAL);
     assert_int_equal(c.allow_nonprivate, 0);
     assert_int_equal(c.workers, 2);
@@ -49,7 +49,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.auth, AGG_AUTH_OPEN);
     assert_int_equal(c.replay_window_s, 300);
     assert_int_equal(c.log_level, AGG_LOG_INFO);
-    assert_int_equal(c.arms, 0);
+    assert_int_equal(c.params.k, 0);
     assert_null(c.state_dir);
     assert_int_equal(c.n_listen, 0);
     char err[AGG_CONFIG_ERRMAX];
@@ -71,7 +71,7 @@ static void test_set(void **state)
     assert_int_equal(agg_config_set(&c, "arms", "3x", 1, r), LDPB_EINVAL);
     assert_int_equal(agg_config_set(&c, "arms", "99999999999999999999999", 1, r), LDPB_ERANGE);
     assert_int_equal(agg_config_set(&c, "arms", "3", 1, r), LDPB_OK);
-    assert_int_equal(c.arms, 3);
+    assert_int_equal(c.params.k, 3);
     assert_int_equal(agg_config_set(&c, "epsilon", "0", 1, r), LDPB_ERANGE);
     assert_string_equal(r, "epsilon: 0 outside (0, 10]");
     assert_int_equal(agg_config_set(&c, "epsilon", "nan", 1, r), LDPB_EINVAL);
@@ -82,7 +82,7 @@ static void test_set(void **state)
     assert_int_equal(agg_config_set(&c, "mechanism", "gauss", 1, r), LDPB_EINVAL);
     assert_non_null(strstr(r, "linear, quadratic, exponential, laplace"));
     assert_int_equal(agg_config_set(&c, "mechanism", "laplace", 1, r), LDPB_OK);
-    assert_int_equal(c.mechanism, LDPB_MECH_LAPLACE);
+    assert_int_equal(c.params.mechanism, LDPB_MECH_LAPLACE);
     assert_int_equal(agg_config_set(&c, "allow_nonprivate", "maybe", 1, r), LDPB_EINVAL);
     assert_int_equal(agg_config_set(&c, "allow_nonprivate", "yes", 1, r), LDPB_OK);
     assert_int_equal(c.allow_nonprivate, 1);
@@ -102,7 +102,7 @@ static void test_file(void **state)
     const char *p = write_tmp("; comment\n[aggregator]\narms = 4 ; inline comment\n"
                               "listen = ipc:///a\nlisten = tcp://127.0.0.1:1\n");
     assert_int_equal(agg_config_load_file(&c, p, err), LDPB_OK);
-    assert_int_equal(c.arms, 4);
+    assert_int_equal(c.params.k, 4);
     assert_int_equal(c.n_listen, 2);
     assert_string_equal(c.listen[1], "tcp://127.0.0.1:1");
     unlink(p);
@@ -132,7 +132,7 @@ static void test_args(void **state)
                     "--config",           (char *)p,  "--listen",          "ipc:///b",
                     "--allow-nonprivate", NULL};
     assert_int_equal(agg_config_parse_args(&c, 9, argv, err), LDPB_OK);
-    assert_int_equal(c.arms, 6); /* the flag wins over the file, wherever --config stands */
+    assert_int_equal(c.params.k, 6); /* the flag wins over the file, wherever --config stands */
     assert_int_equal(c.n_listen, 2);
     assert_string_equal(c.listen[0], "tcp://127.0.0.1:5");
     assert_string_equal(c.listen[1], "ipc:///b");
@@ -262,7 +262,7 @@ static void test_example_conf(void **state)
         print_message("%s\n", err);
     assert_int_equal(e, LDPB_OK);
     assert_int_equal(c.n_listen, 2);
-    assert_int_equal(c.arms, 4);
+    assert_int_equal(c.params.k, 4);
     assert_int_equal(agg_config_check(&c, err), LDPB_OK);
     agg_config_fini(&c);
 }

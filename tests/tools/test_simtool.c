@@ -216,9 +216,9 @@ static void test_preset_jiang(void **state)
     agg_sim_config sc[32];
     simplan_sim_configs(&p, sc);
     assert_int_equal(sc[0].noise_kind, AGG_NOISE_FAST);
-    assert_int_equal(sc[0].mechanism, LDPB_MECH_LINEAR);
-    assert_int_equal(sc[31].mechanism, 0);
-    assert_true(sc[0].kappa == 0.5);
+    assert_int_equal(sc[0].params.mechanism, LDPB_MECH_LINEAR);
+    assert_int_equal(sc[31].params.mechanism, 0);
+    assert_true(sc[0].params.kappa == 0.5);
     simplan_fini(&p);
 
     /* filters and overrides */
@@ -566,6 +566,54 @@ static void test_plot_script(void **state)
     simplan_fini(&p);
 }
 
+/* --gamma and --eps-arm reach every configuration's policy parameters (0, the policies' defaults,
+ * when not given); out-of-range values, an option no chosen algorithm reads, and an eps_arm above
+ * an epsilon of the run (which dp-ucb refuses) are usage errors. */
+static void test_policy_parameters(void **state)
+{
+    (void)state;
+    simplan p;
+    simplan_opts o = {.preset = "sajed2019-c1",
+                      .ks = "3",
+                      .horizon = "1e4",
+                      .epsilons = "0.5,1",
+                      .gamma = "0.01",
+                      .eps_arm = "0.5"};
+    build_ok(&p, &o);
+    assert_true(p.gamma == 0.01 && p.eps_arm == 0.5);
+    agg_sim_config sc[8];
+    assert_true(p.n_cfg <= 8);
+    simplan_sim_configs(&p, sc);
+    for (size_t i = 0; i < p.n_cfg; i++) {
+        assert_true(sc[i].params.gamma == 0.01);
+        assert_true(sc[i].params.eps_arm == 0.5);
+        assert_int_equal(sc[i].params.horizon, 10000);
+    }
+    simplan_fini(&p);
+    simplan_opts d = {.preset = "sajed2019-c1", .ks = "3", .horizon = "1e4"};
+    build_ok(&p, &d);
+    simplan_sim_configs(&p, sc);
+    assert_true(sc[0].params.gamma == 0 && sc[0].params.eps_arm == 0);
+    simplan_fini(&p);
+
+    simplan_opts e;
+#define E(want, needle, ...)                                                                       \
+    do {                                                                                           \
+        e = (simplan_opts){__VA_ARGS__};                                                           \
+        expect_error(&e, want, needle);                                                            \
+    } while (0)
+    E(LDPB_ERANGE, "--gamma 1 outside (0, 1)", .preset = "sajed2019-c1", .gamma = "1");
+    E(LDPB_EINVAL, "--gamma 'x' is not a finite number", .preset = "sajed2019-c1", .gamma = "x");
+    E(LDPB_ERANGE, "--eps-arm 0 outside (0, 10]", .preset = "sajed2019-c1", .eps_arm = "0");
+    E(LDPB_EINVAL, "--gamma given, but no chosen algorithm reads it (read by: dp-ucb)",
+      .preset = "jiang2023", .gamma = "0.01");
+    E(LDPB_EINVAL, "--eps-arm given, but no chosen algorithm reads it (read by: dp-ucb)",
+      .preset = "sajed2019-c1", .algorithms = "dp-se", .eps_arm = "0.1");
+    E(LDPB_ERANGE, "dp-ucb: eps_arm 0.5 is above epsilon 0.25", .preset = "sajed2019-c1", .ks = "3",
+      .epsilons = "0.25,1", .eps_arm = "0.5");
+#undef E
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -574,7 +622,7 @@ int main(void)
         cmocka_unit_test(test_format),           cmocka_unit_test(test_preset_jiang),
         cmocka_unit_test(test_preset_ren_sajed), cmocka_unit_test(test_custom),
         cmocka_unit_test(test_errors),           cmocka_unit_test(test_csv),
-        cmocka_unit_test(test_plot_script),
+        cmocka_unit_test(test_plot_script),      cmocka_unit_test(test_policy_parameters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -843,17 +843,65 @@ const char *simplan_mech_name(const simplan_config *c)
     return c->ops->model == AGG_MODEL_LOCAL ? ldpb_mech_kind_name(c->mechanism) : "none";
 }
 
+/* --gamma (in (0, 1)) or --eps-arm (> 0, at most LDPB_EPSILON_MAX; the policy refuses it above
+ * a configuration's epsilon): `name` is the parameter, `text` the option's value or NULL (then
+ * *out is 0, the policy's default). */
+static ldpb_err parse_param_opt(const char *name, const char *text, int is_budget, double *out,
+                                char errmsg[SIMPLAN_ERRMSG_MAX])
+{
+    char flag[32], e[64];
+    snprintf(flag, sizeof flag, "--%s", name);
+    for (char *q = flag; *q; q++)
+        if (*q == '_')
+            *q = '-';
+    *out = 0.0;
+    if (!text)
+        return LDPB_OK;
+    if (parse_double(text, out))
+        return fail(errmsg, LDPB_EINVAL, "%s '%s' is not a finite number", flag,
+                    tool_echo(e, sizeof e, text));
+    if (is_budget ? !(*out > 0.0 && *out <= LDPB_EPSILON_MAX) : !(*out > 0.0 && *out < 1.0))
+        return fail(errmsg, LDPB_ERANGE,
+                    is_budget ? "%s %s outside (0, %g]" : "%s %s outside (0, 1)", flag,
+                    tool_echo(e, sizeof e, text), LDPB_EPSILON_MAX);
+    return LDPB_OK;
+}
+
+/* A parameter option that no chosen algorithm reads would change nothing: refuse it, naming the
+ * policies that read it (from their ops tables). */
+static ldpb_err check_param_read(const char *name, const char *text, agg_param bit,
+                                 const struct alg_choice *ch, size_t n_ch,
+                                 char errmsg[SIMPLAN_ERRMSG_MAX])
+{
+    if (!text)
+        return LDPB_OK;
+    for (size_t a = 0; a < n_ch; a++)
+        if (ch[a].ops->params & bit)
+            return LDPB_OK;
+    char flag[32], who[128];
+    snprintf(flag, sizeof flag, "--%s", name);
+    for (char *q = flag; *q; q++)
+        if (*q == '_')
+            *q = '-';
+    agg_policy_readers(bit, who, sizeof who);
+    return fail(errmsg, LDPB_EINVAL, "%s given, but no chosen algorithm reads it (read by: %s)",
+                flag, who);
+}
+
 void simplan_sim_configs(const simplan *plan, agg_sim_config *out)
 {
     for (size_t i = 0; i < plan->n_cfg; i++) {
         const simplan_config *c = &plan->cfg[i];
         agg_sim_config_init(&out[i]);
         out[i].algorithm = c->ops->name;
-        out[i].mechanism = c->ops->model == AGG_MODEL_LOCAL ? c->mechanism : (ldpb_mech_kind)0;
-        out[i].epsilon = c->ops->model == AGG_MODEL_NONPRIVATE ? 1.0 : c->epsilon;
-        out[i].kappa = plan->kappa;
-        out[i].beta = plan->beta;
-        out[i].horizon = plan->horizon;
+        agg_policy_config *pc = &out[i].params;
+        pc->mechanism = c->ops->model == AGG_MODEL_LOCAL ? c->mechanism : (ldpb_mech_kind)0;
+        pc->epsilon = c->ops->model == AGG_MODEL_NONPRIVATE ? 1.0 : c->epsilon;
+        pc->kappa = plan->kappa;
+        pc->beta = plan->beta;
+        pc->gamma = plan->gamma;
+        pc->eps_arm = plan->eps_arm;
+        pc->horizon = plan->horizon;
         out[i].env = plan->inst[c->instance].env;
         out[i].checkpoints = plan->checkpoints;
         out[i].n_checkpoints = plan->n_checkpoints;
@@ -982,8 +1030,18 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
             goto fail;
     }
     plan->beta = 1.0 / (double)plan->horizon;
+    err = parse_param_opt("gamma", o->gamma, 0, &plan->gamma, errmsg);
+    if (!err)
+        err = parse_param_opt("eps_arm", o->eps_arm, 1, &plan->eps_arm, errmsg);
+    if (err)
+        goto fail;
 
     err = choose_algorithms(p, o, plan->kappa, &ch, &n_ch, errmsg);
+    if (err)
+        goto fail;
+    err = check_param_read("gamma", o->gamma, AGG_PARAM_GAMMA, ch, n_ch, errmsg);
+    if (!err)
+        err = check_param_read("eps_arm", o->eps_arm, AGG_PARAM_EPS_ARM, ch, n_ch, errmsg);
     if (err)
         goto fail;
     int any_private = 0;

@@ -38,6 +38,8 @@ typedef struct simplan_opts {
     const char *horizon;
     const char *trials;
     const char *kappa;
+    const char *gamma;
+    const char *eps_arm;
 } simplan_opts;
 
 /* One environment: the `preset` column value, K, and a title for plots and reports. */
@@ -68,8 +70,11 @@ typedef struct simplan {
     size_t n_cfg;
     uint64_t horizon;
     uint64_t trials;
+    /* Plan-wide values of the agg_policy_config fields (policy.h) of every configuration. */
     double kappa;
-    double beta; /* the SE family's confidence: 1/T (algorithms.md 9.3) */
+    double beta;    /* the SE family's confidence: 1/T (algorithms.md 9.3) */
+    double gamma;   /* dp-ucb's failure probability; 0: the policy's default 1/T */
+    double eps_arm; /* dp-ucb's per-arm budget; 0: the policy's default, epsilon */
     uint64_t *checkpoints;
     size_t n_checkpoints;
     uint64_t rounds_total; /* configurations x trials x horizon */
