@@ -5,53 +5,80 @@
 
 #include "mech_internal.h"
 
+/* The implemented endpoints: the de-biasing inverts what the sampler does, not the formula. */
+static void endpoints(const ldpb_mech *m, double *p0, double *s)
+{
+    *p0 = ldexp((double)m->t0, -64);
+    *s = ldexp((double)m->t1, -64) - *p0;
+}
+
+/* The privatized mean on the shape's scale, held inside [0, 1] for the plug-in inverses. */
+static double unit_of_mean(const ldpb_mech *m, double mean)
+{
+    double p0, s;
+    endpoints(m, &p0, &s);
+    double u = s > 0.0 ? (mean - p0) / s : 0.0;
+    return u < 0.0 ? 0.0 : (u > 1.0 ? 1.0 : u);
+}
+
+double mech_debias_laplace(const ldpb_mech *m, double mean)
+{
+    (void)m;
+    return mean;
+}
+
+double mech_debias_linear(const ldpb_mech *m, double mean)
+{
+    double p0, s;
+    endpoints(m, &p0, &s);
+    return s > 0.0 ? (mean - p0) / s : NAN;
+}
+
+double mech_debias_quadratic(const ldpb_mech *m, double mean)
+{
+    /* Plug-in inverse of p on [0,1]; the privatized mean is first held inside [p0, p1]. */
+    double u = unit_of_mean(m, mean);
+    double a = m->opts.kappa, b = 1.0 - m->opts.kappa;
+    if (fabs(a) < 1e-12)
+        return u / b;
+    /* a x^2 + b x - u = 0, the root in [0,1], written to avoid cancellation. */
+    double disc = b * b + 4.0 * a * u;
+    double denom = b + sqrt(disc > 0.0 ? disc : 0.0);
+    return denom > 0.0 ? 2.0 * u / denom : 0.0; /* kappa = 1 and u = 0: the root is 0 */
+}
+
+double mech_debias_exponential(const ldpb_mech *m, double mean)
+{
+    return log1p(unit_of_mean(m, mean) * m->expm1_lambda) / m->lambda;
+}
+
 ldpb_err ldpb_mech_debias_mean(const ldpb_mech *mech, double sum, uint64_t n, double *mu_hat,
                                int *exact)
 {
     if (!mech || !mu_hat || n == 0 || !isfinite(sum))
         return LDPB_EINVAL;
-    double mean = sum / (double)n;
-    int is_exact = 1;
-    double mu;
-    double p0 = ldexp((double)mech->t0, -64);
-    double s = ldexp((double)mech->t1, -64) - p0;
-    switch (mech->opts.kind) {
-    case LDPB_MECH_LAPLACE:
-        mu = mean;
-        break;
-    case LDPB_MECH_LINEAR:
-        mu = s > 0.0 ? (mean - p0) / s : NAN;
-        break;
-    case LDPB_MECH_QUADRATIC: {
-        /* Plug-in inverse of p on [0,1]; the privatized mean is first held inside [p0, p1]. */
-        is_exact = 0;
-        double u = s > 0.0 ? (mean - p0) / s : 0.0;
-        u = u < 0.0 ? 0.0 : (u > 1.0 ? 1.0 : u);
-        double a = mech->opts.kappa, b = 1.0 - mech->opts.kappa;
-        if (fabs(a) < 1e-12) {
-            mu = u / b;
-        } else {
-            /* a x^2 + b x - u = 0, the root in [0,1], written to avoid cancellation. */
-            double disc = b * b + 4.0 * a * u;
-            double denom = b + sqrt(disc > 0.0 ? disc : 0.0);
-            mu = denom > 0.0 ? 2.0 * u / denom : 0.0; /* kappa = 1 and u = 0: the root is 0 */
-        }
-        break;
-    }
-    case LDPB_MECH_EXPONENTIAL: {
-        is_exact = 0;
-        double u = s > 0.0 ? (mean - p0) / s : 0.0;
-        u = u < 0.0 ? 0.0 : (u > 1.0 ? 1.0 : u);
-        mu = log1p(u * mech->expm1_lambda) / mech->lambda;
-        break;
-    }
-    default:
-        return LDPB_EINVAL;
-    }
-    *mu_hat = mu;
+    *mu_hat = mech->desc->debias(mech, sum / (double)n);
     if (exact)
-        *exact = is_exact;
+        *exact = mech->desc->exact_debias;
     return LDPB_OK;
+}
+
+double mech_radius_laplace(const ldpb_mech *m, double nn, double delta)
+{
+    /* Split delta between the reward (Hoeffding) and the noise (Bernstein for a
+     * sub-exponential variable with nu = 2b, alpha = sqrt(2) b, b = 1/eps). */
+    double l = log(4.0 / delta);
+    double eps = m->opts.epsilon;
+    double gauss = sqrt(8.0 * l / (eps * eps * nn));
+    double tail = 2.0 * sqrt(2.0) * l / (eps * nn);
+    return sqrt(l / (2.0 * nn)) + (gauss > tail ? gauss : tail);
+}
+
+double mech_radius_bernoulli(const ldpb_mech *m, double nn, double delta)
+{
+    double p0, s;
+    endpoints(m, &p0, &s);
+    return sqrt(log(2.0 / delta) / (2.0 * nn)) / s;
 }
 
 ldpb_err ldpb_mech_debias_radius(const ldpb_mech *mech, uint64_t n, double delta, double *radius)
@@ -60,18 +87,6 @@ ldpb_err ldpb_mech_debias_radius(const ldpb_mech *mech, uint64_t n, double delta
         return LDPB_EINVAL;
     if (!(delta > 0.0 && delta < 1.0))
         return LDPB_ERANGE;
-    double nn = (double)n;
-    if (mech->opts.kind == LDPB_MECH_LAPLACE) {
-        /* Split delta between the reward (Hoeffding) and the noise (Bernstein for a
-         * sub-exponential variable with nu = 2b, alpha = sqrt(2) b, b = 1/eps). */
-        double l = log(4.0 / delta);
-        double eps = mech->opts.epsilon;
-        double gauss = sqrt(8.0 * l / (eps * eps * nn));
-        double tail = 2.0 * sqrt(2.0) * l / (eps * nn);
-        *radius = sqrt(l / (2.0 * nn)) + (gauss > tail ? gauss : tail);
-        return LDPB_OK;
-    }
-    double s = ldexp((double)mech->t1, -64) - ldexp((double)mech->t0, -64);
-    *radius = sqrt(log(2.0 / delta) / (2.0 * nn)) / s;
+    *radius = mech->desc->radius(mech, (double)n, delta);
     return LDPB_OK;
 }

@@ -17,28 +17,29 @@
 /* Most endpoint-nudging rounds needed in practice is a handful; the cap only stops a loop. */
 #define NUDGE_ROUNDS_MAX 80
 
-static double shape(const struct ldpb_mech *m, double x)
+double mech_shape_linear(const struct ldpb_mech *m, double x)
 {
-    switch (m->opts.kind) {
-    case LDPB_MECH_LINEAR:
-        return x;
-    case LDPB_MECH_QUADRATIC:
-        return x * ((1.0 - m->opts.kappa) + m->opts.kappa * x);
-    case LDPB_MECH_EXPONENTIAL:
-        /* exp(lx) - 1 costs half of expm1; its cancellation near x = 0 is ~1e-16 absolute, which
-         * is negligible against the curve's height expm1(l) unless l itself is tiny. */
-        if (m->exp_use_expm1)
-            return expm1(m->lambda * x) / m->expm1_lambda;
-        return (exp(m->lambda * x) - 1.0) / m->expm1_lambda;
-    case LDPB_MECH_LAPLACE:
-        break;
-    }
+    (void)m;
     return x;
+}
+
+double mech_shape_quadratic(const struct ldpb_mech *m, double x)
+{
+    return x * ((1.0 - m->opts.kappa) + m->opts.kappa * x);
+}
+
+double mech_shape_exponential(const struct ldpb_mech *m, double x)
+{
+    /* exp(lx) - 1 costs half of expm1; its cancellation near x = 0 is ~1e-16 absolute, which
+     * is negligible against the curve's height expm1(l) unless l itself is tiny. */
+    if (m->exp_use_expm1)
+        return expm1(m->lambda * x) / m->expm1_lambda;
+    return (exp(m->lambda * x) - 1.0) / m->expm1_lambda;
 }
 
 double mech_bernoulli_nominal(const struct ldpb_mech *m, double x01)
 {
-    return m->p0 + m->s * shape(m, x01);
+    return m->p0 + m->s * m->desc->shape(m, x01);
 }
 
 static uint64_t prob_to_threshold(double p)
@@ -90,7 +91,7 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
 
     if (!isfinite(o->kappa) || !isfinite(o->lambda) || !isfinite(o->p0) || !isfinite(o->p1))
         return LDPB_EINVAL;
-    if (o->kind == LDPB_MECH_QUADRATIC && !(o->kappa >= -1.0 && o->kappa <= 1.0))
+    if ((m->desc->params & LDPB_MECH_PARAM_KAPPA) && !(o->kappa >= -1.0 && o->kappa <= 1.0))
         return LDPB_ERANGE;
 
     double p0, p1;
@@ -112,7 +113,7 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
     m->p0 = p0;
     m->s = p1 - p0;
 
-    if (o->kind == LDPB_MECH_EXPONENTIAL) {
+    if (m->desc->params & LDPB_MECH_PARAM_LAMBDA) {
         m->lambda = o->lambda == 0.0 ? eps : o->lambda;
         /* Beyond |lambda| = 700 expm1 overflows; such a curve is a step function anyway. */
         if (!(fabs(m->lambda) <= 700.0))

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ldpb/mech.h"
+#include "ldpb/mech_table.h"
 
 /* Laplace grid exponents: outputs are multiples of 2^-k. */
 #define LAPLACE_K_MAX 40
@@ -14,6 +15,7 @@
 
 struct ldpb_mech {
     ldpb_mech_opts opts;
+    const ldpb_mech_desc *desc; /* the table row of opts.kind */
     double eps_eff;
     double range_width; /* range_hi - range_lo, finite and > 0 */
 
@@ -38,6 +40,17 @@ struct ldpb_mech {
 /* Validation and construction of each family; they fill eps_eff or refuse. */
 ldpb_err mech_bernoulli_init(struct ldpb_mech *m);
 ldpb_err mech_laplace_init(struct ldpb_mech *m);
+
+/* The rows' implementations (mech_table.c wires them to the kinds). */
+double mech_shape_linear(const struct ldpb_mech *m, double x01);
+double mech_shape_quadratic(const struct ldpb_mech *m, double x01);
+double mech_shape_exponential(const struct ldpb_mech *m, double x01);
+double mech_debias_linear(const struct ldpb_mech *m, double mean);
+double mech_debias_quadratic(const struct ldpb_mech *m, double mean);
+double mech_debias_exponential(const struct ldpb_mech *m, double mean);
+double mech_debias_laplace(const struct ldpb_mech *m, double mean);
+double mech_radius_bernoulli(const struct ldpb_mech *m, double n, double delta);
+double mech_radius_laplace(const struct ldpb_mech *m, double n, double delta);
 
 double mech_bernoulli_nominal(const struct ldpb_mech *m, double x01);
 uint64_t mech_bernoulli_threshold(const struct ldpb_mech *m, double x01);
