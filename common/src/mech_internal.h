@@ -41,17 +41,6 @@ struct ldpb_mech {
 ldpb_err mech_bernoulli_init(struct ldpb_mech *m);
 ldpb_err mech_laplace_init(struct ldpb_mech *m);
 
-/* The rows' implementations (mech_table.c wires them to the kinds). */
-double mech_shape_linear(const struct ldpb_mech *m, double x01);
-double mech_shape_quadratic(const struct ldpb_mech *m, double x01);
-double mech_shape_exponential(const struct ldpb_mech *m, double x01);
-double mech_debias_linear(const struct ldpb_mech *m, double mean);
-double mech_debias_quadratic(const struct ldpb_mech *m, double mean);
-double mech_debias_exponential(const struct ldpb_mech *m, double mean);
-double mech_debias_laplace(const struct ldpb_mech *m, double mean);
-double mech_radius_bernoulli(const struct ldpb_mech *m, double n, double delta);
-double mech_radius_laplace(const struct ldpb_mech *m, double n, double delta);
-
 double mech_bernoulli_nominal(const struct ldpb_mech *m, double x01);
 uint64_t mech_bernoulli_threshold(const struct ldpb_mech *m, double x01);
 void mech_laplace_sample(const struct ldpb_mech *m, ldpb_rng *rng, double x01, double *out);

@@ -7,19 +7,23 @@
 
 #include "mech_internal.h"
 
-static const ldpb_mech_desc rows[] = {
-    {LDPB_MECH_LINEAR, "linear", 1, LDPB_MECH_OUTPUT_BIT, LDPB_MECH_PARAM_ENDPOINTS, 1,
-     mech_bernoulli_init, mech_bernoulli_sample, mech_debias_linear, mech_radius_bernoulli,
-     mech_shape_linear},
-    {LDPB_MECH_QUADRATIC, "quadratic", 1, LDPB_MECH_OUTPUT_BIT,
-     LDPB_MECH_PARAM_KAPPA | LDPB_MECH_PARAM_ENDPOINTS, 0, mech_bernoulli_init,
-     mech_bernoulli_sample, mech_debias_quadratic, mech_radius_bernoulli, mech_shape_quadratic},
-    {LDPB_MECH_EXPONENTIAL, "exponential", 1, LDPB_MECH_OUTPUT_BIT,
-     LDPB_MECH_PARAM_LAMBDA | LDPB_MECH_PARAM_ENDPOINTS, 0, mech_bernoulli_init,
-     mech_bernoulli_sample, mech_debias_exponential, mech_radius_bernoulli, mech_shape_exponential},
-    {LDPB_MECH_LAPLACE, "laplace", 1, LDPB_MECH_OUTPUT_REAL, 0, 1, mech_laplace_init,
-     mech_laplace_sample, mech_debias_laplace, mech_radius_laplace, NULL},
-    {LDPB_MECH_ID_RAW, "raw", 0, LDPB_MECH_OUTPUT_REAL, 0, 1, NULL, NULL, NULL, NULL, NULL},
+/* Each family file defines its rows next to their implementation; they are declared here, not in
+ * a header, so that a new mechanism is one new row here plus its own file. */
+extern const ldpb_mech_desc mech_row_linear, mech_row_quadratic, mech_row_exponential,
+    mech_row_laplace;
+
+/* No local mechanism: the central and non-private modes send the reward itself. */
+static const ldpb_mech_desc row_raw = {
+    .id = LDPB_MECH_ID_RAW,
+    .name = "raw",
+    .local = 0,
+    .output = LDPB_MECH_OUTPUT_REAL,
+    .params = 0,
+    .exact_debias = 1,
+};
+
+static const ldpb_mech_desc *const rows[] = {
+    &mech_row_linear, &mech_row_quadratic, &mech_row_exponential, &mech_row_laplace, &row_raw,
 };
 
 #define N_ROWS (sizeof rows / sizeof rows[0])
@@ -38,7 +42,7 @@ say(char *detail, const char *fmt, ...)
     va_end(ap);
 }
 
-const ldpb_mech_desc *ldpb_mech_table(size_t *count)
+const ldpb_mech_desc *const *ldpb_mech_table(size_t *count)
 {
     if (count)
         *count = N_ROWS;
@@ -48,8 +52,8 @@ const ldpb_mech_desc *ldpb_mech_table(size_t *count)
 const ldpb_mech_desc *ldpb_mech_desc_of(int id)
 {
     for (size_t i = 0; i < N_ROWS; i++)
-        if (rows[i].id == id)
-            return &rows[i];
+        if (rows[i]->id == id)
+            return rows[i];
     return NULL;
 }
 
@@ -58,8 +62,8 @@ const ldpb_mech_desc *ldpb_mech_desc_by_name(const char *name)
     if (!name)
         return NULL;
     for (size_t i = 0; i < N_ROWS; i++)
-        if (strcmp(rows[i].name, name) == 0)
-            return &rows[i];
+        if (strcmp(rows[i]->name, name) == 0)
+            return rows[i];
     return NULL;
 }
 

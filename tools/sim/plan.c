@@ -130,10 +130,10 @@ static const struct preset presets[] = {
 static size_t all_mechs(ldpb_mech_kind out[N_MECHS])
 {
     size_t n, m = 0;
-    const ldpb_mech_desc *t = ldpb_mech_table(&n);
+    const ldpb_mech_desc *const *t = ldpb_mech_table(&n);
     for (size_t i = 0; i < n && m < N_MECHS; i++)
-        if (t[i].local)
-            out[m++] = (ldpb_mech_kind)t[i].id;
+        if (t[i]->local)
+            out[m++] = (ldpb_mech_kind)t[i]->id;
     return m;
 }
 

@@ -52,7 +52,8 @@ typedef struct ldpb_mech_desc {
     unsigned params;  /* LDPB_MECH_PARAM_* */
     int exact_debias; /* the de-biased mean is exact and unbiased for any reward law */
 
-    /* The implementation, for local rows (NULL for raw). mech.c and debias.c dispatch here. */
+    /* The implementation, for local rows (NULL for raw), in the family's own source file, which
+     * defines the row. mech.c and debias.c dispatch here. */
     ldpb_err (*init)(struct ldpb_mech *m); /* validate the kind's own parameters, fill eps_eff */
     void (*sample)(const struct ldpb_mech *m, ldpb_rng *rng, double x01, double *out);
     double (*debias)(const struct ldpb_mech *m, double mean); /* mean report -> mean reward */
@@ -62,7 +63,7 @@ typedef struct ldpb_mech_desc {
 } ldpb_mech_desc;
 
 /* All rows, in id order; *count receives their number. */
-LDPB_API const ldpb_mech_desc *ldpb_mech_table(size_t *count);
+LDPB_API const ldpb_mech_desc *const *ldpb_mech_table(size_t *count);
 
 /* The row with this id (wire value) or name; NULL if none. */
 LDPB_API const ldpb_mech_desc *ldpb_mech_desc_of(int id);
