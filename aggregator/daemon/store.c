@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "ldpb/mech_table.h"
 #include "store.h"
 
 struct agg_store {
@@ -108,6 +109,14 @@ void agg_store_close(agg_store *s)
     free(s);
 }
 
+/* Whether the mechanism named in the meta reads kappa (the mechanism table says); a kappa it
+ * ignores is stored as 0. */
+static int mech_reads_kappa(const char *name)
+{
+    const ldpb_mech_desc *d = ldpb_mech_desc_by_name(name);
+    return d && (d->params & LDPB_MECH_PARAM_KAPPA);
+}
+
 static void fmt_meta(char *buf, size_t cap, const char *key, const agg_store_meta *m)
 {
     if (strcmp(key, "schema_version") == 0)
@@ -121,7 +130,7 @@ static void fmt_meta(char *buf, size_t cap, const char *key, const agg_store_met
     else if (strcmp(key, "epsilon") == 0)
         snprintf(buf, cap, "%.17g", m->epsilon);
     else if (strcmp(key, "kappa") == 0)
-        snprintf(buf, cap, "%.17g", strcmp(m->mechanism, "quadratic") == 0 ? m->kappa : 0.0);
+        snprintf(buf, cap, "%.17g", mech_reads_kappa(m->mechanism) ? m->kappa : 0.0);
     else if (strcmp(key, "mode") == 0)
         snprintf(buf, cap, "%s", m->mode);
     else if (strcmp(key, "horizon") == 0)
