@@ -12,6 +12,7 @@
 #include "audit.h"
 #include "commands.h"
 #include "ldpb/mech.h"
+#include "ldpb/mech_table.h"
 #include "ldpb/rng.h"
 
 #define PROG "ldpb audit"
@@ -58,7 +59,7 @@ static void print_report(const audit_report *r, const char *seed)
     int bernoulli = isnan(r->grid);
     printf("%s: %s mechanism, claimed epsilon %g", PROG, ldpb_mech_kind_name(r->opts.kind),
            r->opts.epsilon);
-    if (r->opts.kind == LDPB_MECH_QUADRATIC)
+    if (ldpb_mech_desc_of((int)r->opts.kind)->params & LDPB_MECH_PARAM_KAPPA)
         printf(", kappa %g", r->opts.kappa);
     printf("\n%llu draws at each of %zu inputs (%s); alpha %g, so each of the %zu intervals "
            "below misses with probability <= %.3g\n",

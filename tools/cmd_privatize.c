@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "ldpb/mech.h"
+#include "ldpb/mech_table.h"
 #include "ldpb/rng.h"
 
 #define PROG "ldpb privatize"
@@ -303,7 +304,7 @@ static int make_opts(const struct args *a, ldpb_mech_opts *o, uint64_t *count)
     if (a->count && parse_count(a->count, count))
         return EXIT_USAGE;
     if (a->kappa) {
-        if (kind != LDPB_MECH_QUADRATIC)
+        if (!(ldpb_mech_desc_of((int)kind)->params & LDPB_MECH_PARAM_KAPPA))
             return tool_usage_error(PROG, "--kappa applies only to the quadratic mechanism, not",
                                     a->mech);
         if (parse_number_arg("kappa", a->kappa, &o->kappa))

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "ldpb/mech.h"
+#include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
 #include "policy.h"
 
@@ -22,6 +23,7 @@ typedef enum opt_type {
     OPT_DBL,
     OPT_BOOL,
     OPT_ENUM,
+    OPT_MECH, /* a local mechanism of the mechanism table, by name */
 } opt_type;
 
 typedef struct choice {
@@ -41,11 +43,6 @@ typedef struct option {
     const char *help;
 } option;
 
-static const choice mech_choices[] = {{"linear", LDPB_MECH_LINEAR},
-                                      {"quadratic", LDPB_MECH_QUADRATIC},
-                                      {"exponential", LDPB_MECH_EXPONENTIAL},
-                                      {"laplace", LDPB_MECH_LAPLACE},
-                                      {NULL, 0}};
 static const choice mode_choices[] = {{"local", AGG_MODE_LOCAL},
                                       {"central", AGG_MODE_CENTRAL},
                                       {"nonprivate", AGG_MODE_NONPRIVATE},
@@ -75,8 +72,8 @@ static const option options[] = {
     {"policy", OPT_STR, OFF(policy), "ldp-ts-b", 0, 0, 0, NULL, "NAME",
      "bandit policy, a name of `ldpb sim` (ldp-ts-b, ldp-ucb-b, ldp-ucb-l, ldp-se, dp-ucb, "
      "dp-ucb-bound, dp-se, ucb1, ts, se); it must belong to the mode"},
-    {"mechanism", OPT_ENUM, OFF(params.mechanism), "linear", 0, 0, 0, mech_choices, "M",
-     "local mode: the clients' mechanism (linear, quadratic, exponential, laplace)"},
+    {"mechanism", OPT_MECH, OFF(params.mechanism), "linear", 0, 0, 0, NULL, "M",
+     "local mode: the clients' mechanism"},
     {"epsilon", OPT_DBL, OFF(params.epsilon), "1", 0, LDPB_EPSILON_MAX, OPEN_MIN, NULL, "E",
      "local mode: per-report epsilon put in every assignment; central mode: the policy's "
      "epsilon; (0, 10]"},
@@ -179,6 +176,21 @@ const char *agg_mode_name(int mode)
 const char *agg_log_level_name(int level)
 {
     return choice_name(level_choices, level);
+}
+
+/* The names of the local mechanisms, "a, b, c", from the mechanism table. */
+static void local_mech_names(char *out, size_t cap)
+{
+    size_t n;
+    const ldpb_mech_desc *const *t = ldpb_mech_table(&n);
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i]->local)
+            continue;
+        if (out[0])
+            strncat(out, ", ", cap - strlen(out) - 1);
+        strncat(out, t[i]->name, cap - strlen(out) - 1);
+    }
 }
 
 static ldpb_err set_string(char **slot, const char *value, char *reason)
@@ -294,6 +306,17 @@ static ldpb_err parse_value(agg_config *cfg, const option *o, const char *value,
             say(reason, "%s: '%s' is not one of %s", o->name, value, list);
         }
         return LDPB_EINVAL;
+    case OPT_MECH: {
+        const ldpb_mech_desc *d = ldpb_mech_desc_by_name(value);
+        if (d && d->local) {
+            *(int *)field = d->id;
+            return LDPB_OK;
+        }
+        char list[256];
+        local_mech_names(list, sizeof list);
+        say(reason, "%s: '%s' is not one of %s", o->name, value, list);
+        return LDPB_EINVAL;
+    }
     }
     say(reason, "%s: bad option type", o->name);
     return LDPB_EINVAL;
@@ -607,6 +630,18 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
                  "allow_nonprivate = true (--allow-nonprivate)");
         return LDPB_EINVAL;
     }
+    if (cfg->mode == AGG_MODE_LOCAL) {
+        /* Built here as every client will build it for an assignment: a mechanism no client can
+         * build, or whose reports say nothing about the reward, is a configuration error and not
+         * a daemon whose every assignment is refused or useless. */
+        char detail[LDPB_MECH_DETAIL_BYTES];
+        ldpb_err e = ldpb_mech_check_serviceable(cfg->params.mechanism, cfg->params.epsilon,
+                                                 cfg->params.kappa, detail);
+        if (e) {
+            say(err, "%s; choose another epsilon or mechanism", detail);
+            return e == LDPB_ENOMEM ? e : LDPB_ERANGE;
+        }
+    }
     if (cfg->auth == AGG_AUTH_ALLOWLIST && !cfg->allowlist) {
         say(err, "auth = allowlist needs allowlist = FILE");
         return LDPB_EINVAL;
@@ -685,16 +720,20 @@ void agg_config_help(FILE *out)
                 *p = '-';
         if (o->arg)
             snprintf(flag + strlen(flag), sizeof flag - strlen(flag), " %s", o->arg);
-        /* Which policies read a policy parameter comes from their ops tables, so the text
-         * cannot drift from the code. */
+        /* Which policies read a policy parameter comes from their ops tables, and which
+         * mechanisms exist from the mechanism table, so the text cannot drift from the code. */
         const agg_param_info *pi = agg_policy_param_find(o->name);
-        char readers[160] = "";
-        if (pi) {
+        char extra[256] = "";
+        if (o->type == OPT_MECH) {
+            char list[200];
+            local_mech_names(list, sizeof list);
+            snprintf(extra, sizeof extra, " (%s)", list);
+        } else if (pi) {
             char who[128];
             agg_policy_readers(pi->bit, who, sizeof who);
-            snprintf(readers, sizeof readers, " (read by: %s)", who);
+            snprintf(extra, sizeof extra, " (read by: %s)", who);
         }
-        snprintf(text, sizeof text, "%s%s%s%s%s", o->help, readers, o->def ? " [default: " : "",
+        snprintf(text, sizeof text, "%s%s%s%s%s", o->help, extra, o->def ? " [default: " : "",
                  o->def ? o->def : "", o->def ? "]" : "");
         fprintf(out, "  %-24s ", flag);
         if (strlen(flag) > 24)

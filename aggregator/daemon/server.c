@@ -27,6 +27,7 @@
 #include "assign_token.h"
 #include "ldpb/keyfile.h"
 #include "ldpb/mech.h"
+#include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
 #include "ldpb/wire.h"
 #include "metrics.h"
@@ -121,6 +122,8 @@ struct agg_server {
     int wire_mechanism; /* what every assignment asks for */
     double wire_epsilon;
     const char *mech_name;
+    /* The mechanism table's row of wire_mechanism. */
+    const ldpb_mech_desc *wire_desc;
 
     /* the committer's queue: a ring of items */
     item *q;
@@ -374,8 +377,7 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
                                 "now; retry later");
         return;
     }
-    if (ar->has_max_epsilon && s->wire_mechanism != LDPB__V1__MECHANISM__RAW &&
-        s->wire_epsilon > ar->max_epsilon) {
+    if (ar->has_max_epsilon && s->wire_desc->local && s->wire_epsilon > ar->max_epsilon) {
         snprintf(reason, sizeof reason,
                  "this aggregator asks for epsilon %g per report, above the client's cap %g",
                  s->wire_epsilon, ar->max_epsilon);
@@ -443,7 +445,7 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     a.propensity = t.propensity;
     a.has_policy_version = 1;
     a.policy_version = t.policy_version;
-    if (s->wire_mechanism == LDPB__V1__MECHANISM__QUADRATIC) {
+    if (s->wire_desc->params & LDPB_MECH_PARAM_KAPPA) {
         a.has_kappa = 1;
         a.kappa = s->cfg->params.kappa;
     }
@@ -476,23 +478,21 @@ static ldpb_err check_report(agg_server *s, const agg_token *t, const Ldpb__V1__
                  r->epsilon, t->epsilon);
         return LDPB_EINVAL;
     }
-    double v;
-    if (r->value_case == LDPB__V1__REPORT__VALUE_BIT) {
-        v = (double)r->bit; /* 0 or 1: the wire check enforces both */
-    } else if (r->value_case == LDPB__V1__REPORT__VALUE_REAL) {
-        v = r->real;
-        if (t->mechanism == LDPB__V1__MECHANISM__RAW && !(v >= 0.0 && v <= 1.0)) {
-            snprintf(reason, 256, "raw reward %g outside [0, 1]", v);
-            return LDPB_ERANGE;
-        }
-        if (t->mechanism == LDPB__V1__MECHANISM__LAPLACE &&
-            !(fabs(v - 0.5) <= 0.5 + LAPLACE_MAX_SCALES / t->epsilon)) {
-            snprintf(reason, 256, "laplace value %g is implausibly far from [0, 1]", v);
-            return LDPB_ERANGE;
-        }
-    } else {
+    /* The mechanism table's admissibility rule, on the authentic assignment's mechanism and
+     * epsilon (the wire decoder checked the format, the rule's first half, on the report's own
+     * claim). */
+    int is_bit = r->value_case == LDPB__V1__REPORT__VALUE_BIT;
+    if (!is_bit && r->value_case != LDPB__V1__REPORT__VALUE_REAL) {
         snprintf(reason, 256, "report has no value");
         return LDPB_EINVAL;
+    }
+    double v = is_bit ? (double)r->bit : r->real;
+    char detail[LDPB_MECH_DETAIL_BYTES];
+    ldpb_err err =
+        ldpb_mech_check_value((int)t->mechanism, t->epsilon, is_bit, v, "report", detail);
+    if (err) {
+        snprintf(reason, 256, "%s", detail);
+        return err;
     }
     *value = v;
     return LDPB_OK;
@@ -1139,15 +1139,18 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         goto fail;
     }
     agg_rand_seed(&s->rand, s->policy_rng);
-    if (cfg->mode == AGG_MODE_LOCAL) {
-        s->wire_mechanism = cfg->params.mechanism; /* the wire enum equals ldpb_mech_kind */
-        s->wire_epsilon = cfg->params.epsilon;
-        s->mech_name = ldpb_mech_kind_name(cfg->params.mechanism);
-    } else {
-        s->wire_mechanism = LDPB__V1__MECHANISM__RAW;
-        s->wire_epsilon = 0.0;
-        s->mech_name = "raw";
+    /* What every assignment asks for: the configured mechanism in local mode, the table's raw
+     * row otherwise (agg_config_check has built the mechanism as the clients will). */
+    s->wire_desc =
+        ldpb_mech_desc_of(cfg->mode == AGG_MODE_LOCAL ? cfg->params.mechanism : LDPB_MECH_ID_RAW);
+    if (!s->wire_desc) {
+        err = LDPB_EINVAL;
+        say(errmsg, "mechanism %d is not a known mechanism", cfg->params.mechanism);
+        goto fail;
     }
+    s->wire_mechanism = s->wire_desc->id;
+    s->wire_epsilon = s->wire_desc->local ? cfg->params.epsilon : 0.0;
+    s->mech_name = s->wire_desc->name;
 
     /* The durable state. */
     /* The meta compares only what the policy reads: a state saved under another value of an

@@ -15,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "ldpb/mech_table.h"
 #include "store.h"
 
 struct agg_store {

@@ -18,7 +18,7 @@ extern const agg_policy_ops agg_policy_ldp_se;
 static ldpb_err prepare(const agg_policy_config *cfg, agg_se_params *par,
                         char errmsg[AGG_ERRMSG_MAX])
 {
-    if (cfg->mechanism != LDPB_MECH_LINEAR && cfg->mechanism != LDPB_MECH_LAPLACE)
+    if (!agg_policy_mech_exact(cfg))
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
                                  "ldp-se: mechanism %s not supported: the mean reward is only "
                                  "identifiable from linear (CTB) or laplace (CTL) reports",
@@ -28,7 +28,7 @@ static ldpb_err prepare(const agg_policy_config *cfg, agg_se_params *par,
         err = agg_policy_mech_new(cfg, "ldp-se", &par->mech, errmsg);
     if (err)
         return err;
-    par->r_at_least_L = cfg->mechanism == LDPB_MECH_LAPLACE;
+    par->r_at_least_L = !agg_policy_mech_reports_bits(cfg);
     if (par->r_at_least_L) {
         double c = sqrt(0.5) + sqrt(8.0) / cfg->epsilon;
         par->rho = c;

@@ -18,10 +18,11 @@ extern const agg_policy_ops agg_policy_ldp_ts_b;
 
 static ldpb_err prepare(const agg_policy_config *cfg, ldpb_mech **mech, char errmsg[AGG_ERRMSG_MAX])
 {
-    if (cfg->mechanism == LDPB_MECH_LAPLACE)
+    if (!agg_policy_mech_reports_bits(cfg))
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
-                                 "ldp-ts-b: mechanism laplace is not a Bernoulli mechanism "
-                                 "(linear, quadratic or exponential)");
+                                 "ldp-ts-b: mechanism %s is not a Bernoulli mechanism "
+                                 "(one that reports a bit)",
+                                 ldpb_mech_kind_name(cfg->mechanism));
     return agg_policy_mech_new(cfg, "ldp-ts-b", mech, errmsg);
 }
 

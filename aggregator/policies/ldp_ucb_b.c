@@ -15,10 +15,11 @@ extern const agg_policy_ops agg_policy_ldp_ucb_b;
 static ldpb_err prepare(const agg_policy_config *cfg, agg_ucb_params *par,
                         char errmsg[AGG_ERRMSG_MAX])
 {
-    if (cfg->mechanism == LDPB_MECH_LAPLACE)
+    if (!agg_policy_mech_reports_bits(cfg))
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
-                                 "ldp-ucb-b: mechanism laplace is not a Bernoulli mechanism "
-                                 "(linear, quadratic or exponential); use ldp-ucb-l");
+                                 "ldp-ucb-b: mechanism %s is not a Bernoulli mechanism "
+                                 "(one that reports a bit); use ldp-ucb-l",
+                                 ldpb_mech_kind_name(cfg->mechanism));
     ldpb_err err = agg_policy_mech_new(cfg, "ldp-ucb-b", &par->mech, errmsg);
     if (err)
         return err;

@@ -24,7 +24,7 @@ static ldpb_err prepare(const agg_policy_config *cfg, agg_ucb_params *par,
     ldpb_err err = agg_policy_check_epsilon(cfg, "ldp-ucb-l", errmsg);
     if (err)
         return err;
-    if (cfg->mechanism != LDPB_MECH_LAPLACE)
+    if (cfg->mechanism != LDPB_MECH_LAPLACE) /* its radius is for Laplace noise */
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
                                  "ldp-ucb-l: mechanism %s is not laplace; ldp-ucb-l needs "
                                  "Laplace reports (use ldp-ucb-b for Bernoulli mechanisms)",

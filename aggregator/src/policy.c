@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ldpb/mech_table.h"
 #include "policy.h"
 
 /* Non-private baselines and LDP policies (aggregator/policies/). */
@@ -135,7 +136,9 @@ void agg_policy_param_text(const agg_param_info *pi, const agg_policy_config *cf
 unsigned agg_policy_reads(const agg_policy_ops *ops, const agg_policy_config *cfg)
 {
     unsigned m = ops->params;
-    if (cfg->mechanism != LDPB_MECH_QUADRATIC)
+    /* kappa matters only to a mechanism that reads it (the mechanism table says which). */
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)cfg->mechanism);
+    if (!d || !(d->params & LDPB_MECH_PARAM_KAPPA))
         m &= ~(unsigned)AGG_PARAM_KAPPA;
     return m;
 }
@@ -215,25 +218,19 @@ ldpb_err agg_policy_mech_new(const agg_policy_config *cfg, const char *name, ldp
     ldpb_err err = agg_policy_check_epsilon(cfg, name, errmsg);
     if (err)
         return err;
-    ldpb_mech_opts o;
-    ldpb_mech_opts_init(&o, cfg->mechanism, cfg->epsilon);
-    switch (cfg->mechanism) {
-    case LDPB_MECH_QUADRATIC:
-        if (isnan(cfg->kappa))
-            return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: kappa is NaN", name);
-        if (!(cfg->kappa >= -1.0 && cfg->kappa <= 1.0))
-            return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: kappa %g outside [-1, 1]", name,
-                                     cfg->kappa);
-        o.kappa = cfg->kappa;
-        break;
-    case LDPB_MECH_LINEAR:
-    case LDPB_MECH_EXPONENTIAL:
-    case LDPB_MECH_LAPLACE:
-        break;
-    default:
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)cfg->mechanism);
+    if (!d || !d->local)
         return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: unknown mechanism %d", name,
                                  (int)cfg->mechanism);
+    if (d->params & LDPB_MECH_PARAM_KAPPA) {
+        if (isnan(cfg->kappa))
+            return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: kappa is NaN", name);
+        if (ldpb_mech_check_kappa(d->id, 1, cfg->kappa, "config", NULL) != LDPB_OK)
+            return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: kappa %g outside [-1, 1]", name,
+                                     cfg->kappa);
     }
+    ldpb_mech_opts o;
+    ldpb_mech_desc_opts(d->id, cfg->epsilon, cfg->kappa, &o);
     err = ldpb_mech_new(out, &o);
     if (err == LDPB_ENOMEM)
         return agg_policy_refuse(errmsg, err, "%s: out of memory", name);
@@ -241,6 +238,18 @@ ldpb_err agg_policy_mech_new(const agg_policy_config *cfg, const char *name, ldp
         return agg_policy_refuse(errmsg, err, "%s: %s mechanism refused at epsilon %g", name,
                                  ldpb_mech_kind_name(cfg->mechanism), cfg->epsilon);
     return LDPB_OK;
+}
+
+int agg_policy_mech_reports_bits(const agg_policy_config *cfg)
+{
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)cfg->mechanism);
+    return !d || !d->local || d->output == LDPB_MECH_OUTPUT_BIT;
+}
+
+int agg_policy_mech_exact(const agg_policy_config *cfg)
+{
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)cfg->mechanism);
+    return !d || !d->local || d->exact_debias;
 }
 
 ldpb_err agg_policy_new(agg_policy **out, const char *name, const agg_policy_config *cfg,
@@ -270,22 +279,19 @@ ldpb_err agg_policy_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm)
     return err;
 }
 
-/* The observation domain of the privacy model (policy.h): raw rewards in [0,1]; for LOCAL
- * policies a bit from a Bernoulli mechanism or any finite privatized real from Laplace. */
+/* The observation domain of the privacy model (policy.h), as the mechanism table's admissibility
+ * rule states it: raw rewards in [0,1] for the central and non-private models; for LOCAL policies
+ * a value the configured mechanism can report at the configured epsilon (a bit, or a real within
+ * LDPB_MECH_REAL_SCALES_MAX noise scales of [0,1]), the rule the daemon applies to every report. */
 static int observation_valid(const agg_policy *p, double obs)
 {
-    if (!isfinite(obs))
+    if (p->ops->model != AGG_MODEL_LOCAL)
+        return ldpb_mech_check_value(LDPB_MECH_ID_RAW, 0.0, 0, obs, "observation", NULL) == LDPB_OK;
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)p->cfg.mechanism);
+    if (!d || !d->local)
         return 0;
-    switch (p->ops->model) {
-    case AGG_MODEL_NONPRIVATE:
-    case AGG_MODEL_CENTRAL:
-        return obs >= 0.0 && obs <= 1.0;
-    case AGG_MODEL_LOCAL:
-        if (p->cfg.mechanism == LDPB_MECH_LAPLACE)
-            return 1;
-        return obs == 0.0 || obs == 1.0;
-    }
-    return 0;
+    return ldpb_mech_check_value(d->id, p->cfg.epsilon, d->output == LDPB_MECH_OUTPUT_BIT, obs,
+                                 "observation", NULL) == LDPB_OK;
 }
 
 ldpb_err agg_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs)

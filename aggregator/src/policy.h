@@ -195,6 +195,12 @@ ldpb_err agg_policy_check_epsilon(const agg_policy_config *cfg, const char *name
 ldpb_err agg_policy_mech_new(const agg_policy_config *cfg, const char *name, ldpb_mech **out,
                              char errmsg[AGG_ERRMSG_MAX]);
 
+/* What the mechanism table says of cfg->mechanism: its reports are bits (the Bernoulli family), or
+ * its de-biased mean is exact for any reward law. An unknown kind answers 1, so that the policy
+ * goes on to agg_policy_mech_new, which refuses it as unknown. */
+int agg_policy_mech_reports_bits(const agg_policy_config *cfg);
+int agg_policy_mech_exact(const agg_policy_config *cfg);
+
 /* Argmax with ties broken uniformly at random by reservoir sampling: the j-th value found equal
  * to the running maximum replaces the choice with probability 1/j, drawn from `rand` only when a
  * tie occurs. Offer values in arm order; NaN is never offered. */

@@ -18,6 +18,7 @@
 
 #include "ldpb/client.h"
 #include "ldpb/keyfile.h"
+#include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
 #include "ldpb/wire.h"
 
@@ -30,6 +31,7 @@ _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB_MECH_LINEAR &&
                    (int)LDPB_CLIENT_MECH_EXPONENTIAL == (int)LDPB_MECH_EXPONENTIAL &&
                    (int)LDPB_CLIENT_MECH_LAPLACE == (int)LDPB_MECH_LAPLACE,
                "mechanism values match ldpb_mech_kind");
+_Static_assert((int)LDPB_CLIENT_MECH_RAW == LDPB_MECH_ID_RAW, "raw is the table's raw row");
 _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB__V1__MECHANISM__LINEAR &&
                    (int)LDPB_CLIENT_MECH_QUADRATIC == (int)LDPB__V1__MECHANISM__QUADRATIC &&
                    (int)LDPB_CLIENT_MECH_EXPONENTIAL == (int)LDPB__V1__MECHANISM__EXPONENTIAL &&
@@ -115,19 +117,8 @@ static uint64_t mono_ms(void)
 
 const char *ldpb_client_mech_name(ldpb_client_mech mech)
 {
-    switch (mech) {
-    case LDPB_CLIENT_MECH_LINEAR:
-        return "linear";
-    case LDPB_CLIENT_MECH_QUADRATIC:
-        return "quadratic";
-    case LDPB_CLIENT_MECH_EXPONENTIAL:
-        return "exponential";
-    case LDPB_CLIENT_MECH_LAPLACE:
-        return "laplace";
-    case LDPB_CLIENT_MECH_RAW:
-        return "raw";
-    }
-    return "unknown";
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)mech);
+    return d ? d->name : "unknown";
 }
 
 static const char *body_name(int body)
@@ -355,13 +346,13 @@ static ldpb_err get_mech(ldpb_client *c, ldpb_client_mech kind, double epsilon, 
         }
     }
     ldpb_mech_opts mo;
-    ldpb_mech_opts_init(&mo, (ldpb_mech_kind)kind, epsilon);
-    if (kind == LDPB_CLIENT_MECH_QUADRATIC)
-        mo.kappa = kappa;
+    ldpb_err err = ldpb_mech_desc_opts((int)kind, epsilon, kappa, &mo);
+    if (err)
+        return err;
     mo.range_lo = c->reward_lo;
     mo.range_hi = c->reward_hi;
     ldpb_mech *m = NULL;
-    ldpb_err err = ldpb_mech_new(&m, &mo);
+    err = ldpb_mech_new(&m, &mo);
     if (err)
         return err;
     mech_slot *s = &c->mechs[c->mech_next];
@@ -382,23 +373,17 @@ static ldpb_err check_assignment(ldpb_client *c, const ldpb_assignment *a, ldpb_
     if (a->id_len < 1 || a->id_len > LDPB_ASSIGNMENT_ID_MAX)
         return setf(c, bad, "assignment id of %zu bytes; 1 to %d expected", a->id_len,
                     LDPB_ASSIGNMENT_ID_MAX);
-    if (a->mechanism < LDPB_CLIENT_MECH_LINEAR || a->mechanism > LDPB_CLIENT_MECH_RAW)
-        return setf(c, bad, "assignment mechanism %d is not a known mechanism", (int)a->mechanism);
-    if (!isfinite(a->epsilon))
-        return setf(c, bad, "assignment epsilon is not a finite number");
-    if (a->mechanism == LDPB_CLIENT_MECH_RAW) {
-        if (a->epsilon != 0.0)
-            return setf(c, bad, "assignment epsilon %g with mechanism raw; 0 expected", a->epsilon);
-    } else if (!(a->epsilon > 0.0 && a->epsilon <= LDPB_EPSILON_MAX)) {
-        return setf(c, bad, "assignment epsilon %g outside (0, %g]", a->epsilon, LDPB_EPSILON_MAX);
-    }
-    if (a->mechanism == LDPB_CLIENT_MECH_QUADRATIC) {
-        if (!(a->kappa >= -1.0 && a->kappa <= 1.0))
-            return setf(c, bad, "assignment kappa %g outside [-1, 1]", a->kappa);
-    } else if (a->kappa != 0.0) {
-        return setf(c, bad, "assignment kappa %g with mechanism %s; 0 expected", a->kappa,
-                    ldpb_client_mech_name(a->mechanism));
-    }
+    /* The mechanism table's checks, as the wire decoder runs them; kappa 0 means none for a
+     * mechanism that reads no kappa. */
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)a->mechanism);
+    char detail[LDPB_MECH_DETAIL_BYTES];
+    ldpb_err err = ldpb_mech_check_epsilon((int)a->mechanism, a->epsilon, "assignment", detail);
+    if (!err)
+        err = ldpb_mech_check_kappa((int)a->mechanism,
+                                    (d->params & LDPB_MECH_PARAM_KAPPA) || a->kappa != 0.0,
+                                    a->kappa, "assignment", detail);
+    if (err)
+        return setf(c, bad, "%s", detail);
     if (!(a->propensity > 0.0 && a->propensity <= 1.0))
         return setf(c, bad, "assignment propensity %g outside (0, 1]", a->propensity);
     return LDPB_OK;
@@ -408,7 +393,7 @@ static ldpb_err check_assignment(ldpb_client *c, const ldpb_assignment *a, ldpb_
  * opted in, epsilon within the client's cap, and within what the ledger still allows. */
 static ldpb_err admit(ldpb_client *c, const ldpb_assignment *a)
 {
-    if (a->mechanism == LDPB_CLIENT_MECH_RAW) {
+    if (!ldpb_mech_desc_of((int)a->mechanism)->local) {
         if (!c->allow_raw)
             return setf(c, LDPB_EBUDGET,
                         "the assignment asks for mechanism raw (the reward itself, no local "
@@ -638,10 +623,13 @@ static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, l
     a.arm = m->arm;
     a.mechanism = (ldpb_client_mech)m->mechanism;
     a.epsilon = m->epsilon;
-    if (m->has_kappa && m->mechanism != LDPB__V1__MECHANISM__QUADRATIC)
-        return setf(c, LDPB_EPROTO, "assignment kappa with mechanism %s",
-                    ldpb_client_mech_name(a.mechanism));
-    if (m->mechanism == LDPB__V1__MECHANISM__QUADRATIC)
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)m->mechanism);
+    if (!d)
+        return setf(c, LDPB_EPROTO, "assignment mechanism %d is not a known mechanism",
+                    (int)m->mechanism);
+    if (m->has_kappa && !(d->params & LDPB_MECH_PARAM_KAPPA))
+        return setf(c, LDPB_EPROTO, "assignment kappa with mechanism %s", d->name);
+    if (d->params & LDPB_MECH_PARAM_KAPPA)
         a.kappa = m->has_kappa ? m->kappa : LDPB_KAPPA_DEFAULT;
     a.expires_at_ms = m->expires_at_ms;
     a.propensity = m->propensity;
@@ -654,7 +642,7 @@ static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, l
         err = admit(c, &a);
     if (err)
         return err;
-    if (a.mechanism != LDPB_CLIENT_MECH_RAW) {
+    if (d->local) {
         /* Built now: an assignment whose mechanism cannot be built is refused before the app
          * acts on it, and the report finds the mechanism in the cache. */
         const ldpb_mech *mech = NULL;
@@ -744,7 +732,7 @@ static double unit_reward(const ldpb_client *c, double reward)
 static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double reward, double *value,
                              int *is_bit)
 {
-    if (a->mechanism == LDPB_CLIENT_MECH_RAW) {
+    if (!ldpb_mech_desc_of((int)a->mechanism)->local) {
         ldpb_err err = admit(c, a);
         if (!err)
             err = check_expiry(c, a);
@@ -800,7 +788,7 @@ static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double re
         return setf(c, err, "privatizing through the ledger failed (%s)", ldpb_errname(err));
     }
     *value = e.value;
-    *is_bit = ldpb_mech_is_bernoulli(mech);
+    *is_bit = ldpb_mech_desc_of((int)a->mechanism)->output == LDPB_MECH_OUTPUT_BIT;
     sodium_memzero(&e, sizeof e);
     return LDPB_OK;
 }
@@ -854,7 +842,7 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
     err = exchange(c, pt_len, env.request_id, &reply);
     sodium_memzero(c->req_pt, pt_len);
     if (err) {
-        if (err == LDPB_ETIMEDOUT && a->mechanism != LDPB_CLIENT_MECH_RAW) {
+        if (err == LDPB_ETIMEDOUT && ldpb_mech_desc_of((int)a->mechanism)->local) {
             char prev[ERRMSG_BYTES];
             memcpy(prev, c->errmsg, sizeof prev);
             setf(c, err,

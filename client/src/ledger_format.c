@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ldpb/mech_table.h"
 #include "ledger_internal.h"
 
 /* ---- state ---------------------------------------------------------------------------- */
@@ -125,10 +126,11 @@ uint64_t ledger_budget_units(double budget)
     return (uint64_t)floor(ldexp(budget, LEDGER_UNIT_BITS));
 }
 
-static int kind_valid(uint8_t kind)
+/* A kind the ledger can hold: a local mechanism of the table (raw reports are never charged). */
+static const ldpb_mech_desc *kind_desc(uint8_t kind)
 {
-    return kind == LDPB_MECH_LINEAR || kind == LDPB_MECH_QUADRATIC ||
-           kind == LDPB_MECH_EXPONENTIAL || kind == LDPB_MECH_LAPLACE;
+    const ldpb_mech_desc *d = ldpb_mech_desc_of(kind);
+    return d && d->local ? d : NULL;
 }
 
 static uint64_t bits_of(double d)
@@ -146,18 +148,21 @@ static double double_of(uint64_t u)
 }
 
 /* An entry as the encoder would have written it: the id length in range, a known kind, an
- * epsilon in (0, min(cap, LDPB_EPSILON_MAX)], a finite value that is exactly +0.0 or 1.0 for the
- * Bernoulli kinds. */
+ * epsilon in (0, min(cap, LDPB_EPSILON_MAX)], and a value the mechanism table admits for that
+ * kind and epsilon (the rule the aggregator applies to the report that resends it), which for a
+ * bit is exactly +0.0 or 1.0. */
 static int record_valid(const ledger_record *r, double cap)
 {
-    if (r->id_len == 0 || r->id_len > LDPB_ASSIGNMENT_ID_MAX || !kind_valid(r->kind))
+    const ldpb_mech_desc *d =
+        r->id_len == 0 || r->id_len > LDPB_ASSIGNMENT_ID_MAX ? NULL : kind_desc(r->kind);
+    if (!d)
         return 0;
     if (!(r->epsilon > 0.0 && r->epsilon <= cap && r->epsilon <= LDPB_EPSILON_MAX))
         return 0;
-    if (!isfinite(r->value))
+    int is_bit = d->output == LDPB_MECH_OUTPUT_BIT;
+    if (ldpb_mech_check_value(d->id, r->epsilon, is_bit, r->value, "ledger", NULL) != LDPB_OK)
         return 0;
-    if (r->kind != LDPB_MECH_LAPLACE && bits_of(r->value) != bits_of(0.0) &&
-        bits_of(r->value) != bits_of(1.0))
+    if (is_bit && bits_of(r->value) != bits_of(0.0) && bits_of(r->value) != bits_of(1.0))
         return 0;
     return 1;
 }

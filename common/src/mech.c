@@ -21,14 +21,22 @@ void ldpb_mech_opts_init(ldpb_mech_opts *opts, ldpb_mech_kind kind, double epsil
     opts->range_hi = 1.0;
 }
 
+/* The table row of a kind that ldpb_mech_new builds: a local one. */
+static const ldpb_mech_desc *local_desc(ldpb_mech_kind kind)
+{
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)kind);
+    return d && d->local ? d : NULL;
+}
+
 static int kind_is_bernoulli(ldpb_mech_kind kind)
 {
-    return kind == LDPB_MECH_LINEAR || kind == LDPB_MECH_QUADRATIC || kind == LDPB_MECH_EXPONENTIAL;
+    const ldpb_mech_desc *d = local_desc(kind);
+    return d && d->output == LDPB_MECH_OUTPUT_BIT;
 }
 
 static ldpb_err validate_common(const ldpb_mech_opts *o)
 {
-    if (!kind_is_bernoulli(o->kind) && o->kind != LDPB_MECH_LAPLACE)
+    if (!local_desc(o->kind))
         return LDPB_EINVAL;
     if (isnan(o->epsilon))
         return LDPB_EINVAL;
@@ -59,7 +67,8 @@ ldpb_err ldpb_mech_new(ldpb_mech **out, const ldpb_mech_opts *opts)
         return LDPB_ENOMEM;
     m->opts = *opts;
     m->range_width = opts->range_hi - opts->range_lo;
-    err = kind_is_bernoulli(opts->kind) ? mech_bernoulli_init(m) : mech_laplace_init(m);
+    m->desc = local_desc(opts->kind);
+    err = m->desc->init(m);
     if (err) {
         free(m);
         return err;
@@ -91,10 +100,7 @@ ldpb_err ldpb_mech_unit_reward(const ldpb_mech *mech, double reward, double *x01
 
 static void sample_unit(const ldpb_mech *m, ldpb_rng *rng, double x01, double *out)
 {
-    if (m->opts.kind == LDPB_MECH_LAPLACE)
-        mech_laplace_sample(m, rng, x01, out);
-    else
-        mech_bernoulli_sample(m, rng, x01, out);
+    m->desc->sample(m, rng, x01, out);
 }
 
 ldpb_err ldpb_mech_privatize(const ldpb_mech *mech, ldpb_rng *rng, double reward, double *out)
@@ -136,7 +142,7 @@ const ldpb_mech_opts *ldpb_mech_get_opts(const ldpb_mech *mech)
 
 int ldpb_mech_is_bernoulli(const ldpb_mech *mech)
 {
-    return kind_is_bernoulli(mech->opts.kind);
+    return mech->desc->output == LDPB_MECH_OUTPUT_BIT;
 }
 
 static double clip01(double x)
@@ -171,12 +177,12 @@ void ldpb_mech_endpoints(const ldpb_mech *mech, double *p0, double *p1)
 
 double ldpb_mech_laplace_grid(const ldpb_mech *mech)
 {
-    return mech->opts.kind == LDPB_MECH_LAPLACE ? mech->grid : NAN;
+    return mech->desc->output == LDPB_MECH_OUTPUT_REAL ? mech->grid : NAN;
 }
 
 double ldpb_mech_noise_variance(const ldpb_mech *mech)
 {
-    if (mech->opts.kind != LDPB_MECH_LAPLACE)
+    if (mech->desc->output != LDPB_MECH_OUTPUT_REAL)
         return NAN;
     /* Discrete Laplace with ratio q per grid unit: Var = 2q / (1-q)^2 grid units squared. */
     double q = exp(-mech->lambda_unit);
@@ -192,33 +198,20 @@ double mech_round_up(long double v)
     return nextafter(d, INFINITY);
 }
 
-static const struct {
-    ldpb_mech_kind kind;
-    const char *name;
-} kind_names[] = {
-    {LDPB_MECH_LINEAR, "linear"},
-    {LDPB_MECH_QUADRATIC, "quadratic"},
-    {LDPB_MECH_EXPONENTIAL, "exponential"},
-    {LDPB_MECH_LAPLACE, "laplace"},
-};
-
+/* The names of the local rows of the mechanism table ("raw" is not an ldpb_mech_kind). */
 const char *ldpb_mech_kind_name(ldpb_mech_kind kind)
 {
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++)
-        if (kind_names[i].kind == kind)
-            return kind_names[i].name;
-    return "unknown";
+    const ldpb_mech_desc *d = local_desc(kind);
+    return d ? d->name : "unknown";
 }
 
 ldpb_err ldpb_mech_kind_from_name(const char *name, ldpb_mech_kind *kind)
 {
     if (!name || !kind)
         return LDPB_EINVAL;
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
-        if (strcmp(kind_names[i].name, name) == 0) {
-            *kind = kind_names[i].kind;
-            return LDPB_OK;
-        }
-    }
-    return LDPB_EINVAL;
+    const ldpb_mech_desc *d = ldpb_mech_desc_by_name(name);
+    if (!d || !d->local)
+        return LDPB_EINVAL;
+    *kind = (ldpb_mech_kind)d->id;
+    return LDPB_OK;
 }

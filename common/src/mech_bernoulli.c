@@ -17,28 +17,29 @@
 /* Most endpoint-nudging rounds needed in practice is a handful; the cap only stops a loop. */
 #define NUDGE_ROUNDS_MAX 80
 
-static double shape(const struct ldpb_mech *m, double x)
+static double shape_linear(const struct ldpb_mech *m, double x)
 {
-    switch (m->opts.kind) {
-    case LDPB_MECH_LINEAR:
-        return x;
-    case LDPB_MECH_QUADRATIC:
-        return x * ((1.0 - m->opts.kappa) + m->opts.kappa * x);
-    case LDPB_MECH_EXPONENTIAL:
-        /* exp(lx) - 1 costs half of expm1; its cancellation near x = 0 is ~1e-16 absolute, which
-         * is negligible against the curve's height expm1(l) unless l itself is tiny. */
-        if (m->exp_use_expm1)
-            return expm1(m->lambda * x) / m->expm1_lambda;
-        return (exp(m->lambda * x) - 1.0) / m->expm1_lambda;
-    case LDPB_MECH_LAPLACE:
-        break;
-    }
+    (void)m;
     return x;
+}
+
+static double shape_quadratic(const struct ldpb_mech *m, double x)
+{
+    return x * ((1.0 - m->opts.kappa) + m->opts.kappa * x);
+}
+
+static double shape_exponential(const struct ldpb_mech *m, double x)
+{
+    /* exp(lx) - 1 costs half of expm1; its cancellation near x = 0 is ~1e-16 absolute, which
+     * is negligible against the curve's height expm1(l) unless l itself is tiny. */
+    if (m->exp_use_expm1)
+        return expm1(m->lambda * x) / m->expm1_lambda;
+    return (exp(m->lambda * x) - 1.0) / m->expm1_lambda;
 }
 
 double mech_bernoulli_nominal(const struct ldpb_mech *m, double x01)
 {
-    return m->p0 + m->s * shape(m, x01);
+    return m->p0 + m->s * m->desc->shape(m, x01);
 }
 
 static uint64_t prob_to_threshold(double p)
@@ -90,7 +91,7 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
 
     if (!isfinite(o->kappa) || !isfinite(o->lambda) || !isfinite(o->p0) || !isfinite(o->p1))
         return LDPB_EINVAL;
-    if (o->kind == LDPB_MECH_QUADRATIC && !(o->kappa >= -1.0 && o->kappa <= 1.0))
+    if ((m->desc->params & LDPB_MECH_PARAM_KAPPA) && !(o->kappa >= -1.0 && o->kappa <= 1.0))
         return LDPB_ERANGE;
 
     double p0, p1;
@@ -112,7 +113,7 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
     m->p0 = p0;
     m->s = p1 - p0;
 
-    if (o->kind == LDPB_MECH_EXPONENTIAL) {
+    if (m->desc->params & LDPB_MECH_PARAM_LAMBDA) {
         m->lambda = o->lambda == 0.0 ? eps : o->lambda;
         /* Beyond |lambda| = 700 expm1 overflows; such a curve is a step function anyway. */
         if (!(fabs(m->lambda) <= 700.0))
@@ -144,3 +145,98 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
     m->eps_eff = eps_eff;
     return LDPB_OK;
 }
+
+/* ---- de-biasing (algorithms.md 1.6): the inverses of what the sampler implements ----------- */
+
+/* The implemented endpoints: the de-biasing inverts what the sampler does, not the formula. */
+static void endpoints(const struct ldpb_mech *m, double *p0, double *s)
+{
+    *p0 = ldexp((double)m->t0, -64);
+    *s = ldexp((double)m->t1, -64) - *p0;
+}
+
+/* The privatized mean on the shape's scale, held inside [0, 1] for the plug-in inverses. */
+static double unit_of_mean(const struct ldpb_mech *m, double mean)
+{
+    double p0, s;
+    endpoints(m, &p0, &s);
+    double u = s > 0.0 ? (mean - p0) / s : 0.0;
+    return u < 0.0 ? 0.0 : (u > 1.0 ? 1.0 : u);
+}
+
+static double debias_linear(const struct ldpb_mech *m, double mean)
+{
+    double p0, s;
+    endpoints(m, &p0, &s);
+    return s > 0.0 ? (mean - p0) / s : NAN;
+}
+
+static double debias_quadratic(const struct ldpb_mech *m, double mean)
+{
+    /* Plug-in inverse of p on [0,1]; the privatized mean is first held inside [p0, p1]. */
+    double u = unit_of_mean(m, mean);
+    double a = m->opts.kappa, b = 1.0 - m->opts.kappa;
+    if (fabs(a) < 1e-12)
+        return u / b;
+    /* a x^2 + b x - u = 0, the root in [0,1], written to avoid cancellation. */
+    double disc = b * b + 4.0 * a * u;
+    double denom = b + sqrt(disc > 0.0 ? disc : 0.0);
+    return denom > 0.0 ? 2.0 * u / denom : 0.0; /* kappa = 1 and u = 0: the root is 0 */
+}
+
+static double debias_exponential(const struct ldpb_mech *m, double mean)
+{
+    return log1p(unit_of_mean(m, mean) * m->expm1_lambda) / m->lambda;
+}
+
+/* Hoeffding on the report scale, scaled by 1/s: infinite when the endpoints coincide. */
+static double radius_bernoulli(const struct ldpb_mech *m, double n, double delta)
+{
+    double p0, s;
+    endpoints(m, &p0, &s);
+    return sqrt(log(2.0 / delta) / (2.0 * n)) / s;
+}
+
+/* ---- the rows of the mechanism table (mech_table.c lists them) ----------------------------- */
+
+const ldpb_mech_desc mech_row_linear = {
+    .id = LDPB_MECH_LINEAR,
+    .name = "linear",
+    .local = 1,
+    .output = LDPB_MECH_OUTPUT_BIT,
+    .params = LDPB_MECH_PARAM_ENDPOINTS,
+    .exact_debias = 1,
+    .init = mech_bernoulli_init,
+    .sample = mech_bernoulli_sample,
+    .debias = debias_linear,
+    .radius = radius_bernoulli,
+    .shape = shape_linear,
+};
+
+const ldpb_mech_desc mech_row_quadratic = {
+    .id = LDPB_MECH_QUADRATIC,
+    .name = "quadratic",
+    .local = 1,
+    .output = LDPB_MECH_OUTPUT_BIT,
+    .params = LDPB_MECH_PARAM_KAPPA | LDPB_MECH_PARAM_ENDPOINTS,
+    .exact_debias = 0,
+    .init = mech_bernoulli_init,
+    .sample = mech_bernoulli_sample,
+    .debias = debias_quadratic,
+    .radius = radius_bernoulli,
+    .shape = shape_quadratic,
+};
+
+const ldpb_mech_desc mech_row_exponential = {
+    .id = LDPB_MECH_EXPONENTIAL,
+    .name = "exponential",
+    .local = 1,
+    .output = LDPB_MECH_OUTPUT_BIT,
+    .params = LDPB_MECH_PARAM_LAMBDA | LDPB_MECH_PARAM_ENDPOINTS,
+    .exact_debias = 0,
+    .init = mech_bernoulli_init,
+    .sample = mech_bernoulli_sample,
+    .debias = debias_exponential,
+    .radius = radius_bernoulli,
+    .shape = shape_exponential,
+};

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ldpb/mech.h"
+#include "ldpb/mech_table.h"
 
 /* Laplace grid exponents: outputs are multiples of 2^-k. */
 #define LAPLACE_K_MAX 40
@@ -14,6 +15,7 @@
 
 struct ldpb_mech {
     ldpb_mech_opts opts;
+    const ldpb_mech_desc *desc; /* the table row of opts.kind */
     double eps_eff;
     double range_width; /* range_hi - range_lo, finite and > 0 */
 

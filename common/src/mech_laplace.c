@@ -177,3 +177,36 @@ void mech_laplace_sample(const struct ldpb_mech *m, ldpb_rng *rng, double x01, d
     }
     *out = (double)(r + z) * m->grid;
 }
+
+/* ---- de-biasing and the row of the mechanism table (mech_table.c lists it) ------------------ */
+
+/* The noise has mean 0 and the rounding is unbiased: the report mean is the reward mean. */
+static double debias_laplace(const struct ldpb_mech *m, double mean)
+{
+    (void)m;
+    return mean;
+}
+
+static double radius_laplace(const struct ldpb_mech *m, double n, double delta)
+{
+    /* Split delta between the reward (Hoeffding) and the noise (Bernstein for a
+     * sub-exponential variable with nu = 2b, alpha = sqrt(2) b, b = 1/eps). */
+    double l = log(4.0 / delta);
+    double eps = m->opts.epsilon;
+    double gauss = sqrt(8.0 * l / (eps * eps * n));
+    double tail = 2.0 * sqrt(2.0) * l / (eps * n);
+    return sqrt(l / (2.0 * n)) + (gauss > tail ? gauss : tail);
+}
+
+const ldpb_mech_desc mech_row_laplace = {
+    .id = LDPB_MECH_LAPLACE,
+    .name = "laplace",
+    .local = 1,
+    .output = LDPB_MECH_OUTPUT_REAL,
+    .params = 0,
+    .exact_debias = 1,
+    .init = mech_laplace_init,
+    .sample = mech_laplace_sample,
+    .debias = debias_laplace,
+    .radius = radius_laplace,
+};

@@ -11,9 +11,14 @@
 #include <string.h>
 
 #include "ldpb/mech.h"
+#include "ldpb/mech_table.h"
 #include "ldpb/wire.h"
 
-/* The wire enum mirrors ldpb_mech_kind where they overlap. */
+/* The wire enum is the id of the mechanism table (mech_table.h), which is ldpb_mech_kind for the
+ * local mechanisms. Every check of a mechanism, its epsilon, its kappa and a report's value is the
+ * table's, so a sender and a receiver cannot disagree on them. */
+_Static_assert((int)LDPB__V1__MECHANISM__RAW == LDPB_MECH_ID_RAW, "mechanism values");
+_Static_assert(LDPB_DETAIL_BYTES == LDPB_MECH_DETAIL_BYTES, "detail buffers");
 _Static_assert((int)LDPB__V1__MECHANISM__LINEAR == (int)LDPB_MECH_LINEAR, "mechanism values");
 _Static_assert((int)LDPB__V1__MECHANISM__QUADRATIC == (int)LDPB_MECH_QUADRATIC, "mechanism values");
 _Static_assert((int)LDPB__V1__MECHANISM__EXPONENTIAL == (int)LDPB_MECH_EXPONENTIAL,
@@ -247,36 +252,6 @@ static ldpb_err check_string(const char *s, const char *what, char *detail)
     return LDPB_OK;
 }
 
-static int mech_is_bernoulli(int m)
-{
-    return m == LDPB__V1__MECHANISM__LINEAR || m == LDPB__V1__MECHANISM__QUADRATIC ||
-           m == LDPB__V1__MECHANISM__EXPONENTIAL;
-}
-
-/* A known mechanism and an epsilon that suits it: (0, LDPB_EPSILON_MAX] for the local
- * mechanisms, exactly 0 for RAW (no local privacy). */
-static ldpb_err check_mech_epsilon(int mech, double eps, const char *what, char *detail)
-{
-    if (mech < LDPB__V1__MECHANISM__LINEAR || mech > LDPB__V1__MECHANISM__RAW) {
-        say(detail, "%s.mechanism %d is not a known mechanism", what, mech);
-        return LDPB_EINVAL;
-    }
-    if (!isfinite(eps)) {
-        say(detail, "%s.epsilon is not a finite number", what);
-        return LDPB_EINVAL;
-    }
-    if (mech == LDPB__V1__MECHANISM__RAW) {
-        if (eps != 0.0) {
-            say(detail, "%s.epsilon %g must be 0 with mechanism RAW", what, eps);
-            return LDPB_ERANGE;
-        }
-    } else if (!(eps > 0.0 && eps <= LDPB_EPSILON_MAX)) {
-        say(detail, "%s.epsilon %g outside (0, %g]", what, eps, LDPB_EPSILON_MAX);
-        return LDPB_ERANGE;
-    }
-    return LDPB_OK;
-}
-
 static ldpb_err check_assign_request(const Ldpb__V1__AssignRequest *m, char *detail)
 {
     if (m->n_context > LDPB_WIRE_CONTEXT_MAX) {
@@ -310,7 +285,7 @@ static ldpb_err check_assignment(const Ldpb__V1__Assignment *m, char *detail)
 {
     ldpb_err err = check_id(&m->assignment_id, "assignment", detail);
     if (!err)
-        err = check_mech_epsilon((int)m->mechanism, m->epsilon, "assignment", detail);
+        err = ldpb_mech_check_epsilon((int)m->mechanism, m->epsilon, "assignment", detail);
     if (!err)
         err = check_finite(m->propensity, "assignment.propensity", detail);
     if (err)
@@ -319,48 +294,25 @@ static ldpb_err check_assignment(const Ldpb__V1__Assignment *m, char *detail)
         say(detail, "assignment.propensity %g outside (0, 1]", m->propensity);
         return LDPB_ERANGE;
     }
-    if (m->has_kappa) {
-        if (m->mechanism != LDPB__V1__MECHANISM__QUADRATIC) {
-            say(detail, "assignment.kappa is set but the mechanism is not QUADRATIC");
-            return LDPB_EINVAL;
-        }
-        err = check_finite(m->kappa, "assignment.kappa", detail);
-        if (err)
-            return err;
-        if (!(m->kappa >= -1.0 && m->kappa <= 1.0)) {
-            say(detail, "assignment.kappa %g outside [-1, 1]", m->kappa);
-            return LDPB_ERANGE;
-        }
-    }
-    return LDPB_OK;
+    return ldpb_mech_check_kappa((int)m->mechanism, m->has_kappa, m->kappa, "assignment", detail);
 }
 
 static ldpb_err check_report(const Ldpb__V1__Report *m, char *detail)
 {
     ldpb_err err = check_id(&m->assignment_id, "report", detail);
-    if (!err)
-        err = check_mech_epsilon((int)m->mechanism, m->epsilon, "report", detail);
     if (err)
         return err;
-    int bern = mech_is_bernoulli((int)m->mechanism);
     switch ((int)m->value_case) {
     case LDPB__V1__REPORT__VALUE_BIT:
-        if (!bern) {
-            say(detail, "report.bit is set but the mechanism is not a Bernoulli one");
-            return LDPB_EINVAL;
-        }
-        if (m->bit > 1) {
-            say(detail, "report.bit %u is not 0 or 1", (unsigned)m->bit);
-            return LDPB_ERANGE;
-        }
-        return LDPB_OK;
+        return ldpb_mech_check_field((int)m->mechanism, m->epsilon, 1, (double)m->bit, "report",
+                                     detail);
     case LDPB__V1__REPORT__VALUE_REAL:
-        if (bern) {
-            say(detail, "report.real is set but the mechanism is a Bernoulli one (use bit)");
-            return LDPB_EINVAL;
-        }
-        return check_finite(m->real, "report.real", detail);
+        return ldpb_mech_check_field((int)m->mechanism, m->epsilon, 0, m->real, "report", detail);
     default:
+        /* The mechanism and epsilon first, as for a report with a value. */
+        err = ldpb_mech_check_epsilon((int)m->mechanism, m->epsilon, "report", detail);
+        if (err)
+            return err;
         say(detail, "report has no value");
         return LDPB_EINVAL;
     }

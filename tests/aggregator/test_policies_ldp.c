@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "env.h"
+#include "ldpb/mech_table.h"
 #include "policy.h"
 
 #define PI 3.14159265358979323846
@@ -353,6 +354,49 @@ static void drive_constant(agg_policy *p, agg_rand *r, int n, double obs, uint32
         assert_int_equal(agg_policy_choose(p, &env, &arms[i]), LDPB_OK);
         assert_int_equal(agg_policy_observe(p, &env, arms[i], obs), LDPB_OK);
     }
+}
+
+/* A policy admits exactly the observations the daemon admits as reports: both ask the mechanism
+ * table (ldpb_mech_check_value), local policies with their mechanism and epsilon, the others with
+ * the raw row. Before, a Laplace policy took any finite value (1e6 at epsilon 1) although the
+ * daemon refuses one more than 100 noise scales from [0, 1]. */
+static void observe_admits_what_the_daemon_admits(void **state)
+{
+    (void)state;
+    agg_rand r;
+    agg_rand_seed_u64(&r, 7);
+    agg_policy_env env = {&r, NULL};
+    const double values[] = {0.0,   1.0,   -0.0,     0.5,       1.5, -0.25,  51.0, 51.0625,
+                             -50.0, 101.0, 101.0625, -100.0625, 1e6, -1e300, NAN,  INFINITY};
+    for (size_t v = 0; v < NVARIANTS; v++) {
+        agg_policy_config cfg;
+        make_config(&cfg, 4, 1000, variants[v].mech, variants[v].eps);
+        agg_policy *p = new_policy(variants[v].name, &cfg);
+        int local = p->ops->model == AGG_MODEL_LOCAL;
+        int id = local ? (int)variants[v].mech : LDPB_MECH_ID_RAW;
+        double eps = local ? variants[v].eps : 0.0;
+        int is_bit = ldpb_mech_desc_of(id)->output == LDPB_MECH_OUTPUT_BIT;
+        for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+            ldpb_err want = ldpb_mech_check_value(id, eps, is_bit, values[i], "report", NULL)
+                                ? LDPB_EINVAL
+                                : LDPB_OK;
+            ldpb_err got = agg_policy_observe(p, &env, (uint32_t)(i % 4), values[i]);
+            if (got != want) {
+                print_error("%s/%s: observe %g gave %s, the table says %s\n", variants[v].name,
+                            ldpb_mech_kind_name(variants[v].mech), values[i], ldpb_errname(got),
+                            ldpb_errname(want));
+                fail();
+            }
+        }
+        agg_policy_free(p);
+    }
+    agg_policy_config cfg;
+    make_config(&cfg, 4, 1000, LDPB_MECH_LAPLACE, 1.0);
+    agg_policy *p = new_policy("ldp-ucb-l", &cfg);
+    assert_int_equal(agg_policy_observe(p, &env, 0, 1e6), LDPB_EINVAL);
+    assert_int_equal(agg_policy_observe(p, &env, 0, -100.0625), LDPB_EINVAL);
+    assert_int_equal(agg_policy_observe(p, &env, 0, 101.0), LDPB_OK);
+    agg_policy_free(p);
 }
 
 static void round_robin_first(void **state)
@@ -1295,6 +1339,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(config_defaults),
         cmocka_unit_test(invalid_configs_are_refused),
         cmocka_unit_test(observe_checks_arguments),
+        cmocka_unit_test(observe_admits_what_the_daemon_admits),
         cmocka_unit_test(round_robin_first),
         cmocka_unit_test(ucb1_index_is_exact),
         cmocka_unit_test(ties_are_broken_uniformly),

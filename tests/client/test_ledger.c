@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ldpb/ledger.h"
+#include "ldpb/mech_table.h"
 #include "ledger_internal.h"
 
 /* Allocation failure injection: linked with -Wl,--wrap=malloc,... (tests/support/alloc_fail.h). */
@@ -893,6 +894,44 @@ static void resealed_structural_defects_are_corrupt(void **state)
     free(good);
 }
 
+/* A stored Laplace value is one the aggregator admits (the mechanism table's rule): a ledger
+ * holding a value more than 100 noise scales from [0, 1] would make the client resend, forever,
+ * a report that every aggregator refuses, so the file is refused as not written by this code.
+ * Before, any finite value passed. Entry 1 is "id-b" (laplace at 0.5, stored as its effective
+ * epsilon), as above; the edits lower that epsilon, which the spent total still covers. */
+static void laplace_value_beyond_the_admissible_range_is_corrupt(void **state)
+{
+    fx *f = *state;
+    uint8_t *good;
+    size_t len;
+    make_small_ledger(f, &good, &len);
+    uint8_t *img = malloc(len);
+    assert_non_null(img);
+    const size_t e1 = LEDGER_HEADER_BYTES + 22, eps1 = e1 + 6, val1 = e1 + 14;
+    static const struct {
+        double eps, value;
+        ldpb_err want;
+    } cases[] = {
+        {0.25, 401.0, LDPB_OK},           /* 0.5 + 0.5 + 100 / eps: the edge */
+        {0.25, -400.0, LDPB_OK},          /* the other edge */
+        {0.25, 401.0625, LDPB_ECORRUPT},  /* just beyond */
+        {0.25, -400.0625, LDPB_ECORRUPT}, /* just beyond */
+        {0.25, 1e6, LDPB_ECORRUPT},       {0.125, 801.0, LDPB_OK}, {0.125, 1e300, LDPB_ECORRUPT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(img, good, len);
+        putd(img + eps1, cases[i].eps);
+        putd(img + val1, cases[i].value);
+        reseal(img, len);
+        assert_int_equal(parse_img(img, len), cases[i].want);
+        assert_int_equal(ldpb_mech_check_value(LDPB_MECH_LAPLACE, cases[i].eps, 0, cases[i].value,
+                                               "r", NULL) == LDPB_OK,
+                         cases[i].want == LDPB_OK);
+    }
+    free(img);
+    free(good);
+}
+
 /* ---- crashes -------------------------------------------------------------------------------- */
 
 static int kill_hook(void *ctx, ledger_step s)
@@ -1154,6 +1193,7 @@ int main(void)
         T(eio_at_each_durability_step),
         T(corrupt_files_are_refused_and_left_alone),
         T(resealed_structural_defects_are_corrupt),
+        T(laplace_value_beyond_the_admissible_range_is_corrupt),
         T(kill_at_each_step),
         T(kill_at_random_moments),
         T(out_of_memory_at_every_allocation),

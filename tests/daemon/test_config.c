@@ -186,6 +186,61 @@ static void test_check(void **state)
     agg_config_fini(&c);
 }
 
+/* The daemon builds its clients' mechanism before it serves: one no client can build, or whose
+ * reports say nothing about the reward, is a configuration error (LDPB_ERANGE, exit 2). */
+static void test_check_mechanism_serviceable(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *mech, *eps, *kappa, *mode, *policy;
+        ldpb_err want;
+        const char *msg;
+    } cases[] = {
+        {"linear", "1", NULL, NULL, NULL, LDPB_OK, NULL},
+        {"linear", "1e-320", NULL, NULL, NULL, LDPB_ERANGE,
+         "the linear mechanism at epsilon 9.99989e-321 reports nothing about the reward"},
+        {"exponential", "1e-300", NULL, NULL, "ldp-ucb-b", LDPB_ERANGE, "reports nothing"},
+        {"quadratic", "1e-320", "-1", NULL, NULL, LDPB_ERANGE, "reports nothing"},
+        {"laplace", "1e-12", NULL, NULL, "ldp-ucb-l", LDPB_ERANGE,
+         "no client can build the laplace mechanism at epsilon 1e-12"},
+        {"laplace", "1e-6", NULL, NULL, "ldp-ucb-l", LDPB_OK, NULL},
+        {"linear", "1e-15", NULL, NULL, NULL, LDPB_OK, NULL},
+        /* central mode sends raw rewards: the local mechanism options are not the clients' */
+        {"laplace", "1e-12", NULL, "central", "dp-ucb", LDPB_OK, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        agg_config c;
+        agg_config_init(&c);
+        char r[AGG_CONFIG_ERRMAX] = "";
+        assert_int_equal(agg_config_set(&c, "state_dir", "/tmp/s", 0, r), LDPB_OK);
+        assert_int_equal(agg_config_set(&c, "listen", "ipc:///x", 0, r), LDPB_OK);
+        assert_int_equal(agg_config_set(&c, "key", "/tmp/k", 0, r), LDPB_OK);
+        assert_int_equal(agg_config_set(&c, "arms", "2", 0, r), LDPB_OK);
+        assert_int_equal(agg_config_set(&c, "mechanism", cases[i].mech, 0, r), LDPB_OK);
+        assert_int_equal(agg_config_set(&c, "epsilon", cases[i].eps, 0, r), LDPB_OK);
+        if (cases[i].kappa)
+            assert_int_equal(agg_config_set(&c, "kappa", cases[i].kappa, 0, r), LDPB_OK);
+        if (cases[i].mode)
+            assert_int_equal(agg_config_set(&c, "mode", cases[i].mode, 0, r), LDPB_OK);
+        if (cases[i].policy)
+            assert_int_equal(agg_config_set(&c, "policy", cases[i].policy, 0, r), LDPB_OK);
+        ldpb_err e = agg_config_check(&c, r);
+        if (e != cases[i].want || (cases[i].msg && !strstr(r, cases[i].msg))) {
+            print_error("case %zu (%s at %s): got %s '%s'\n", i, cases[i].mech, cases[i].eps,
+                        ldpb_errname(e), r);
+            fail();
+        }
+        agg_config_fini(&c);
+    }
+    /* The mechanism names are the mechanism table's local rows: raw is chosen by the mode. */
+    agg_config c;
+    agg_config_init(&c);
+    char r[AGG_CONFIG_ERRMAX] = "";
+    assert_int_equal(agg_config_set(&c, "mechanism", "raw", 0, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "'raw' is not one of linear, quadratic, exponential, laplace"));
+    agg_config_fini(&c);
+}
+
 static void test_help(void **state)
 {
     (void)state;
@@ -270,10 +325,15 @@ static void test_example_conf(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_set),
-        cmocka_unit_test(test_file),         cmocka_unit_test(test_args),
-        cmocka_unit_test(test_check),        cmocka_unit_test(test_help),
-        cmocka_unit_test(test_example_conf), cmocka_unit_test(test_storage_options),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_set),
+        cmocka_unit_test(test_file),
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_example_conf),
+        cmocka_unit_test(test_storage_options),
+        cmocka_unit_test(test_check_mechanism_serviceable),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

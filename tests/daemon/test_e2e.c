@@ -879,6 +879,50 @@ static void test_config_errors(void **state)
     dt_daemon_cleanup(&d);
 }
 
+/* The daemon binary builds its clients' mechanism in --check-config and at start: an epsilon no
+ * client can serve is a configuration error (exit 2) that names it, and no state is created. */
+static void test_config_unservable_mechanism(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    assert_int_equal(dt_daemon_init(&d), 0);
+    char fresh[256], conf[1024], err[4096];
+    snprintf(fresh, sizeof fresh, "%s/never-created", d.dir);
+    snprintf(conf, sizeof conf, "listen = %s\nstate_dir = %s\nkey = %s\narms = 3\n", d.ipc_url,
+             fresh, d.key);
+    static const char *const cases[][7] = {
+        {"--epsilon", "1e-320", NULL},
+        {"--mechanism", "laplace", "--policy", "ldp-ucb-l", "--epsilon", "1e-12", NULL},
+        {"--mechanism", "quadratic", "--epsilon", "1e-300", NULL},
+    };
+    static const char *const msgs[] = {"linear mechanism at epsilon 9.99989e-321 reports nothing",
+                                       "no client can build the laplace mechanism at epsilon 1e-12",
+                                       "quadratic mechanism at epsilon 1e-300 reports nothing"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(run_with_conf(&d, conf, cases[i], err, sizeof err), 2);
+        if (!strstr(err, msgs[i])) {
+            print_error("case %zu: '%s'\n", i, err);
+            fail();
+        }
+        struct stat st;
+        assert_int_equal(stat(fresh, &st), -1);
+    }
+    /* The same without --check-config: the daemon does not start. */
+    FILE *f = fopen(d.conf, "w");
+    assert_non_null(f);
+    fputs(conf, f);
+    fclose(f);
+    const char *start[] = {"--config", d.conf, "--epsilon", "1e-320", NULL};
+    assert_int_equal(dt_daemon_run(&d, start, err, sizeof err), 2);
+    assert_non_null(strstr(err, "reports nothing about the reward"));
+    /* A small epsilon that clients can serve passes. */
+    const char *ok[] = {"--mechanism", "laplace", "--policy", "ldp-ucb-l",
+                        "--epsilon",   "1e-6",    NULL};
+    assert_int_equal(run_with_conf(&d, conf, ok, err, sizeof err), 0);
+    dt_daemon_cleanup(&d);
+}
+
 static void test_state_mismatch_and_lock(void **state)
 {
     (void)state;
@@ -945,6 +989,7 @@ int main(void)
         cmocka_unit_test(test_central_mode),
         cmocka_unit_test(test_replay_cache_full),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_unservable_mechanism),
         cmocka_unit_test(test_state_mismatch_and_lock),
     };
     int failed =

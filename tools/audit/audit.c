@@ -24,6 +24,7 @@
 #include <gsl/gsl_sf_gamma.h>
 
 #include "audit.h"
+#include "ldpb/mech_table.h"
 
 #define EXIT_USAGE 2
 
@@ -69,9 +70,18 @@ struct report_box {
     audit_cell cells[INPUTS_MAX * REGIONS_MAX];
 };
 
+/* The audit runs every local mechanism of the mechanism table; a bit-output one is audited on
+ * its two outputs, a real-output one on regions of the grid. */
+static const ldpb_mech_desc *local_desc(ldpb_mech_kind kind)
+{
+    const ldpb_mech_desc *d = ldpb_mech_desc_of((int)kind);
+    return d && d->local ? d : NULL;
+}
+
 static int is_bernoulli_kind(ldpb_mech_kind kind)
 {
-    return kind == LDPB_MECH_LINEAR || kind == LDPB_MECH_QUADRATIC || kind == LDPB_MECH_EXPONENTIAL;
+    const ldpb_mech_desc *d = local_desc(kind);
+    return d && d->output == LDPB_MECH_OUTPUT_BIT;
 }
 
 void audit_opts_init(audit_opts *o, ldpb_mech_kind kind, double epsilon)
@@ -90,13 +100,13 @@ static ldpb_err validate(const audit_opts *o)
 {
     if (!o)
         return LDPB_EINVAL;
-    if (!is_bernoulli_kind(o->kind) && o->kind != LDPB_MECH_LAPLACE)
+    if (!local_desc(o->kind))
         return LDPB_EINVAL;
     if (isnan(o->epsilon) || isnan(o->alpha) || !isfinite(o->kappa))
         return LDPB_EINVAL;
     if (!(o->epsilon >= AUDIT_EPSILON_MIN && o->epsilon <= LDPB_EPSILON_MAX))
         return LDPB_ERANGE;
-    if (o->kind == LDPB_MECH_QUADRATIC && !(o->kappa >= -1.0 && o->kappa <= 1.0))
+    if (ldpb_mech_check_kappa((int)o->kind, 1, o->kappa, "audit", NULL) == LDPB_ERANGE)
         return LDPB_ERANGE;
     if (o->samples != 0 && (o->samples < AUDIT_SAMPLES_MIN || o->samples > AUDIT_SAMPLES_MAX))
         return LDPB_ERANGE;
@@ -108,10 +118,8 @@ static ldpb_err validate(const audit_opts *o)
 static ldpb_err build_mech(const audit_opts *o, double epsilon, ldpb_mech **out)
 {
     ldpb_mech_opts mo;
-    ldpb_mech_opts_init(&mo, o->kind, epsilon);
-    if (o->kind == LDPB_MECH_QUADRATIC)
-        mo.kappa = o->kappa;
-    return ldpb_mech_new(out, &mo);
+    ldpb_err err = ldpb_mech_desc_opts((int)o->kind, epsilon, o->kappa, &mo);
+    return err ? err : ldpb_mech_new(out, &mo);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1005,7 +1013,7 @@ static int check_values(const struct raw_args *a, audit_cli *cli, char *err, siz
         }
     }
     if (a->kappa) {
-        if (kind != LDPB_MECH_QUADRATIC)
+        if (!(ldpb_mech_desc_of((int)kind)->params & LDPB_MECH_PARAM_KAPPA))
             return usage_error(err, errlen, "--kappa applies only to the quadratic mechanism, not",
                                a->mech, NULL);
         if (parse_number(a->kappa, &o->kappa))

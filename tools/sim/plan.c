@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli_text.h"
+#include "ldpb/mech_table.h"
 #include "plan.h"
 
 #define LIST_MAX  4096 /* items in one comma-separated option */
@@ -122,9 +123,19 @@ static const struct preset presets[] = {
 
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
-static const ldpb_mech_kind all_mechs[] = {LDPB_MECH_LINEAR, LDPB_MECH_QUADRATIC,
-                                           LDPB_MECH_EXPONENTIAL, LDPB_MECH_LAPLACE};
-#define N_MECHS (sizeof all_mechs / sizeof all_mechs[0])
+/* Room for the local mechanisms of the mechanism table (mech_table.h), which are all run. */
+#define N_MECHS 16
+
+/* The local mechanisms, in table order; returns their number. */
+static size_t all_mechs(ldpb_mech_kind out[N_MECHS])
+{
+    size_t n, m = 0;
+    const ldpb_mech_desc *const *t = ldpb_mech_table(&n);
+    for (size_t i = 0; i < n && m < N_MECHS; i++)
+        if (t[i]->local)
+            out[m++] = (ldpb_mech_kind)t[i]->id;
+    return m;
+}
 
 const simplan_preset_info *simplan_presets(size_t *count)
 {
@@ -352,10 +363,11 @@ static int accepts(const agg_policy_ops *ops, ldpb_mech_kind m, double kappa)
 static void accepted_names(char *dst, size_t cap, const agg_policy_ops *ops, double kappa)
 {
     const char *names[N_MECHS];
-    size_t m = 0;
-    for (size_t i = 0; i < N_MECHS; i++)
-        if (accepts(ops, all_mechs[i], kappa))
-            names[m++] = ldpb_mech_kind_name(all_mechs[i]);
+    ldpb_mech_kind all[N_MECHS];
+    size_t n_all = all_mechs(all), m = 0;
+    for (size_t i = 0; i < n_all; i++)
+        if (accepts(ops, all[i], kappa))
+            names[m++] = ldpb_mech_kind_name(all[i]);
     if (m == 0)
         snprintf(dst, cap, "none");
     else
@@ -617,17 +629,23 @@ static ldpb_err parse_mechs(const char *text, ldpb_mech_kind *mechs, size_t *n,
     ldpb_err err = list_split(&l, "mechanisms", text, 0, errmsg);
     if (err)
         return err;
-    if (l.n > N_MECHS) {
+    ldpb_mech_kind all[N_MECHS];
+    size_t n_all = all_mechs(all);
+    if (l.n > n_all) {
         list_free(&l);
-        return fail(errmsg, LDPB_EINVAL, "--mechanisms lists %zu, there are only %zu", l.n,
-                    N_MECHS);
+        return fail(errmsg, LDPB_EINVAL, "--mechanisms lists %zu, there are only %zu", l.n, n_all);
     }
     for (size_t i = 0; i < l.n; i++) {
         if (ldpb_mech_kind_from_name(l.item[i], &mechs[i]) != LDPB_OK) {
+            const char *names[N_MECHS];
+            char known[160];
+            for (size_t j = 0; j < n_all; j++)
+                names[j] = ldpb_mech_kind_name(all[j]);
+            name_list(known, sizeof known, names, n_all);
             err = fail(errmsg, LDPB_EINVAL,
-                       "unknown mechanism '%s' (expected linear, quadratic, exponential or "
-                       "laplace; non-private and central algorithms need none)",
-                       tool_echo(e, sizeof e, l.item[i]));
+                       "unknown mechanism '%s' (expected %s; non-private and central algorithms "
+                       "need none)",
+                       tool_echo(e, sizeof e, l.item[i]), known);
             break;
         }
     }
@@ -727,8 +745,7 @@ static ldpb_err choose_algorithms(const struct preset *p, const simplan_opts *o,
                 memcpy(cand, filter, sizeof filter);
                 n_cand = n_filter;
             } else {
-                memcpy(cand, all_mechs, sizeof all_mechs);
-                n_cand = N_MECHS;
+                n_cand = all_mechs(cand);
             }
             for (size_t j = 0; j < n_cand; j++) {
                 if (p && n_filter && !mech_in(cand[j], filter, n_filter))
