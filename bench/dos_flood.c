@@ -314,8 +314,9 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (!(seconds > 0 && seconds <= 600) || rounds < 1 || rounds > 1000 || !(rate > 0 && rate <= 1e6) ||
-        frame_bytes < LDPB_FRAME_SEALED_OVERHEAD || frame_bytes > LDPB_FRAME_MAX) {
+    if (!(seconds > 0 && seconds <= 600) || rounds < 1 || rounds > 1000 ||
+        !(rate > 0 && rate <= 1e6) || frame_bytes < LDPB_FRAME_SEALED_OVERHEAD ||
+        frame_bytes > LDPB_FRAME_MAX) {
         usage();
         return 2;
     }
@@ -346,8 +347,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_dos_flood: server key: %s\n", detail);
         goto out;
     }
-    if (set(&cfg, "listen", url) || set(&cfg, "state_dir", statedir) ||
-        set(&cfg, "key", keypath) || set(&cfg, "arms", "3") || set(&cfg, "workers", workers) ||
+    if (set(&cfg, "listen", url) || set(&cfg, "state_dir", statedir) || set(&cfg, "key", keypath) ||
+        set(&cfg, "arms", "3") || set(&cfg, "workers", workers) ||
         set(&cfg, "log_level", "error") ||
         (derive_rate && set(&cfg, "key_derivations_per_s", derive_rate)))
         goto out;
@@ -373,8 +374,7 @@ int main(int argc, char **argv)
 
     printf("# bench_dos_flood: aggregator on %s, %s workers, key_derivations_per_s %s; "
            "flood %.0f frames/s of %zu bytes; %.1f s per condition in %d rounds\n",
-           url, workers, derive_rate ? derive_rate : "default", rate, frame_bytes, seconds,
-           rounds);
+           url, workers, derive_rate ? derive_rate : "default", rate, frame_bytes, seconds, rounds);
     struct flood fl;
     memset(&fl, 0, sizeof fl);
     fl.port = port;
@@ -440,9 +440,8 @@ int main(int argc, char **argv)
     for (int k = FLOOD_NONE; k <= FLOOD_RANDKEY; k++) {
         double server_cpu = proc[k] - me[k] - fl.cpu_s[k];
         rate_k[k] = (double)ok[k] / wall[k];
-        printf("%-8s %11.0f %7llu %13.1f %13.1f %12.2f %12.0f %13.2f %9llu %9llu\n",
-               flood_names[k], rate_k[k], (unsigned long long)failed[k],
-               ok[k] ? me[k] / (double)ok[k] * 1e6 : 0,
+        printf("%-8s %11.0f %7llu %13.1f %13.1f %12.2f %12.0f %13.2f %9llu %9llu\n", flood_names[k],
+               rate_k[k], (unsigned long long)failed[k], ok[k] ? me[k] / (double)ok[k] * 1e6 : 0,
                ok[k] ? server_cpu / (double)ok[k] * 1e6 : 0, server_cpu / span[k],
                (double)flood_frames[k] / wall[k], fl.cpu_s[k] / span[k],
                (unsigned long long)derived[k], (unsigned long long)refused[k]);
@@ -454,10 +453,8 @@ int main(int argc, char **argv)
     printf("# honest rate, random-key flood / garbage flood: %.2f (totals), %.2f (median of %d "
            "rounds); random-key flood / no flood: %.2f\n",
            rate_k[FLOOD_GARBAGE] > 0 ? rate_k[FLOOD_RANDKEY] / rate_k[FLOOD_GARBAGE] : 0,
-           pairs ? (pairs % 2 ? pair[pairs / 2] : (pair[pairs / 2 - 1] + pair[pairs / 2]) / 2)
-                 : 0,
-           pairs,
-           rate_k[FLOOD_NONE] > 0 ? rate_k[FLOOD_RANDKEY] / rate_k[FLOOD_NONE] : 0);
+           pairs ? (pairs % 2 ? pair[pairs / 2] : (pair[pairs / 2 - 1] + pair[pairs / 2]) / 2) : 0,
+           pairs, rate_k[FLOOD_NONE] > 0 ? rate_k[FLOOD_RANDKEY] / rate_k[FLOOD_NONE] : 0);
     free(pair);
     rc = 0;
 out:

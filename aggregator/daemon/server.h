@@ -63,6 +63,7 @@ typedef struct agg_server_stats {
     uint64_t replay_evicted;   /* nonces forgotten early because the replay cache was full */
     uint64_t replay_window_ms; /* how far behind the aggregator's clock a request may be now:
                                   replay_window_s, or less while the cache is full */
+
     uint64_t key_derivations;         /* X25519 derivations for keys not in the key cache */
     uint64_t key_derivations_refused; /* frames refused (LDPB_EBUSY) by the derivation budget */
 } agg_server_stats;

@@ -796,8 +796,8 @@ static void lock_give(const ldpb_seal_lock *lk)
 }
 
 /* The first section under the lock: where the key for `pk` will come from. */
-static ldpb_err key_begin(ldpb_keycache *kc, const uint8_t *pk, uint64_t now_ms,
-                          ldpb_seal_key *key, key_source *src, char *detail)
+static ldpb_err key_begin(ldpb_keycache *kc, const uint8_t *pk, uint64_t now_ms, ldpb_seal_key *key,
+                          key_source *src, char *detail)
 {
     ldpb_err err = check_allowed(kc, pk, detail);
     if (err)
@@ -838,10 +838,10 @@ static void key_end(ldpb_keycache *kc, const uint8_t *pk, const ldpb_seal_key *k
     }
 }
 
-ldpb_err ldpb_seal_open_request_locked(ldpb_keycache *kc, ldpb_replay *rp,
-                                       const ldpb_seal_lock *lk, const ldpb_frame *frame,
-                                       uint64_t now_ms, uint8_t *pt, size_t cap, size_t *pt_len,
-                                       ldpb_seal_key *key_out, char *detail)
+ldpb_err ldpb_seal_open_request_locked(ldpb_keycache *kc, ldpb_replay *rp, const ldpb_seal_lock *lk,
+                                       const ldpb_frame *frame, uint64_t now_ms, uint8_t *pt,
+                                       size_t cap, size_t *pt_len, ldpb_seal_key *key_out,
+                                       char *detail)
 {
     if (!kc || !rp || !frame || !pt_len || (!pt && cap))
         return LDPB_EINVAL;

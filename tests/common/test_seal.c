@@ -765,8 +765,7 @@ static void unknown_key_is_derived_outside_the_lock(void **state)
     r.sections = 0;
     seal_from(&stranger, 0, &f);
     assert_int_equal(
-        ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, NULL),
-        LDPB_OK);
+        ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, NULL), LDPB_OK);
     assert_int_equal(r.sections, 2);
     assert_memory_equal(pt, msg, sizeof msg);
     ldpb_keycache_stats_get(kc, &st);
@@ -776,8 +775,7 @@ static void unknown_key_is_derived_outside_the_lock(void **state)
     r.sections = 0;
     seal_from(&stranger, 0, &f);
     assert_int_equal(
-        ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, NULL),
-        LDPB_OK);
+        ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, NULL), LDPB_OK);
     assert_int_equal(r.sections, 2);
     ldpb_keycache_stats_get(kc, &st);
     assert_true(st.derived == 1 && st.hits >= 1);

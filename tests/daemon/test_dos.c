@@ -107,7 +107,7 @@ typedef struct flood_arg {
     const uint8_t *server_pk;
     const uint8_t *fixed_pk; /* NULL: a fresh random key per frame */
     int frames;
-    int sockets;           /* REQ sockets, one frame in flight on each */
+    int sockets;            /* REQ sockets, one frame in flight on each */
     int busy, crypto, auth; /* PLAIN_ERROR codes seen */
     int other;              /* anything else (a timeout, a sealed reply) */
 } flood_arg;

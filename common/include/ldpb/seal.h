@@ -112,7 +112,7 @@ LDPB_API ldpb_err ldpb_seal_open(const ldpb_frame *frame, const ldpb_seal_key *k
 #define LDPB_KEYCACHE_MAX     (1u << 24)
 #define LDPB_ALLOWLIST_MAX    (1u << 24)
 
-#define LDPB_KEYCACHE_PENDING_DEFAULT 4096u /* unauthenticated derived keys, 64 bytes each */
+#define LDPB_KEYCACHE_PENDING_DEFAULT     4096u /* unauthenticated derived keys, 64 bytes each */
 #define LDPB_KEYCACHE_DERIVE_RATE_DEFAULT 1000u /* derivations per second: ~6% of one core */
 #define LDPB_KEYCACHE_DERIVE_RATE_MAX     1000000u
 
@@ -121,18 +121,20 @@ typedef struct ldpb_keycache_opts {
                              evicted (and wiped) when full */
     size_t allowlist_max; /* 0 (default): any client key is accepted. Otherwise only keys added
                              with ldpb_keycache_allow, at most this many (LDPB_ALLOWLIST_MAX). */
-    size_t pending_max;   /* keys derived for frames that failed authentication, remembered (in
-                             a table apart, [0, LDPB_KEYCACHE_MAX], 0 = none) so that more frames
-                             under the same key cost a MAC check, not another derivation; they
-                             never displace an authenticated key. Default
-                             LDPB_KEYCACHE_PENDING_DEFAULT. */
-    uint32_t derive_rate; /* derivations per second the receive path may spend on keys found in
-                             neither table (a token bucket); beyond it such a frame is refused
-                             with LDPB_EBUSY before any derivation. Keys already cached are never
-                             limited. 0 = unlimited; at most LDPB_KEYCACHE_DERIVE_RATE_MAX.
-                             Default LDPB_KEYCACHE_DERIVE_RATE_DEFAULT. */
-    uint32_t derive_burst; /* derivations allowed at once after a quiet spell (the bucket's
-                              size), [1, LDPB_KEYCACHE_DERIVE_RATE_MAX]; 0 = derive_rate */
+
+    /* Keys derived for frames that failed authentication, remembered in a table apart ([0,
+     * LDPB_KEYCACHE_MAX], 0 = none) so that more frames under the same key cost a MAC check, not
+     * another derivation; they never displace an authenticated key. Default
+     * LDPB_KEYCACHE_PENDING_DEFAULT. */
+    size_t pending_max;
+    /* Derivations per second the receive path may spend on keys found in neither table (a token
+     * bucket); beyond it such a frame is refused with LDPB_EBUSY before any derivation. Keys
+     * already cached are never limited. 0 = unlimited; at most LDPB_KEYCACHE_DERIVE_RATE_MAX.
+     * Default LDPB_KEYCACHE_DERIVE_RATE_DEFAULT. */
+    uint32_t derive_rate;
+    /* Derivations allowed at once after a quiet spell (the bucket's size), at most
+     * LDPB_KEYCACHE_DERIVE_RATE_MAX; 0 (default) = derive_rate. */
+    uint32_t derive_burst;
 } ldpb_keycache_opts;
 
 typedef struct ldpb_keycache_stats {
