@@ -95,6 +95,8 @@ struct agg_server {
     ldpb_keycache *kc;
     ldpb_replay *rp;
     int replay_full_logged; /* under seal_mu */
+    /* under seal_mu: mono_us() of the last warning that the derivation budget was spent */
+    uint64_t budget_warned_us;
     pthread_mutex_t seal_mu;
 
     agg_store *store;
@@ -612,7 +614,23 @@ void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t 
     int first_eviction = evicted > 0 && !s->replay_full_logged;
     if (first_eviction)
         s->replay_full_logged = 1;
+    /* An unauthenticated refusal for the budget: a flood sends thousands a second, so warn at
+     * most once a minute. */
+    int budget_warn = 0;
+    if (err == LDPB_EBUSY && sodium_is_zero(key.k, sizeof key.k)) {
+        uint64_t now_us = mono_us();
+        budget_warn = !s->budget_warned_us || now_us - s->budget_warned_us >= 60000000u;
+        if (budget_warn)
+            s->budget_warned_us = now_us;
+    }
     pthread_mutex_unlock(&s->seal_mu);
+    if (budget_warn)
+        logf_(s, AGG_LOG_WARN,
+              "key_derivations_per_s (%" PRIu64 ") is spent: frames under client keys not in the "
+              "key cache are refused with LDPB_EBUSY until it refills (a flood of new keys?); "
+              "ldpb_key_derivations_refused_total counts them, this warning repeats at most "
+              "once a minute",
+              s->cfg->key_derivations_per_s);
     if (first_eviction)
         logf_(s, AGG_LOG_WARN,
               "the replay cache is full (%" PRIu64 " entries): from now on it forgets its oldest "

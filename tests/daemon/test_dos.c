@@ -2,7 +2,8 @@
  * under fresh random client keys cost at most key_derivations_per_s derivations and the rest
  * are refused unopened with a PLAIN_ERROR LDPB_EBUSY, while a known client keeps being served;
  * forged frames repeating one key cost one derivation in all; /metrics counts both; with an
- * allow-list, keys off the list cost no derivation at all. */
+ * allow-list, keys off the list cost no derivation at all; a spent budget is logged once a
+ * minute, not per frame. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -81,6 +82,21 @@ static long long metric(int port, const char *name)
     snprintf(key, sizeof key, "\n%s ", name);
     const char *p = strstr(buf, key);
     return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Occurrences of `needle` in the file at `path`. */
+static int count_in_file(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    int count = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        count++;
+    return count;
 }
 
 /* A frame under `pk` (random if NULL) with random ciphertext: nobody can open it, and the
@@ -217,6 +233,8 @@ static void test_random_key_flood(void **state)
     assert_int_equal(serve_once(&honest), 0);
     dt_client_close(&honest);
     assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    /* thousands of refusals, one warning (they repeat at most once a minute) */
+    assert_int_equal(count_in_file(d.log, "key_derivations_per_s (20) is spent"), 1);
     dt_daemon_cleanup(&d);
 }
 
