@@ -14,6 +14,8 @@
 #   TRANSPORT   tcp or ipc (default tcp: tcp://127.0.0.1)
 #   STATE_ROOT  where the state directories go (default: mktemp -d under TMPDIR or /tmp)
 #   KEEP        1: keep the logs and state directories and print where they are
+#   DOS         0: skip the last part, bench_dos_flood (an honest client under a garbage flood and
+#               under an equal-rate flood of frames under fresh random client keys, in one run)
 # Simulated devices keep their privacy ledgers in memory (loadgen's, and said in its output).
 set -eu
 
@@ -29,7 +31,7 @@ transport=${TRANSPORT:-tcp}
 if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-ninja -C "$build" ldpb ldpb-aggregator >"$build/run_service_bench.log" 2>&1 ||
+ninja -C "$build" ldpb ldpb-aggregator bench_dos_flood >"$build/run_service_bench.log" 2>&1 ||
     { cat "$build/run_service_bench.log" >&2; exit 1; }
 ldpb=$build/tools/ldpb
 aggregator=$build/aggregator/daemon/ldpb-aggregator
@@ -124,3 +126,7 @@ echo
 echo "# closed: every client starts its next round when the last one is acked; open: rounds start"
 echo "# at the offered rate in all (--rate); reports/s below the offered rate means it was not reached."
 echo "# load average after: $(cat /proc/loadavg)"
+if [ "${DOS:-1}" != 0 ]; then
+    echo
+    "$build/bench/bench_dos_flood" --seconds "$seconds"
+fi

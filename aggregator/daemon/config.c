@@ -112,6 +112,9 @@ static const option options[] = {
      "the accepted clock difference narrows"},
     {"keycache_entries", OPT_U64, OFF(keycache_entries), "65536", 1, 16777216, 0, NULL, "N",
      "clients whose precomputed key is cached"},
+    {"key_derivations_per_s", OPT_U64, OFF(key_derivations_per_s), "1000", 0, 1000000, 0, NULL,
+     "N", "key derivations (X25519, ~60 us each) per second for client keys not cached; frames "
+     "beyond it are refused with LDPB_EBUSY; cached keys are never limited; 0 = unlimited"},
     {"metrics", OPT_STR, OFF(metrics), NULL, 0, 0, 0, NULL, "HOST:PORT",
      "serve Prometheus text metrics over HTTP at http://HOST:PORT/metrics (off if unset)"},
     {"log_level", OPT_ENUM, OFF(log_level), "info", 0, 0, 0, level_choices, "LEVEL",

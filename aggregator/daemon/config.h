@@ -57,6 +57,7 @@ typedef struct agg_config {
     uint64_t replay_window_s;
     uint64_t replay_entries;
     uint64_t keycache_entries;
+    uint64_t key_derivations_per_s;
     char *metrics;
     int log_level; /* agg_log_level */
     uint64_t decision_retention_s;

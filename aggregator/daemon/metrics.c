@@ -69,6 +69,11 @@ static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
     EMIT("ldpb_commit_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
     EMIT("ldpb_commit_seconds_sum %.6f\nldpb_commit_seconds_count %" PRIu64 "\n",
          (double)st.commit_us / 1e6, cumulative);
+    COUNTER("ldpb_key_derivations_total",
+            "X25519 key derivations for sender keys not in the key cache.", st.key_derivations);
+    COUNTER("ldpb_key_derivations_refused_total",
+            "Frames refused unopened because the key derivation budget was spent.",
+            st.key_derivations_refused);
     COUNTER("ldpb_replay_evicted_total",
             "Nonces the full replay cache forgot early (the accepted window narrowed).",
             st.replay_evicted);

@@ -109,6 +109,8 @@ struct agg_server {
     ldpb_keycache *kc;
     ldpb_replay *rp;
     int replay_full_logged; /* under seal_mu */
+    /* under seal_mu: mono_us() of the last warning that the derivation budget was spent */
+    uint64_t budget_warned_us;
     pthread_mutex_t seal_mu;
 
     agg_store *store;
@@ -618,6 +620,16 @@ static void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
 
 /* ---- the request handler ----------------------------------------------------------------- */
 
+static void seal_lock(void *mu)
+{
+    pthread_mutex_lock(mu);
+}
+
+static void seal_unlock(void *mu)
+{
+    pthread_mutex_unlock(mu);
+}
+
 void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t len,
                        agg_reply_to to)
 {
@@ -637,14 +649,33 @@ void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t 
     ldpb_seal_key key;
     memset(&key, 0, sizeof key);
     size_t pt_len = 0;
+    /* seal_mu is held only around the table work: a derivation for a key the cache lacks (maybe
+     * an attacker's fresh one) runs unlocked, so it never stalls the workers serving known keys. */
+    const ldpb_seal_lock lk = {seal_lock, seal_unlock, &s->seal_mu};
+    err = ldpb_seal_open_request_locked(s->kc, s->rp, &lk, &fr, ldpb_seal_now_ms(), w->pt,
+                                        sizeof w->pt, &pt_len, &key, detail);
     pthread_mutex_lock(&s->seal_mu);
-    err = ldpb_seal_open_request(s->kc, s->rp, &fr, ldpb_seal_now_ms(), w->pt, sizeof w->pt,
-                                 &pt_len, &key, detail);
     uint64_t evicted = ldpb_replay_evicted(s->rp);
     int first_eviction = evicted > 0 && !s->replay_full_logged;
     if (first_eviction)
         s->replay_full_logged = 1;
+    /* An unauthenticated refusal for the budget: a flood sends thousands a second, so warn at
+     * most once a minute. */
+    int budget_warn = 0;
+    if (err == LDPB_EBUSY && sodium_is_zero(key.k, sizeof key.k)) {
+        uint64_t now_us = mono_us();
+        budget_warn = !s->budget_warned_us || now_us - s->budget_warned_us >= 60000000u;
+        if (budget_warn)
+            s->budget_warned_us = now_us;
+    }
     pthread_mutex_unlock(&s->seal_mu);
+    if (budget_warn)
+        logf_(s, AGG_LOG_WARN,
+              "key_derivations_per_s (%" PRIu64 ") is spent: frames under client keys not in the "
+              "key cache are refused with LDPB_EBUSY until it refills (a flood of new keys?); "
+              "ldpb_key_derivations_refused_total counts them, this warning repeats at most "
+              "once a minute",
+              s->cfg->key_derivations_per_s);
     if (first_eviction)
         logf_(s, AGG_LOG_WARN,
               "the replay cache is full (%" PRIu64 " entries): from now on it forgets its oldest "
@@ -1094,6 +1125,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     ldpb_keycache_opts ko;
     ldpb_keycache_opts_init(&ko);
     ko.max_entries = cfg->keycache_entries;
+    ko.derive_rate = (uint32_t)cfg->key_derivations_per_s;
     if (cfg->auth == AGG_AUTH_ALLOWLIST) {
         size_t lines = count_lines(cfg->allowlist);
         ko.allowlist_max = lines < LDPB_ALLOWLIST_MAX ? lines : LDPB_ALLOWLIST_MAX;
@@ -1245,6 +1277,10 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     pthread_mutex_lock(&s->seal_mu);
     o->replay_entries = ldpb_replay_count(s->rp);
     o->replay_evicted = ldpb_replay_evicted(s->rp);
+    ldpb_keycache_stats ks;
+    ldpb_keycache_stats_get(s->kc, &ks);
+    o->key_derivations = ks.derived;
+    o->key_derivations_refused = ks.refused;
     uint64_t floor_ms = ldpb_replay_floor_ms(s->rp), now_ms = ldpb_seal_now_ms();
     pthread_mutex_unlock(&s->seal_mu);
     o->replay_window_ms = s->cfg->replay_window_s * 1000u;

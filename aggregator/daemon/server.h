@@ -69,6 +69,9 @@ typedef struct agg_server_stats {
     uint64_t decisions_deleted;  /* decisions removed by retention */
     uint64_t decision_rows;      /* decisions the propensity log holds */
     uint64_t free_bytes;         /* free space in state_dir at the last check */
+
+    uint64_t key_derivations;         /* X25519 derivations for keys not in the key cache */
+    uint64_t key_derivations_refused; /* frames refused (LDPB_EBUSY) by the derivation budget */
 } agg_server_stats;
 
 /* Upper bounds (microseconds) of the commit duration histogram's buckets. */

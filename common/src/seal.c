@@ -7,6 +7,7 @@
  * accepted window narrows instead of the service stopping. */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,14 +324,29 @@ static void index_remove(struct index *ix, uint32_t s)
 
 /* ---- key cache ----------------------------------------------------------------------------- */
 
+/* The unauthenticated table is direct-mapped (a new key overwrites whatever shares its slot):
+ * O(1) without bookkeeping, and an attacker who floods it only evicts other unauthenticated
+ * keys, which then cost one more derivation from the budget. */
+struct pending_entry {
+    uint8_t pk[LDPB_KEY_BYTES];
+    ldpb_seal_key key;
+    uint8_t used;
+};
+
 struct ldpb_keycache {
     struct index cache; /* client public key -> slot */
     ldpb_seal_key *keys;
     uint32_t *lru_prev, *lru_next; /* slot + 1, 0 = none */
     uint32_t lru_head, lru_tail;   /* most and least recently used, slot + 1 */
     struct index allow;            /* capacity 0: no allow-list */
+    struct pending_entry *pend;    /* pend_mask + 1 entries, NULL if none */
+    size_t pend_mask, pend_count;
+    uint8_t pend_hkey[crypto_shorthash_KEYBYTES];
+    /* the derivation budget, in thousandths of a derivation */
+    uint64_t rate, bucket_cap, tokens, bucket_ms;
     uint8_t sk[LDPB_KEY_BYTES];
-    uint64_t hits, misses, evictions;
+    uint64_t hits, misses, evictions, refused, pending_hits;
+    _Atomic uint64_t derived; /* counted outside the caller's lock */
 };
 
 void ldpb_keycache_opts_init(ldpb_keycache_opts *opts)
@@ -339,6 +355,9 @@ void ldpb_keycache_opts_init(ldpb_keycache_opts *opts)
         return;
     opts->max_entries = LDPB_KEYCACHE_DEFAULT;
     opts->allowlist_max = 0;
+    opts->pending_max = LDPB_KEYCACHE_PENDING_DEFAULT;
+    opts->derive_rate = LDPB_KEYCACHE_DERIVE_RATE_DEFAULT;
+    opts->derive_burst = 0;
 }
 
 void ldpb_keycache_free(ldpb_keycache *kc)
@@ -347,6 +366,9 @@ void ldpb_keycache_free(ldpb_keycache *kc)
         return;
     if (kc->keys)
         sodium_memzero(kc->keys, (size_t)kc->cache.hwm * sizeof *kc->keys);
+    if (kc->pend)
+        sodium_memzero(kc->pend, (kc->pend_mask + 1) * sizeof *kc->pend);
+    free(kc->pend);
     free(kc->keys);
     free(kc->lru_prev);
     free(kc->lru_next);
@@ -365,7 +387,9 @@ ldpb_err ldpb_keycache_new(ldpb_keycache **out, const ldpb_keypair *server,
     if (!server || !opts)
         return LDPB_EINVAL;
     if (opts->max_entries < 1 || opts->max_entries > LDPB_KEYCACHE_MAX ||
-        opts->allowlist_max > LDPB_ALLOWLIST_MAX)
+        opts->allowlist_max > LDPB_ALLOWLIST_MAX || opts->pending_max > LDPB_KEYCACHE_MAX ||
+        opts->derive_rate > LDPB_KEYCACHE_DERIVE_RATE_MAX ||
+        opts->derive_burst > LDPB_KEYCACHE_DERIVE_RATE_MAX)
         return LDPB_ERANGE;
     if (sodium_init() < 0)
         return LDPB_ECRYPTO;
@@ -384,6 +408,21 @@ ldpb_err ldpb_keycache_new(ldpb_keycache **out, const ldpb_keypair *server,
         err = LDPB_ENOMEM;
         goto fail;
     }
+    if (opts->pending_max) {
+        size_t n = 16;
+        while (n < opts->pending_max)
+            n <<= 1;
+        kc->pend = calloc(n, sizeof *kc->pend);
+        if (!kc->pend) {
+            err = LDPB_ENOMEM;
+            goto fail;
+        }
+        kc->pend_mask = n - 1;
+        randombytes_buf(kc->pend_hkey, sizeof kc->pend_hkey);
+    }
+    kc->rate = opts->derive_rate;
+    kc->bucket_cap = 1000u * (opts->derive_burst ? opts->derive_burst : opts->derive_rate);
+    kc->tokens = kc->bucket_cap;
     memcpy(kc->sk, server->sk, LDPB_KEY_BYTES);
     *out = kc;
     return LDPB_OK;
@@ -479,10 +518,66 @@ ldpb_err ldpb_keycache_get(ldpb_keycache *kc, const uint8_t client_pk[LDPB_KEY_B
         return LDPB_OK;
     }
     err = ldpb_seal_key_derive(out, client_pk, kc->sk);
+    atomic_fetch_add_explicit(&kc->derived, 1, memory_order_relaxed);
     if (err)
         return err;
     cache_insert(kc, client_pk, out);
     return LDPB_OK;
+}
+
+static struct pending_entry *pending_slot(const ldpb_keycache *kc, const uint8_t *pk)
+{
+    if (!kc->pend)
+        return NULL;
+    uint8_t h[crypto_shorthash_BYTES];
+    crypto_shorthash(h, pk, LDPB_KEY_BYTES, kc->pend_hkey);
+    return &kc->pend[get_le64(h) & kc->pend_mask];
+}
+
+static struct pending_entry *pending_find(const ldpb_keycache *kc, const uint8_t *pk)
+{
+    struct pending_entry *e = pending_slot(kc, pk);
+    return e && e->used && memcmp(e->pk, pk, LDPB_KEY_BYTES) == 0 ? e : NULL;
+}
+
+static void pending_put(ldpb_keycache *kc, const uint8_t *pk, const ldpb_seal_key *key)
+{
+    struct pending_entry *e = pending_slot(kc, pk);
+    if (!e)
+        return;
+    if (!e->used)
+        kc->pend_count++;
+    memcpy(e->pk, pk, LDPB_KEY_BYTES);
+    e->key = *key;
+    e->used = 1;
+}
+
+static void pending_drop(ldpb_keycache *kc, const uint8_t *pk)
+{
+    struct pending_entry *e = pending_find(kc, pk);
+    if (!e)
+        return;
+    sodium_memzero(e, sizeof *e);
+    kc->pend_count--;
+}
+
+/* Takes one derivation from the budget: refilled at `rate` per second of `now_ms`, up to the
+ * bucket's size. A clock that steps back refills nothing until it has caught up. */
+static int budget_take(ldpb_keycache *kc, uint64_t now_ms)
+{
+    if (kc->rate == 0)
+        return 1;
+    if (now_ms > kc->bucket_ms) {
+        uint64_t dt = now_ms - kc->bucket_ms, room = kc->bucket_cap - kc->tokens;
+        kc->tokens = dt >= room / kc->rate + 1 ? kc->bucket_cap : kc->tokens + dt * kc->rate;
+        if (kc->tokens > kc->bucket_cap)
+            kc->tokens = kc->bucket_cap;
+        kc->bucket_ms = now_ms;
+    }
+    if (kc->tokens < 1000)
+        return 0;
+    kc->tokens -= 1000;
+    return 1;
 }
 
 void ldpb_keycache_stats_get(const ldpb_keycache *kc, ldpb_keycache_stats *out)
@@ -497,6 +592,10 @@ void ldpb_keycache_stats_get(const ldpb_keycache *kc, ldpb_keycache_stats *out)
     out->evictions = kc->evictions;
     out->entries = kc->cache.count;
     out->allowed = kc->allow.count;
+    out->derived = atomic_load_explicit(&kc->derived, memory_order_relaxed);
+    out->refused = kc->refused;
+    out->pending_hits = kc->pending_hits;
+    out->pending = kc->pend_count;
 }
 
 /* ---- replay cache -------------------------------------------------------------------------- */
@@ -682,38 +781,101 @@ uint64_t ldpb_replay_floor_ms(const ldpb_replay *rp)
 
 /* ---- server receive path ------------------------------------------------------------------- */
 
-ldpb_err ldpb_seal_open_request(ldpb_keycache *kc, ldpb_replay *rp, const ldpb_frame *frame,
-                                uint64_t now_ms, uint8_t *pt, size_t cap, size_t *pt_len,
-                                ldpb_seal_key *key_out, char *detail)
+typedef enum key_source { KEY_CACHED, KEY_PENDING, KEY_DERIVE } key_source;
+
+static void lock_take(const ldpb_seal_lock *lk)
+{
+    if (lk && lk->lock)
+        lk->lock(lk->ctx);
+}
+
+static void lock_give(const ldpb_seal_lock *lk)
+{
+    if (lk && lk->unlock)
+        lk->unlock(lk->ctx);
+}
+
+/* The first section under the lock: where the key for `pk` will come from. */
+static ldpb_err key_begin(ldpb_keycache *kc, const uint8_t *pk, uint64_t now_ms, ldpb_seal_key *key,
+                          key_source *src, char *detail)
+{
+    ldpb_err err = check_allowed(kc, pk, detail);
+    if (err)
+        return err;
+    uint32_t s = cache_lookup(kc, pk);
+    if (s) {
+        *key = kc->keys[s - 1];
+        *src = KEY_CACHED;
+        return LDPB_OK;
+    }
+    const struct pending_entry *e = pending_find(kc, pk);
+    if (e) {
+        *key = e->key;
+        *src = KEY_PENDING;
+        kc->pending_hits++;
+        return LDPB_OK;
+    }
+    if (!budget_take(kc, now_ms)) {
+        kc->refused++;
+        say(detail, "too many new client keys at once; retry later");
+        return LDPB_EBUSY;
+    }
+    *src = KEY_DERIVE;
+    return LDPB_OK;
+}
+
+/* The second section: an authenticated key joins the cache (another thread may have put it
+ * there meanwhile); a derived one that did not authenticate is remembered apart. */
+static void key_end(ldpb_keycache *kc, const uint8_t *pk, const ldpb_seal_key *key, key_source src,
+                    int authentic)
+{
+    if (authentic && src != KEY_CACHED) {
+        pending_drop(kc, pk);
+        if (!index_find(&kc->cache, pk))
+            cache_insert(kc, pk, key); /* only keys that authenticated a frame are cached */
+    } else if (!authentic && src == KEY_DERIVE && !pending_find(kc, pk)) {
+        pending_put(kc, pk, key);
+    }
+}
+
+ldpb_err ldpb_seal_open_request_locked(ldpb_keycache *kc, ldpb_replay *rp, const ldpb_seal_lock *lk,
+                                       const ldpb_frame *frame, uint64_t now_ms, uint8_t *pt,
+                                       size_t cap, size_t *pt_len, ldpb_seal_key *key_out,
+                                       char *detail)
 {
     if (!kc || !rp || !frame || !pt_len || (!pt && cap))
         return LDPB_EINVAL;
     *pt_len = 0;
-    if (frame->kind != LDPB_FRAME_SEALED || !frame->client_pk || !frame->nonce)
+    if (frame->kind != LDPB_FRAME_SEALED || !frame->client_pk || !frame->nonce ||
+        !frame->ciphertext || frame->ciphertext_len < LDPB_FRAME_MAC_BYTES)
         return LDPB_EINVAL;
     const uint8_t *pk = frame->client_pk;
-    ldpb_err err = check_allowed(kc, pk, detail);
+    ldpb_seal_key key;
+    key_source src = KEY_CACHED;
+    lock_take(lk);
+    ldpb_err err = key_begin(kc, pk, now_ms, &key, &src, detail);
+    lock_give(lk);
     if (err)
         return err;
-    ldpb_seal_key key;
-    uint32_t s = cache_lookup(kc, pk);
-    if (s) {
-        key = kc->keys[s - 1];
-    } else {
-        err = ldpb_seal_key_derive(&key, pk, kc->sk);
+    if (src == KEY_DERIVE) {
+        err = ldpb_seal_key_derive(&key, pk, kc->sk); /* kc->sk never changes: no lock needed */
+        atomic_fetch_add_explicit(&kc->derived, 1, memory_order_relaxed);
         if (err) {
             say(detail, "client key is not a usable X25519 public key");
             return err;
         }
     }
     err = ldpb_seal_open(frame, &key, LDPB_DIR_TO_SERVER, NULL, pt, cap, pt_len, detail);
-    if (err)
-        goto done;
-    if (!s)
-        cache_insert(kc, pk, &key); /* only keys that authenticated a frame are cached */
-    if (key_out)
-        *key_out = key; /* the frame is authentic: even a refusal below is answered sealed */
-    err = ldpb_replay_check(rp, pk, frame->nonce, now_ms, detail);
+    if (err && src != KEY_DERIVE)
+        goto done; /* nothing to remember: no second section */
+    lock_take(lk);
+    key_end(kc, pk, &key, src, err == LDPB_OK);
+    if (!err) {
+        if (key_out)
+            *key_out = key; /* the frame is authentic: even a refusal below is answered sealed */
+        err = ldpb_replay_check(rp, pk, frame->nonce, now_ms, detail);
+    }
+    lock_give(lk);
     if (err) {
         sodium_memzero(pt, *pt_len); /* never acted on */
         *pt_len = 0;
@@ -721,4 +883,12 @@ ldpb_err ldpb_seal_open_request(ldpb_keycache *kc, ldpb_replay *rp, const ldpb_f
 done:
     sodium_memzero(&key, sizeof key);
     return err;
+}
+
+ldpb_err ldpb_seal_open_request(ldpb_keycache *kc, ldpb_replay *rp, const ldpb_frame *frame,
+                                uint64_t now_ms, uint8_t *pt, size_t cap, size_t *pt_len,
+                                ldpb_seal_key *key_out, char *detail)
+{
+    return ldpb_seal_open_request_locked(kc, rp, NULL, frame, now_ms, pt, cap, pt_len, key_out,
+                                         detail);
 }

@@ -2,7 +2,8 @@
  * flipped or truncated byte, a wrong key and a reflected frame are refused; the time window and
  * the replay cache (repeat, stale, future, expiry, a clock stepped back, full: the window
  * narrows); the key cache
- * (hits, LRU eviction, allow-list, forged keys never cached); the server receive path; the
+ * (hits, LRU eviction, allow-list, forged keys never cached); the server receive path (keys
+ * derived outside the caller's lock, forged keys remembered apart, the derivation budget); the
  * worked example of docs/protocol.md byte for byte; and out-of-memory in the constructors. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -673,6 +674,254 @@ static void open_request_path(void **state)
     ldpb_keycache_free(kc);
 }
 
+/* ---- unauthenticated keys: derivation outside the lock, the pending table, the budget ------ */
+
+/* A lock whose callbacks record, per section, how many derivations the cache had performed when
+ * it was taken and when it was released. */
+typedef struct rec_lock {
+    ldpb_keycache *kc;
+    int held, sections;
+    uint64_t at_lock[8], at_unlock[8];
+} rec_lock;
+
+static uint64_t derived_now(ldpb_keycache *kc)
+{
+    ldpb_keycache_stats st;
+    ldpb_keycache_stats_get(kc, &st);
+    return st.derived;
+}
+
+static void rec_lock_take(void *ctx)
+{
+    rec_lock *r = ctx;
+    assert_false(r->held); /* never taken twice */
+    assert_true(r->sections < 8);
+    r->held = 1;
+    r->at_lock[r->sections] = derived_now(r->kc);
+}
+
+static void rec_lock_give(void *ctx)
+{
+    rec_lock *r = ctx;
+    assert_true(r->held);
+    r->held = 0;
+    r->at_unlock[r->sections++] = derived_now(r->kc);
+}
+
+/* A frame from `from` at T0 with its last ciphertext byte flipped when `forge`. */
+static size_t seal_from(const ldpb_keypair *from, int forge, ldpb_frame *f)
+{
+    size_t len = seal(frame, from, T0, LDPB_DIR_TO_SERVER, msg, sizeof msg);
+    if (forge)
+        frame[len - 1] ^= 1;
+    parse(frame, len, f);
+    return len;
+}
+
+static void unknown_key_is_derived_outside_the_lock(void **state)
+{
+    (void)state;
+    ldpb_keycache *kc = new_keycache(8, 0);
+    ldpb_replay *rp = new_replay(8);
+    rec_lock r = {.kc = kc};
+    const ldpb_seal_lock lk = {rec_lock_take, rec_lock_give, &r};
+    ldpb_keypair stranger;
+    assert_int_equal(ldpb_keypair_generate(&stranger), LDPB_OK);
+    ldpb_frame f;
+    size_t n;
+    char detail[LDPB_DETAIL_BYTES];
+
+    /* a forged frame under a key the server has never seen: one derivation, and it happens
+     * between the two sections, never inside one */
+    seal_from(&stranger, 1, &f);
+    assert_int_equal(
+        ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, detail),
+        LDPB_ECRYPTO);
+    assert_int_equal(r.sections, 2);
+    assert_false(r.held);
+    for (int i = 0; i < r.sections; i++)
+        assert_true(r.at_lock[i] == r.at_unlock[i]);
+    assert_true(r.at_unlock[0] == 0 && r.at_lock[1] == 1);
+    assert_int_equal(ldpb_replay_count(rp), 0); /* unauthenticated: not in the replay cache */
+
+    /* more forged frames under the same key: no derivation, one section (the MAC fails before
+     * anything would need remembering) */
+    for (int i = 0; i < 3; i++) {
+        r.sections = 0;
+        seal_from(&stranger, 1, &f);
+        assert_int_equal(
+            ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, NULL),
+            LDPB_ECRYPTO);
+        assert_int_equal(r.sections, 1);
+    }
+    ldpb_keycache_stats st;
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.derived == 1 && st.pending_hits == 3 && st.pending == 1);
+    assert_int_equal(st.entries, 0); /* forged frames never reach the authenticated cache */
+    assert_int_equal(ldpb_replay_count(rp), 0);
+
+    /* the key's owner (an attacker may have used an honest client's public key) still gets in,
+     * with the key already derived; its key moves to the cache */
+    r.sections = 0;
+    seal_from(&stranger, 0, &f);
+    assert_int_equal(
+        ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, NULL), LDPB_OK);
+    assert_int_equal(r.sections, 2);
+    assert_memory_equal(pt, msg, sizeof msg);
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.derived == 1 && st.entries == 1 && st.pending == 0);
+    assert_int_equal(ldpb_replay_count(rp), 1);
+    /* and from now on it is a cache hit: the MAC check runs unlocked too */
+    r.sections = 0;
+    seal_from(&stranger, 0, &f);
+    assert_int_equal(
+        ldpb_seal_open_request_locked(kc, rp, &lk, &f, T0, pt, sizeof pt, &n, NULL, NULL), LDPB_OK);
+    assert_int_equal(r.sections, 2);
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.derived == 1 && st.hits >= 1);
+    ldpb_keypair_wipe(&stranger);
+    ldpb_replay_free(rp);
+    ldpb_keycache_free(kc);
+}
+
+static void derivation_budget_refuses_fresh_keys(void **state)
+{
+    (void)state;
+    ldpb_keycache_opts o;
+    ldpb_keycache_opts_init(&o);
+    assert_int_equal(o.pending_max, LDPB_KEYCACHE_PENDING_DEFAULT);
+    assert_int_equal(o.derive_rate, LDPB_KEYCACHE_DERIVE_RATE_DEFAULT);
+    o.max_entries = 64;
+    o.derive_rate = 10;
+    o.derive_burst = 4;
+    ldpb_keycache *kc = NULL;
+    assert_int_equal(ldpb_keycache_new(&kc, &server, &o), LDPB_OK);
+    ldpb_replay *rp = new_replay(64);
+    ldpb_frame f;
+    size_t n;
+    char detail[LDPB_DETAIL_BYTES];
+    /* the honest client is known (it authenticated once) */
+    size_t len = seal(frame, &client, T0, LDPB_DIR_TO_SERVER, msg, sizeof msg);
+    parse(frame, len, &f);
+    assert_int_equal(ldpb_seal_open_request(kc, rp, &f, T0, pt, sizeof pt, &n, NULL, NULL),
+                     LDPB_OK);
+    /* a flood of fresh keys at one instant: the 3 tokens left are spent, the rest refused
+     * unopened, and the known client is served throughout */
+    int busy = 0, crypto = 0;
+    for (int i = 0; i < 20; i++) {
+        ldpb_keypair k;
+        assert_int_equal(ldpb_keypair_generate(&k), LDPB_OK);
+        seal_from(&k, 1, &f);
+        ldpb_err err = ldpb_seal_open_request(kc, rp, &f, T0, pt, sizeof pt, &n, NULL, detail);
+        busy += err == LDPB_EBUSY;
+        crypto += err == LDPB_ECRYPTO;
+        if (err == LDPB_EBUSY)
+            assert_non_null(strstr(detail, "new client keys"));
+        ldpb_keypair_wipe(&k);
+        len = seal(frame, &client, T0, LDPB_DIR_TO_SERVER, msg, sizeof msg);
+        parse(frame, len, &f);
+        assert_int_equal(ldpb_seal_open_request(kc, rp, &f, T0, pt, sizeof pt, &n, NULL, NULL),
+                         LDPB_OK);
+    }
+    assert_int_equal(crypto, 3);
+    assert_int_equal(busy, 17);
+    ldpb_keycache_stats st;
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.derived == 4 && st.refused == 17);
+    /* 250 ms later: 10/s refills 2.5 derivations, so 2 more; a clock stepped back refills none;
+     * a long pause refills only up to the burst (4) */
+    int ok = 0;
+    for (int i = 0; i < 5; i++) {
+        ldpb_keypair k;
+        assert_int_equal(ldpb_keypair_generate(&k), LDPB_OK);
+        seal_from(&k, 1, &f);
+        ok += ldpb_seal_open_request(kc, rp, &f, T0 + 250, pt, sizeof pt, &n, NULL, NULL) ==
+              LDPB_ECRYPTO;
+        ldpb_keypair_wipe(&k);
+    }
+    assert_int_equal(ok, 2);
+    ok = 0;
+    for (int i = 0; i < 3; i++) {
+        ldpb_keypair k;
+        assert_int_equal(ldpb_keypair_generate(&k), LDPB_OK);
+        seal_from(&k, 1, &f);
+        ok += ldpb_seal_open_request(kc, rp, &f, T0 - 60000, pt, sizeof pt, &n, NULL, NULL) ==
+              LDPB_ECRYPTO;
+        ldpb_keypair_wipe(&k);
+    }
+    assert_int_equal(ok, 0);
+    ok = 0;
+    for (int i = 0; i < 8; i++) {
+        ldpb_keypair k;
+        assert_int_equal(ldpb_keypair_generate(&k), LDPB_OK);
+        seal_from(&k, 1, &f);
+        ok += ldpb_seal_open_request(kc, rp, &f, T0 + 3600000, pt, sizeof pt, &n, NULL, NULL) ==
+              LDPB_ECRYPTO;
+        ldpb_keypair_wipe(&k);
+    }
+    assert_int_equal(ok, 4);
+    /* none of it reached the replay cache: only the honest client's 21 nonces */
+    assert_int_equal(ldpb_replay_count(rp), 21);
+    ldpb_replay_free(rp);
+    ldpb_keycache_free(kc);
+
+    /* derive_rate 0: unlimited; out-of-range options refused */
+    ldpb_keycache_opts_init(&o);
+    o.derive_rate = 0;
+    o.pending_max = 0;
+    assert_int_equal(ldpb_keycache_new(&kc, &server, &o), LDPB_OK);
+    rp = new_replay(64);
+    for (int i = 0; i < 30; i++) {
+        ldpb_keypair k;
+        assert_int_equal(ldpb_keypair_generate(&k), LDPB_OK);
+        seal_from(&k, 1, &f);
+        assert_int_equal(ldpb_seal_open_request(kc, rp, &f, T0, pt, sizeof pt, &n, NULL, NULL),
+                         LDPB_ECRYPTO);
+        ldpb_keypair_wipe(&k);
+    }
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.derived == 30 && st.refused == 0 && st.pending == 0);
+    ldpb_replay_free(rp);
+    ldpb_keycache_free(kc);
+    ldpb_keycache_opts_init(&o);
+    o.pending_max = LDPB_KEYCACHE_MAX + 1;
+    assert_int_equal(ldpb_keycache_new(&kc, &server, &o), LDPB_ERANGE);
+    ldpb_keycache_opts_init(&o);
+    o.derive_rate = LDPB_KEYCACHE_DERIVE_RATE_MAX + 1;
+    assert_int_equal(ldpb_keycache_new(&kc, &server, &o), LDPB_ERANGE);
+    ldpb_keycache_opts_init(&o);
+    o.derive_burst = LDPB_KEYCACHE_DERIVE_RATE_MAX + 1;
+    assert_int_equal(ldpb_keycache_new(&kc, &server, &o), LDPB_ERANGE);
+}
+
+static void allow_list_refuses_without_deriving(void **state)
+{
+    (void)state;
+    ldpb_keycache *kc = new_keycache(8, 4);
+    assert_int_equal(ldpb_keycache_allow(kc, client.pk), LDPB_OK);
+    ldpb_replay *rp = new_replay(8);
+    ldpb_frame f;
+    size_t n;
+    for (int i = 0; i < 50; i++) {
+        ldpb_keypair k;
+        assert_int_equal(ldpb_keypair_generate(&k), LDPB_OK);
+        seal_from(&k, i % 2, &f); /* forged or not, a key off the list is never derived */
+        assert_int_equal(ldpb_seal_open_request(kc, rp, &f, T0, pt, sizeof pt, &n, NULL, NULL),
+                         LDPB_EAUTH);
+        ldpb_keypair_wipe(&k);
+    }
+    ldpb_keycache_stats st;
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.derived == 0 && st.refused == 0 && st.pending == 0);
+    seal_from(&client, 0, &f);
+    assert_int_equal(ldpb_seal_open_request(kc, rp, &f, T0, pt, sizeof pt, &n, NULL, NULL),
+                     LDPB_OK);
+    ldpb_keycache_stats_get(kc, &st);
+    assert_int_equal(st.derived, 1);
+    ldpb_replay_free(rp);
+    ldpb_keycache_free(kc);
+}
+
 /* ---- the worked example of docs/protocol.md section 6 -----------------------------------------
  */
 
@@ -859,6 +1108,9 @@ int main(void)
         cmocka_unit_test(keycache_allow_list),
         cmocka_unit_test(keycache_options),
         cmocka_unit_test(open_request_path),
+        cmocka_unit_test(unknown_key_is_derived_outside_the_lock),
+        cmocka_unit_test(derivation_budget_refuses_fresh_keys),
+        cmocka_unit_test(allow_list_refuses_without_deriving),
         cmocka_unit_test(worked_example),
         cmocka_unit_test(constructors_out_of_memory),
     };

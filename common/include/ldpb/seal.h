@@ -10,7 +10,10 @@
  *
  * Thread safety: the functions without a handle are reentrant. A keycache or replay handle is not
  * thread-safe: serialize calls on one handle (a server with several workers shares one replay
- * cache behind a mutex, or a replay could slip through another worker). */
+ * cache behind a mutex, or a replay could slip through another worker). The exception is
+ * ldpb_seal_open_request_locked, which takes that mutex itself through callbacks, and only around
+ * the table work: the derivation and the MAC check run outside it, so one worker's derivation for
+ * a new (or forged) key never stalls the others. */
 #ifndef LDPB_SEAL_H
 #define LDPB_SEAL_H
 
@@ -109,21 +112,44 @@ LDPB_API ldpb_err ldpb_seal_open(const ldpb_frame *frame, const ldpb_seal_key *k
 #define LDPB_KEYCACHE_MAX     (1u << 24)
 #define LDPB_ALLOWLIST_MAX    (1u << 24)
 
+#define LDPB_KEYCACHE_PENDING_DEFAULT     4096u /* unauthenticated derived keys, 64 bytes each */
+#define LDPB_KEYCACHE_DERIVE_RATE_DEFAULT 1000u /* derivations per second: ~6% of one core */
+#define LDPB_KEYCACHE_DERIVE_RATE_MAX     1000000u
+
 typedef struct ldpb_keycache_opts {
     size_t max_entries;   /* cached keys, [1, LDPB_KEYCACHE_MAX]; the least recently used is
                              evicted (and wiped) when full */
     size_t allowlist_max; /* 0 (default): any client key is accepted. Otherwise only keys added
                              with ldpb_keycache_allow, at most this many (LDPB_ALLOWLIST_MAX). */
+
+    /* Keys derived for frames that failed authentication, remembered in a table apart ([0,
+     * LDPB_KEYCACHE_MAX], 0 = none) so that more frames under the same key cost a MAC check, not
+     * another derivation; they never displace an authenticated key. Default
+     * LDPB_KEYCACHE_PENDING_DEFAULT. */
+    size_t pending_max;
+    /* Derivations per second the receive path may spend on keys found in neither table (a token
+     * bucket); beyond it such a frame is refused with LDPB_EBUSY before any derivation. Keys
+     * already cached are never limited. 0 = unlimited; at most LDPB_KEYCACHE_DERIVE_RATE_MAX.
+     * Default LDPB_KEYCACHE_DERIVE_RATE_DEFAULT. */
+    uint32_t derive_rate;
+    /* Derivations allowed at once after a quiet spell (the bucket's size), at most
+     * LDPB_KEYCACHE_DERIVE_RATE_MAX; 0 (default) = derive_rate. */
+    uint32_t derive_burst;
 } ldpb_keycache_opts;
 
 typedef struct ldpb_keycache_stats {
     uint64_t hits, misses, evictions;
     size_t entries, allowed;
+    uint64_t derived;      /* X25519 derivations performed (each about 60 us) */
+    uint64_t refused;      /* frames refused by the derivation budget, nothing derived */
+    uint64_t pending_hits; /* frames whose key came from the unauthenticated table */
+    size_t pending;        /* keys in the unauthenticated table now */
 } ldpb_keycache_stats;
 
 typedef struct ldpb_keycache ldpb_keycache;
 
-/* Defaults: LDPB_KEYCACHE_DEFAULT entries, no allow-list. */
+/* Defaults: LDPB_KEYCACHE_DEFAULT entries, no allow-list, LDPB_KEYCACHE_PENDING_DEFAULT
+ * pending keys, LDPB_KEYCACHE_DERIVE_RATE_DEFAULT derivations per second (burst the same). */
 LDPB_API void ldpb_keycache_opts_init(ldpb_keycache_opts *opts);
 
 /* Creates the server's key cache. The server's secret key is copied (and wiped on free); the
@@ -139,14 +165,14 @@ LDPB_API void ldpb_keycache_free(ldpb_keycache *kc);
  * LDPB_ESTATE (the cache was created without an allow-list), LDPB_ERANGE (the list is full). */
 LDPB_API ldpb_err ldpb_keycache_allow(ldpb_keycache *kc, const uint8_t client_pk[LDPB_KEY_BYTES]);
 
-/* Copies the shared key for `client_pk` into *out, deriving and caching it on a miss. Errors:
- * LDPB_EINVAL, LDPB_EAUTH (an allow-list is in force and the key is not on it), LDPB_ECRYPTO (a
- * low-order key). */
+/* Copies the shared key for `client_pk` into *out, deriving and caching it on a miss (outside
+ * the derivation budget: this is for keys the caller trusts). Errors: LDPB_EINVAL, LDPB_EAUTH (an
+ * allow-list is in force and the key is not on it), LDPB_ECRYPTO (a low-order key). */
 LDPB_API ldpb_err ldpb_keycache_get(ldpb_keycache *kc, const uint8_t client_pk[LDPB_KEY_BYTES],
                                     ldpb_seal_key *out);
 
-/* Counters for metrics: lookups that found a cached key (hits) or had to derive one (misses, each
- * about 60 us), keys evicted to make room, keys cached now, keys on the allow-list. */
+/* Counters for metrics: lookups that found a cached key (hits) or did not (misses), keys evicted
+ * to make room, keys cached now, keys on the allow-list, and the derivation counters above. */
 LDPB_API void ldpb_keycache_stats_get(const ldpb_keycache *kc, ldpb_keycache_stats *out);
 
 /* ---- server: replay cache ------------------------------------------------------------------ */
@@ -194,8 +220,10 @@ LDPB_API uint64_t ldpb_replay_floor_ms(const ldpb_replay *rp);
 
 /* ---- server: the whole receive path -------------------------------------------------------- */
 
-/* Opens a request frame: the allow-list (LDPB_EAUTH), the key from the cache (derived on a miss
- * and cached only once the frame authenticates, so forged keys cannot flush the cache), the MAC
+/* Opens a request frame: the allow-list (LDPB_EAUTH), the key from the cache (on a miss, from
+ * the table of unauthenticated keys, else derived if the derivation budget allows, else
+ * LDPB_EBUSY; a derived key is cached only once the frame authenticates, so forged keys cannot
+ * flush the cache, and otherwise goes to the unauthenticated table), the MAC
  * (LDPB_ECRYPTO), the direction (LDPB_EREPLAY / LDPB_EPROTO), then ldpb_replay_check
  * (LDPB_EREPLAY, LDPB_EBUSY). On success `pt` holds the Envelope bytes (*pt_len of them). Once
  * the frame has authenticated (MAC and direction), *key_out (if not NULL) holds the key to seal
@@ -207,6 +235,25 @@ LDPB_API ldpb_err ldpb_seal_open_request(ldpb_keycache *kc, ldpb_replay *rp,
                                          const ldpb_frame *frame, uint64_t now_ms, uint8_t *pt,
                                          size_t cap, size_t *pt_len, ldpb_seal_key *key_out,
                                          char *detail);
+
+/* The mutex a server puts around its key and replay caches, as callbacks. */
+typedef struct ldpb_seal_lock {
+    void (*lock)(void *ctx);
+    void (*unlock)(void *ctx);
+    void *ctx;
+} ldpb_seal_lock;
+
+/* ldpb_seal_open_request for a server with several threads: `kc` and `rp` are only touched
+ * between lk->lock and lk->unlock, in two short sections (the lookup and the budget; then the
+ * caching of an authenticated or derived key and the replay check), while the derivation and
+ * the MAC check run with the lock released. The replay check still comes only after the MAC
+ * has verified, so unauthenticated frames cannot fill the replay cache. `lk` NULL: no locking
+ * (the same as ldpb_seal_open_request). Same results and errors. */
+LDPB_API ldpb_err ldpb_seal_open_request_locked(ldpb_keycache *kc, ldpb_replay *rp,
+                                                const ldpb_seal_lock *lk, const ldpb_frame *frame,
+                                                uint64_t now_ms, uint8_t *pt, size_t cap,
+                                                size_t *pt_len, ldpb_seal_key *key_out,
+                                                char *detail);
 
 #ifdef __cplusplus
 }
