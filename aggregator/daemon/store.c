@@ -211,6 +211,38 @@ fail:
     return err;
 }
 
+/* Creates the database file 0600, or brings an existing one (and a -wal or -shm left beside it)
+ * to 0600, before SQLite opens it: SQLite creates its -wal and -shm files with the database
+ * file's permissions, so the reports never become readable by group or others through a
+ * permissive umask or directory. A symbolic link or a non-regular file is refused. */
+static ldpb_err make_private(const char *path, int create, char *errmsg)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+                            (create ? O_CREAT : 0),
+                  0600);
+    if (fd < 0) {
+        if (!create && errno == ENOENT)
+            return LDPB_OK;
+        say(errmsg, "%s: cannot open: %s", path,
+            errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        return LDPB_EIO;
+    }
+    ldpb_err err = LDPB_OK;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        say(errmsg, "%s: cannot stat: %s", path, strerror(errno));
+        err = LDPB_EIO;
+    } else if (!S_ISREG(st.st_mode)) {
+        say(errmsg, "%s: not a regular file", path);
+        err = LDPB_EIO;
+    } else if ((st.st_mode & 0777) != 0600 && fchmod(fd, 0600) != 0) {
+        say(errmsg, "%s: cannot make it mode 0600: %s", path, strerror(errno));
+        err = LDPB_EIO;
+    }
+    close(fd);
+    return err;
+}
+
 ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *meta, char *errmsg)
 {
     if (errmsg)
@@ -243,9 +275,26 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
         err = LDPB_ESTATE;
         goto fail;
     }
+    static const char *const sidecars[] = {"-wal", "-shm"};
+    for (size_t i = 0; i < 2; i++) {
+        if ((size_t)snprintf(path, sizeof path, "%s/%s%s", dir, AGG_STORE_DB_NAME, sidecars[i]) >=
+            sizeof path) {
+            say(errmsg, "state_dir %s: path too long", dir);
+            err = LDPB_EINVAL;
+            goto fail;
+        }
+        err = make_private(path, 0, errmsg);
+        if (err)
+            goto fail;
+    }
     snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME);
-    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    err = make_private(path, 1, errmsg);
+    if (err)
+        goto fail;
+    err = LDPB_EIO;
+    if (sqlite3_open_v2(path, &s->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                        NULL) != SQLITE_OK) {
         say(errmsg, "%s: cannot open: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail;
     }
