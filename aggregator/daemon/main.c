@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "harden.h"
 #include "server.h"
 #include "store.h"
 
@@ -57,6 +58,12 @@ int main(int argc, char **argv)
     char err[AGG_CONFIG_ERRMAX > AGG_SERVER_ERRMAX ? AGG_CONFIG_ERRMAX : AGG_SERVER_ERRMAX] = "";
     int rc = 2;
     agg_server *srv = NULL;
+    /* Before anything secret is read. */
+    if (agg_process_harden(err) != LDPB_OK) {
+        fprintf(stderr, "ldpb-aggregator: %s\n", err);
+        rc = 1;
+        goto done;
+    }
     if (agg_config_parse_args(&cfg, argc, argv, err) != LDPB_OK) {
         fprintf(stderr, "%s\n", err);
         goto done;

@@ -962,9 +962,12 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         say(errmsg, "libsodium cannot initialise");
         return LDPB_ECRYPTO;
     }
-    agg_server *s = calloc(1, sizeof *s);
+    /* sodium_malloc: the struct holds the secret key and the token key, so its pages are locked
+     * (never swapped), excluded from core dumps and wiped by sodium_free. */
+    agg_server *s = sodium_malloc(sizeof *s);
     if (!s)
         return LDPB_ENOMEM;
+    memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->log = log;
     s->log_ctx = log_ctx;
@@ -1391,5 +1394,5 @@ void agg_server_free(agg_server *s)
     pthread_mutex_destroy(&s->policy_mu);
     pthread_mutex_destroy(&s->queue_mu);
     pthread_cond_destroy(&s->queue_cv);
-    free(s);
+    sodium_free(s);
 }

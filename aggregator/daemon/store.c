@@ -217,9 +217,9 @@ fail:
  * permissive umask or directory. A symbolic link or a non-regular file is refused. */
 static ldpb_err make_private(const char *path, int create, char *errmsg)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
-                            (create ? O_CREAT : 0),
-                  0600);
+    int fd = open(
+        path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (create ? O_CREAT : 0),
+        0600);
     if (fd < 0) {
         if (!create && errno == ENOENT)
             return LDPB_OK;

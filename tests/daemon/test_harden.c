@@ -1,5 +1,6 @@
 /* Hardening of the aggregator's process and files: the state's files are private whatever the
- * umask and the directory's mode. */
+ * umask and the directory's mode; the secret keys (the server's, the token key, the key cache's)
+ * sit in locked memory; the process cannot dump core. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,11 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "config.h"
+#include "harden.h"
+#include "ldpb/keyfile.h"
+#include "ldpb/seal.h"
+#include "server.h"
 #include "store.h"
 
 static char dir[64];
@@ -115,12 +123,111 @@ static void test_db_symlink_refused(void **state)
     remove_dir();
 }
 
+/* Locked memory of this process in kB (/proc/self/status VmLck). */
+static long vm_locked_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    assert_true(kb >= 0);
+    return kb;
+}
+
+static long page_kb(void)
+{
+    return sysconf(_SC_PAGESIZE) / 1024;
+}
+
+/* A small cache (a page of keys) stays within the smallest RLIMIT_MEMLOCK Linux gives an
+ * unprivileged process (64 kB), so the locking is visible wherever the test runs. */
+static void test_keycache_keys_locked(void **state)
+{
+    (void)state;
+    uint8_t sk[LDPB_KEY_BYTES];
+    memset(sk, 0x42, sizeof sk);
+    ldpb_keypair server;
+    assert_int_equal(ldpb_keypair_from_secret(&server, sk), LDPB_OK);
+    ldpb_keycache_opts o;
+    ldpb_keycache_opts_init(&o);
+    o.max_entries = 4;
+    long before = vm_locked_kb();
+    ldpb_keycache *kc = NULL;
+    assert_int_equal(ldpb_keycache_new(&kc, &server, &o), LDPB_OK);
+    /* the handle (with its copy of the secret key) and the keys: a page each at least */
+    assert_true(vm_locked_kb() - before >= 2 * page_kb());
+    ldpb_keycache_free(kc);
+    assert_int_equal(vm_locked_kb(), before);
+    ldpb_keypair_wipe(&server);
+}
+
+/* The server's own struct (the secret key pair and the token key) is locked too. */
+static void test_server_keys_locked(void **state)
+{
+    (void)state;
+    make_dir();
+    char key[128], sdir[128], detail[LDPB_DETAIL_BYTES], err[AGG_SERVER_ERRMAX];
+    snprintf(key, sizeof key, "%s/link", dir); /* a name remove_dir knows */
+    snprintf(sdir, sizeof sdir, "%s/state", dir);
+    uint8_t sk[LDPB_KEY_BYTES];
+    memset(sk, 0x51, sizeof sk);
+    assert_int_equal(ldpb_keyfile_write(key, LDPB_KEYFILE_SECRET, sk, 0, detail), LDPB_OK);
+    agg_config cfg;
+    agg_config_init(&cfg);
+    const char *kv[][2] = {{"listen", "ipc:///nonexistent/unused"},
+                           {"state_dir", sdir},
+                           {"key", key},
+                           {"arms", "3"},
+                           {"keycache_entries", "4"}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        assert_int_equal(agg_config_set(&cfg, kv[i][0], kv[i][1], 1, err), LDPB_OK);
+    long before = vm_locked_kb();
+    agg_server *srv = NULL;
+    assert_int_equal(agg_server_new(&srv, &cfg, NULL, NULL, err), LDPB_OK);
+    /* the server struct, the key cache's handle and its keys */
+    assert_true(vm_locked_kb() - before >= 3 * page_kb());
+    agg_server_free(srv);
+    assert_int_equal(vm_locked_kb(), before);
+    agg_config_fini(&cfg);
+    static const char *const names[] = {"lock", AGG_STORE_DB_NAME, AGG_STORE_DB_NAME "-wal",
+                                        AGG_STORE_DB_NAME "-shm"};
+    char p[160];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", sdir, names[i]);
+        unlink(p);
+    }
+    rmdir(sdir);
+    remove_dir();
+}
+
+/* Last: it changes this process for good. */
+static void test_process_cannot_dump(void **state)
+{
+    (void)state;
+    struct rlimit big = {RLIM_INFINITY, RLIM_INFINITY}, now;
+    if (setrlimit(RLIMIT_CORE, &big) != 0) { /* without CAP_SYS_RESOURCE: the soft limit only */
+        assert_int_equal(getrlimit(RLIMIT_CORE, &big), 0);
+        big.rlim_cur = big.rlim_max;
+        assert_int_equal(setrlimit(RLIMIT_CORE, &big), 0);
+    }
+    char err[AGG_HARDEN_ERRMAX];
+    assert_int_equal(agg_process_harden(err), LDPB_OK);
+    assert_int_equal(getrlimit(RLIMIT_CORE, &now), 0);
+    assert_int_equal(now.rlim_cur, 0);
+    assert_int_equal(now.rlim_max, 0);
+    assert_int_equal(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_state_files_private),
-        cmocka_unit_test(test_existing_state_tightened),
-        cmocka_unit_test(test_db_symlink_refused),
+        cmocka_unit_test(test_state_files_private), cmocka_unit_test(test_existing_state_tightened),
+        cmocka_unit_test(test_db_symlink_refused),  cmocka_unit_test(test_keycache_keys_locked),
+        cmocka_unit_test(test_server_keys_locked),  cmocka_unit_test(test_process_cannot_dump),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
