@@ -111,7 +111,7 @@ int main(int argc, char **argv)
     e = agg_server_start(srv, err);
     if (e) {
         fprintf(stderr, "ldpb-aggregator: %s\n", err);
-        rc = 1;
+        rc = e == LDPB_EINVAL ? 2 : 1;
         goto done;
     }
     log_stderr(NULL, AGG_LOG_INFO, "ready");

@@ -987,6 +987,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     ldpb_err err = ldpb_keyfile_load_secret(cfg->key, &s->kp, kd);
     if (err) {
         say(errmsg, "key %s: %s", cfg->key, kd[0] ? kd : ldpb_strerror(err));
+        err = err == LDPB_ENOMEM ? err : LDPB_EINVAL; /* the configured file is unusable */
         goto fail;
     }
     err = agg_token_key_derive(&s->token_key, s->kp.sk);
@@ -1002,8 +1003,10 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         ko.allowlist_max = lines < LDPB_ALLOWLIST_MAX ? lines : LDPB_ALLOWLIST_MAX;
     }
     err = ldpb_keycache_new(&s->kc, &s->kp, &ko);
-    if (!err && cfg->auth == AGG_AUTH_ALLOWLIST)
+    if (!err && cfg->auth == AGG_AUTH_ALLOWLIST) {
         err = load_allowlist(s, cfg->allowlist, errmsg);
+        err = err == LDPB_OK || err == LDPB_ENOMEM ? err : LDPB_EINVAL;
+    }
     if (err) {
         if (!errmsg[0])
             say(errmsg, "cannot create the key cache: %s", ldpb_strerror(err));
@@ -1263,7 +1266,10 @@ ldpb_err agg_server_start(agg_server *s, char *errmsg)
     }
     for (size_t i = 0; i < s->cfg->n_listen; i++)
         if (nn_bind(s->sock, s->cfg->listen[i]) < 0) {
-            say(errmsg, "listen %s: cannot bind: %s", s->cfg->listen[i], nn_strerror(nn_errno()));
+            int e = nn_errno();
+            say(errmsg, "listen %s: cannot bind: %s", s->cfg->listen[i], nn_strerror(e));
+            /* An address in use may come free; any other refusal is the URL's fault. */
+            err = e == EADDRINUSE ? LDPB_ETRANSPORT : LDPB_EINVAL;
             goto fail;
         }
     if (s->send == null_send) {

@@ -223,9 +223,9 @@ static ldpb_err make_private(const char *path, int create, char *errmsg)
     if (fd < 0) {
         if (!create && errno == ENOENT)
             return LDPB_OK;
-        say(errmsg, "%s: cannot open: %s", path,
-            errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-        return LDPB_EIO;
+        int link = errno == ELOOP;
+        say(errmsg, "%s: cannot open: %s", path, link ? "it is a symbolic link" : strerror(errno));
+        return link ? LDPB_EINVAL : LDPB_EIO;
     }
     ldpb_err err = LDPB_OK;
     struct stat st;
@@ -234,7 +234,7 @@ static ldpb_err make_private(const char *path, int create, char *errmsg)
         err = LDPB_EIO;
     } else if (!S_ISREG(st.st_mode)) {
         say(errmsg, "%s: not a regular file", path);
-        err = LDPB_EIO;
+        err = LDPB_EINVAL;
     } else if ((st.st_mode & 0777) != 0600 && fchmod(fd, 0600) != 0) {
         say(errmsg, "%s: cannot make it mode 0600: %s", path, strerror(errno));
         err = LDPB_EIO;
@@ -252,7 +252,7 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
     *out = NULL;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         say(errmsg, "state_dir %s: cannot create: %s", dir, strerror(errno));
-        return LDPB_EIO;
+        return LDPB_EINVAL; /* the configured path is unusable */
     }
     agg_store *s = calloc(1, sizeof *s);
     if (!s)
@@ -267,7 +267,10 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
     }
     s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (s->lock_fd < 0) {
-        say(errmsg, "%s: cannot open: %s", path, strerror(errno));
+        int e = errno;
+        say(errmsg, "%s: cannot open: %s", path, strerror(e));
+        if (e == ENOTDIR || e == EACCES || e == EROFS)
+            err = LDPB_EINVAL; /* state_dir is not a directory we may write */
         goto fail;
     }
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
