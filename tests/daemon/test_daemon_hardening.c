@@ -23,6 +23,19 @@
 #include "harness.h"
 #include "ldpb/keyfile.h"
 
+/* AddressSanitizer turns mlock into a no-op: a sanitized daemon locks nothing (test_harden.c
+ * checks the same memory is kept out of dumps in every build). */
+#if defined(__SANITIZE_ADDRESS__)
+#define MLOCK_WORKS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MLOCK_WORKS 0
+#endif
+#endif
+#ifndef MLOCK_WORKS
+#define MLOCK_WORKS 1
+#endif
+
 /* A field of /proc/PID/FILE: the rest of the first line starting with `prefix`. */
 static int proc_field(pid_t pid, const char *file, const char *prefix, char *out, size_t cap)
 {
@@ -67,7 +80,8 @@ static void test_running_daemon_cannot_dump_and_locks_keys(void **state)
     assert_int_equal(proc_field(d.pid, "status", "VmLck:", v, sizeof v), 0);
     long kb = atol(v);
     print_message("daemon VmLck: %ld kB\n", kb);
-    assert_true(kb >= 3 * sysconf(_SC_PAGESIZE) / 1024);
+    if (MLOCK_WORKS)
+        assert_true(kb >= 3 * sysconf(_SC_PAGESIZE) / 1024);
     assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
     dt_daemon_cleanup(&d);
 }
