@@ -1,11 +1,14 @@
 /* The option table and the three things generated from it: the ini handler, the flag parser and
  * the --help text. Adding an option is one table row plus one struct field. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -13,6 +16,7 @@
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
+#include "metrics.h"
 #include "policy.h"
 
 typedef enum opt_type {
@@ -405,13 +409,38 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
     return 1;
 }
 
+/* Opens a configuration file for reading. O_NONBLOCK: a FIFO (or a device) is refused at once
+ * instead of waiting for a writer; only a regular file is read. */
+static FILE *open_regular(const char *path, char *err, ldpb_err *e)
+{
+    *e = LDPB_EIO;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        say(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    FILE *f = NULL;
+    if (fstat(fd, &st) != 0) {
+        say(err, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        say(err, "%s: not a regular file", path);
+        *e = LDPB_EINVAL;
+    } else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+               !(f = fdopen(fd, "r"))) {
+        say(err, "%s: cannot open: %s", path, strerror(errno));
+    }
+    if (!f)
+        close(fd);
+    return f;
+}
+
 ldpb_err agg_config_load_file(agg_config *cfg, const char *path, char *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        say(err, "%s: cannot open: %s", path, strerror(errno));
-        return LDPB_EIO;
-    }
+    ldpb_err open_err;
+    FILE *f = open_regular(path, err, &open_err);
+    if (!f)
+        return open_err;
     ini_ctx c = {cfg, 0, LDPB_OK, ""};
     int line = ini_parse_file(f, ini_handler_fn, &c);
     fclose(f);
@@ -524,7 +553,9 @@ ldpb_err agg_config_parse_args(agg_config *cfg, int argc, char **argv, char *err
             return e;
         }
     }
-    /* Pass 2: every other flag, in order, over the file. */
+    /* Pass 2: every other flag, in order, over the file. A flag given twice is an error, as a
+     * key twice in the file is: which one was meant is a guess (but --listen repeats). */
+    unsigned char given[N_OPTIONS] = {0};
     for (int i = 1; i < argc; i++) {
         if (!flag_to_name(argv[i], name, sizeof name, &inl)) {
             say(err, "ldpb-aggregator: unexpected argument '%s' (see --help)", argv[i]);
@@ -555,6 +586,13 @@ ldpb_err agg_config_parse_args(agg_config *cfg, int argc, char **argv, char *err
         }
         if (c == CLI_CONFIG)
             continue;
+        if ((o && o->type != OPT_LIST && given[idx]++) || (c == CLI_EXPORT && cfg->export_csv)) {
+            say(err, "ldpb-aggregator: --%s given twice", name);
+            for (char *p = err + strlen("ldpb-aggregator: --"); *p && *p != ' '; p++)
+                if (*p == '_')
+                    *p = '-';
+            return LDPB_EINVAL;
+        }
         ldpb_err e;
         if (c == CLI_EXPORT)
             e = set_string(&cfg->export_csv, v, reason);
@@ -595,6 +633,15 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
             say(err, "listen: '%s' is neither an ipc:// nor a tcp:// URL", cfg->listen[i]);
             return LDPB_EINVAL;
         }
+    /* Parsed as the endpoint will parse it, so --check-config catches a typo; whether the
+     * address can be bound is known only at start (exit 1 then). */
+    if (cfg->metrics) {
+        char why[AGG_CONFIG_ERRMAX];
+        if (agg_metrics_check_addr(cfg->metrics, why) != LDPB_OK) {
+            say(err, "metrics: %s", why);
+            return LDPB_EINVAL;
+        }
+    }
     if (!cfg->key) {
         say(err, "key is required (--key FILE, a secret key from `ldpb keygen`)");
         return LDPB_EINVAL;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "harden.h"
 #include "server.h"
 #include "store.h"
 
@@ -179,6 +180,12 @@ int main(int argc, char **argv)
     char err[AGG_CONFIG_ERRMAX > AGG_SERVER_ERRMAX ? AGG_CONFIG_ERRMAX : AGG_SERVER_ERRMAX] = "";
     int rc = 2;
     agg_server *srv = NULL;
+    /* Before anything secret is read. */
+    if (agg_process_harden(err) != LDPB_OK) {
+        fprintf(stderr, "ldpb-aggregator: %s\n", err);
+        rc = 1;
+        goto done;
+    }
     if (agg_config_parse_args(&cfg, argc, argv, err) != LDPB_OK) {
         fprintf(stderr, "%s\n", err);
         goto done;
@@ -230,7 +237,7 @@ int main(int argc, char **argv)
     e = agg_server_start(srv, err);
     if (e) {
         fprintf(stderr, "ldpb-aggregator: %s\n", err);
-        rc = 1;
+        rc = e == LDPB_EINVAL ? 2 : 1;
         goto done;
     }
     log_stderr(NULL, AGG_LOG_INFO, "ready");

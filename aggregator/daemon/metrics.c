@@ -240,3 +240,15 @@ void agg_metrics_stop(agg_metrics *m)
     MHD_stop_daemon(m->d);
     free(m);
 }
+
+ldpb_err agg_metrics_check_addr(const char *host_port, char *errmsg)
+{
+    struct sockaddr_storage ss;
+    int v6 = 0;
+    if (!parse_addr(host_port, &ss, &v6)) {
+        snprintf(errmsg, AGG_SERVER_ERRMAX, "'%s' is not HOST:PORT (e.g. 127.0.0.1:9464)",
+                 host_port);
+        return LDPB_EINVAL;
+    }
+    return LDPB_OK;
+}

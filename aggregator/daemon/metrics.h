@@ -18,4 +18,8 @@ ldpb_err agg_metrics_start(agg_metrics **out, const char *host_port, struct agg_
 /* Stops the endpoint and frees it. Accepts NULL. */
 void agg_metrics_stop(agg_metrics *m);
 
+/* Checks that `host_port` parses as agg_metrics_start parses it; binds nothing. LDPB_EINVAL with
+ * the reason in `errmsg` (AGG_SERVER_ERRMAX bytes) otherwise. */
+ldpb_err agg_metrics_check_addr(const char *host_port, char *errmsg);
+
 #endif

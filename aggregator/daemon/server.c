@@ -1093,9 +1093,12 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         say(errmsg, "libsodium cannot initialise");
         return LDPB_ECRYPTO;
     }
-    agg_server *s = calloc(1, sizeof *s);
+    /* sodium_malloc: the struct holds the secret key and the token key, so its pages are locked
+     * (never swapped), excluded from core dumps and wiped by sodium_free. */
+    agg_server *s = sodium_malloc(sizeof *s);
     if (!s)
         return LDPB_ENOMEM;
+    memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->log = log;
     s->log_ctx = log_ctx;
@@ -1115,6 +1118,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     ldpb_err err = ldpb_keyfile_load_secret(cfg->key, &s->kp, kd);
     if (err) {
         say(errmsg, "key %s: %s", cfg->key, kd[0] ? kd : ldpb_strerror(err));
+        err = err == LDPB_ENOMEM ? err : LDPB_EINVAL; /* the configured file is unusable */
         goto fail;
     }
     err = agg_token_key_derive(&s->token_key, s->kp.sk);
@@ -1131,8 +1135,10 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         ko.allowlist_max = lines < LDPB_ALLOWLIST_MAX ? lines : LDPB_ALLOWLIST_MAX;
     }
     err = ldpb_keycache_new(&s->kc, &s->kp, &ko);
-    if (!err && cfg->auth == AGG_AUTH_ALLOWLIST)
+    if (!err && cfg->auth == AGG_AUTH_ALLOWLIST) {
         err = load_allowlist(s, cfg->allowlist, errmsg);
+        err = err == LDPB_OK || err == LDPB_ENOMEM ? err : LDPB_EINVAL;
+    }
     if (err) {
         if (!errmsg[0])
             say(errmsg, "cannot create the key cache: %s", ldpb_strerror(err));
@@ -1403,7 +1409,10 @@ ldpb_err agg_server_start(agg_server *s, char *errmsg)
     }
     for (size_t i = 0; i < s->cfg->n_listen; i++)
         if (nn_bind(s->sock, s->cfg->listen[i]) < 0) {
-            say(errmsg, "listen %s: cannot bind: %s", s->cfg->listen[i], nn_strerror(nn_errno()));
+            int e = nn_errno();
+            say(errmsg, "listen %s: cannot bind: %s", s->cfg->listen[i], nn_strerror(e));
+            /* An address in use may come free; any other refusal is the URL's fault. */
+            err = e == EADDRINUSE ? LDPB_ETRANSPORT : LDPB_EINVAL;
             goto fail;
         }
     if (s->send == null_send) {
@@ -1534,5 +1543,5 @@ void agg_server_free(agg_server *s)
     pthread_mutex_destroy(&s->policy_mu);
     pthread_mutex_destroy(&s->queue_mu);
     pthread_cond_destroy(&s->queue_cv);
-    free(s);
+    sodium_free(s);
 }

@@ -80,8 +80,9 @@ extern const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS];
 /* Builds a server from a checked config (agg_config_check): loads the secret key and the
  * allow-list, opens the state in state_dir (refusing another configuration's state), creates the
  * policy and restores it. Nothing is bound and no thread runs until agg_server_start. Errors:
- * LDPB_EINVAL / LDPB_ERANGE (config), LDPB_EIO, LDPB_ECRYPTO (key), LDPB_ESTATE (state of
- * another configuration, or in use), LDPB_ECORRUPT, LDPB_ENOMEM; `errmsg` (AGG_SERVER_ERRMAX
+ * LDPB_EINVAL / LDPB_ERANGE (the config, or a file or directory it names: the key, the
+ * allow-list, the state directory), LDPB_EIO, LDPB_ECRYPTO, LDPB_ESTATE (state of another
+ * configuration, or in use), LDPB_ECORRUPT, LDPB_ENOMEM; `errmsg` (AGG_SERVER_ERRMAX
  * bytes) says what and where. `cfg` must outlive the server. `log` may be NULL. */
 ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log, void *log_ctx,
                         char *errmsg);
@@ -91,8 +92,10 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
 void agg_server_set_sender(agg_server *s, agg_send_fn send, void *ctx);
 
 /* Binds the listen URLs, starts the workers, the committer and the metrics endpoint. Errors:
- * LDPB_ETRANSPORT (a URL cannot be bound; `errmsg` names it), LDPB_EIO (metrics address),
- * LDPB_ENOMEM, LDPB_ESTATE (already started). On failure everything started is stopped. */
+ * LDPB_EINVAL (a listen URL nanomsg refuses: bad syntax, unknown interface, no permission),
+ * LDPB_ETRANSPORT (a URL cannot be bound now: address in use; `errmsg` names it), LDPB_EIO (metrics
+ * address), LDPB_ENOMEM, LDPB_ESTATE (already started). On failure everything started is stopped.
+ */
 ldpb_err agg_server_start(agg_server *s, char *errmsg);
 
 /* Drains and stops: workers answer what has arrived (up to a short deadline), the committer

@@ -1,6 +1,8 @@
 /* The device privacy ledger: the public API, the advisory lock and the durable write
- * (whole file to path.tmp, fsync, rename over path, fsync the directory) that must finish before
- * a freshly drawn value is handed back. The state and the byte format are in ledger_format.c. */
+ * (whole file to a fresh path.tmp.RANDOM, fsync, rename over path, fsync the directory) that must
+ * finish before a freshly drawn value is handed back. The state and the byte format are in
+ * ledger_format.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -14,8 +16,8 @@
 
 struct ldpb_ledger {
     ledger_state st;
-    char *path; /* NULL for an in-memory ledger */
-    char *tmp_path;
+    char *path;     /* NULL for an in-memory ledger */
+    char *tmp_path; /* path + TMP_SUFFIX, the X's replaced at each write */
     char *lock_path;
     char *dir_path;
     int lock_fd;
@@ -55,6 +57,12 @@ static char *concat(const char *a, const char *b)
     memcpy(s + na, b, nb + 1);
     return s;
 }
+
+/* The temporary file's suffix: the X's become random hex digits at each write, so its name cannot
+ * be guessed in advance and a planted file or link is never reused (it is created O_EXCL). */
+#define TMP_SUFFIX   ".tmp.XXXXXXXXXXXXXXXX"
+#define TMP_RANDOM   16u
+#define TMP_ATTEMPTS 8
 
 /* The directory holding `path`, whose entry the rename changes and which is fsynced after it. */
 static char *dir_of(const char *path)
@@ -99,9 +107,24 @@ static int sync_dir(const char *dir)
 
 /* Writes the state plus `extra` with `spent_units` durably. Before the rename a failure leaves
  * the old file in place; after it, the handle is marked broken (see struct ldpb_ledger). */
+static int create_tmp(ldpb_ledger *l)
+{
+    char *x = l->tmp_path + strlen(l->tmp_path) - TMP_RANDOM;
+    for (int attempt = 0; attempt < TMP_ATTEMPTS; attempt++) {
+        uint8_t r[TMP_RANDOM / 2];
+        randombytes_buf(r, sizeof r);
+        sodium_bin2hex(x, TMP_RANDOM + 1, r, sizeof r);
+        /* O_EXCL never follows a symbolic link, even a dangling one. */
+        int fd = open(l->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
 static ldpb_err persist(ldpb_ledger *l, const ledger_record *extra, uint64_t spent_units)
 {
-    int fd = open(l->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = create_tmp(l);
     if (fd < 0)
         return LDPB_EIO;
     if (ledger_emit(&l->st, extra, spent_units, fd_sink, &fd) != 0 ||
@@ -128,11 +151,60 @@ fail_renamed:
     return LDPB_EIO;
 }
 
+/* Opens `path` without following a symbolic link and without blocking (a FIFO with no writer,
+ * a device), and accepts only a regular file: *fd is -1 and the error LDPB_EINVAL otherwise.
+ * A missing file is LDPB_ENOTFOUND unless `flags` has O_CREAT. */
+static ldpb_err open_regular(const char *path, int flags, int *fd)
+{
+    *fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    if (*fd < 0)
+        return errno == ENOENT && !(flags & O_CREAT) ? LDPB_ENOTFOUND
+               : errno == ELOOP                      ? LDPB_EINVAL
+                                                     : LDPB_EIO;
+    struct stat sb;
+    ldpb_err err = LDPB_OK;
+    if (fstat(*fd, &sb) != 0)
+        err = LDPB_EIO;
+    else if (!S_ISREG(sb.st_mode))
+        err = LDPB_EINVAL;
+    else if (fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        err = LDPB_EIO;
+    if (err) {
+        close(*fd);
+        *fd = -1;
+    }
+    return err;
+}
+
+/* Removes the temporary files a crash left behind (path.tmp.RANDOM). Called under the lock, so
+ * none of them belongs to a live writer; unlink removes a planted link itself, never its target.
+ * Best effort: a leftover is harmless. A path.tmp of earlier versions is left alone: it could be
+ * another ledger's name. */
+static void clean_stale_tmp(const ldpb_ledger *l)
+{
+    const char *slash = strrchr(l->path, '/');
+    const char *base = slash ? slash + 1 : l->path;
+    size_t n = strlen(base), tail = strlen(TMP_SUFFIX) - TMP_RANDOM;
+    DIR *d = opendir(l->dir_path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        if (strncmp(name, base, n) != 0 || strncmp(name + n, TMP_SUFFIX, tail) != 0)
+            continue;
+        const char *rest = name + n + tail;
+        if (strlen(rest) == TMP_RANDOM && strspn(rest, "0123456789abcdef") == TMP_RANDOM)
+            (void)unlinkat(dirfd(d), name, 0);
+    }
+    closedir(d);
+}
+
 static ldpb_err take_lock(ldpb_ledger *l)
 {
-    l->lock_fd = open(l->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (l->lock_fd < 0)
-        return LDPB_EIO;
+    ldpb_err err = open_regular(l->lock_path, O_RDWR | O_CREAT, &l->lock_fd);
+    if (err)
+        return err;
     for (;;) {
         if (flock(l->lock_fd, LOCK_EX | LOCK_NB) == 0)
             return LDPB_OK;
@@ -142,13 +214,14 @@ static ldpb_err take_lock(ldpb_ledger *l)
     }
 }
 
-/* Reads and validates an existing ledger file; `fd` is open on it and is closed here. */
+/* Reads and validates an existing ledger file; `fd` is open on it (a regular file) and is closed
+ * here. */
 static ldpb_err load(ldpb_ledger *l, int fd)
 {
     ldpb_err err = LDPB_EIO;
     uint8_t *buf = NULL;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+    if (fstat(fd, &sb) != 0)
         goto done;
     if (sb.st_size < 0 || (uint64_t)sb.st_size > LEDGER_FILE_MAX) {
         err = LDPB_ECORRUPT;
@@ -207,7 +280,7 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
 
     err = LDPB_ENOMEM;
     l->path = concat(path, "");
-    l->tmp_path = concat(path, ".tmp");
+    l->tmp_path = concat(path, TMP_SUFFIX);
     l->lock_path = concat(path, ".lock");
     l->dir_path = dir_of(path);
     if (!l->path || !l->tmp_path || !l->lock_path || !l->dir_path)
@@ -216,12 +289,15 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
     if (err)
         goto fail;
 
-    int fd = open(l->path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
+    clean_stale_tmp(l);
+
+    int fd;
+    err = open_regular(l->path, O_RDONLY, &fd);
+    if (!err) {
         err = load(l, fd);
         if (err)
             goto fail;
-    } else if (errno == ENOENT) {
+    } else if (err == LDPB_ENOTFOUND) {
         err = LDPB_EINVAL;
         if (!opts)
             goto fail;
@@ -233,7 +309,6 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
         if (err)
             goto fail;
     } else {
-        err = LDPB_EIO;
         goto fail;
     }
     *out = l;

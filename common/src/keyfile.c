@@ -166,6 +166,11 @@ ldpb_err ldpb_keyfile_load_secret(const char *path, ldpb_keypair *out, char *det
     ldpb_err err = read_text(path, 1, text, sizeof text, &len, detail);
     if (!err)
         err = ldpb_keyfile_parse(text, len, LDPB_KEYFILE_SECRET, sk, detail);
+    /* Parses fine but is everybody's key (an empty or placeholder file filled with zeros). */
+    if (!err && sodium_is_zero(sk, sizeof sk)) {
+        say(detail, "the key is all zeros, which anyone can guess; make one with `ldpb keygen`");
+        err = LDPB_ECRYPTO;
+    }
     if (!err)
         err = ldpb_keypair_from_secret(out, sk);
     sodium_memzero(text, sizeof text);

@@ -364,18 +364,15 @@ void ldpb_keycache_free(ldpb_keycache *kc)
 {
     if (!kc)
         return;
-    if (kc->keys)
-        sodium_memzero(kc->keys, (size_t)kc->cache.hwm * sizeof *kc->keys);
+    sodium_free(kc->keys); /* wipes it */
     if (kc->pend)
         sodium_memzero(kc->pend, (kc->pend_mask + 1) * sizeof *kc->pend);
     free(kc->pend);
-    free(kc->keys);
     free(kc->lru_prev);
     free(kc->lru_next);
     index_fini(&kc->cache);
     index_fini(&kc->allow);
-    sodium_memzero(kc, sizeof *kc);
-    free(kc);
+    sodium_free(kc);
 }
 
 ldpb_err ldpb_keycache_new(ldpb_keycache **out, const ldpb_keypair *server,
@@ -393,15 +390,20 @@ ldpb_err ldpb_keycache_new(ldpb_keycache **out, const ldpb_keypair *server,
         return LDPB_ERANGE;
     if (sodium_init() < 0)
         return LDPB_ECRYPTO;
-    ldpb_keycache *kc = calloc(1, sizeof *kc);
+    /* The handle (a copy of the server's secret key) and the derived keys are in sodium_malloc'd
+     * memory: locked when RLIMIT_MEMLOCK allows, never in a core dump, wiped by sodium_free. */
+    ldpb_keycache *kc = sodium_malloc(sizeof *kc);
     if (!kc)
         return LDPB_ENOMEM;
+    memset(kc, 0, sizeof *kc);
     ldpb_err err = index_init(&kc->cache, opts->max_entries, LDPB_KEY_BYTES, 0);
     if (!err)
         err = index_init(&kc->allow, opts->allowlist_max, LDPB_KEY_BYTES, 0);
     if (err)
         goto fail;
-    kc->keys = calloc(opts->max_entries, sizeof *kc->keys);
+    kc->keys = sodium_allocarray(opts->max_entries, sizeof *kc->keys);
+    if (kc->keys)
+        memset(kc->keys, 0, opts->max_entries * sizeof *kc->keys);
     kc->lru_prev = calloc(opts->max_entries, sizeof *kc->lru_prev);
     kc->lru_next = calloc(opts->max_entries, sizeof *kc->lru_next);
     if (!kc->keys || !kc->lru_prev || !kc->lru_next) {

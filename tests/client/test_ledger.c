@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -193,6 +194,23 @@ static void assert_file_equals(const char *path, const uint8_t *buf, size_t len)
     assert_int_equal(n, len);
     assert_memory_equal(now, buf, len);
     free(now);
+}
+
+/* Temporary files (ledger.tmp.RANDOM) in the fixture's directory. */
+static int count_tmp(const fx *f)
+{
+    DIR *d = opendir(f->dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        n += strncmp(de->d_name, "ledger.tmp.", 11) == 0;
+    closedir(d);
+    return n;
+}
+
+static void assert_no_tmp(const fx *f)
+{
+    assert_int_equal(count_tmp(f), 0);
 }
 
 static void assert_entry_equal(const ldpb_ledger_entry *a, const ldpb_ledger_entry *b)
@@ -622,28 +640,40 @@ static void eio_from_the_filesystem(void **state)
     assert_int_equal(ldpb_ledger_open(&l, p, &o), LDPB_EIO);
     assert_null(l);
 
-    /* The ledger path is a directory. */
+    /* The ledger path is a directory: not a regular file. */
     snprintf(p, sizeof p, "%s/isdir", f->dir);
     assert_int_equal(mkdir(p, 0700), 0);
-    assert_int_equal(ldpb_ledger_open(&l, p, &o), LDPB_EIO);
+    assert_int_equal(ldpb_ledger_open(&l, p, &o), LDPB_EINVAL);
 
-    /* The temporary path is taken by a directory: creation fails, nothing is left behind. */
-    assert_int_equal(mkdir(f->tmp, 0700), 0);
-    assert_int_equal(ldpb_ledger_open(&l, f->path, &o), LDPB_EIO);
-    assert_int_equal(access(f->path, F_OK), -1);
-    assert_int_equal(rmdir(f->tmp), 0);
+    /* The temporary file cannot be created (its name is too long for the file system, the
+     * ledger's is not): the open fails and nothing is left behind. */
+    char longp[400];
+    int dl = snprintf(longp, sizeof longp, "%s/", f->dir);
+    memset(longp + dl, 'n', 250);
+    longp[dl + 250] = '\0';
+    assert_int_equal(ldpb_ledger_open(&l, longp, &o), LDPB_EIO);
+    assert_int_equal(access(longp, F_OK), -1);
+    assert_no_tmp(f);
 
-    /* ... and when it appears later, a privatization fails and leaves the file as it was. */
+    /* ... and when creation fails later (the directory is swapped for a file), a privatization
+     * fails and leaves the file as it was. */
     l = open_ok(f->path, 10.0, 2.0);
     ldpb_ledger_entry e;
     assert_int_equal(priv(l, "first", f->lin1, f->rng, 0.5, &e), LDPB_OK);
     uint8_t *before;
     size_t n;
     assert_int_equal(read_all(f->path, &before, &n), 0);
-    assert_int_equal(mkdir(f->tmp, 0700), 0);
+    char moved[80];
+    snprintf(moved, sizeof moved, "%s.moved", f->dir);
+    assert_int_equal(rename(f->dir, moved), 0);
+    int blocker = open(f->dir, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(blocker >= 0);
+    close(blocker);
     assert_privatize_eio_changes_nothing(f, l, "second");
+    assert_int_equal(unlink(f->dir), 0);
+    assert_int_equal(rename(moved, f->dir), 0);
     assert_file_equals(f->path, before, n);
-    assert_int_equal(rmdir(f->tmp), 0);
+    assert_no_tmp(f);
     assert_int_equal(priv(l, "second", f->lin1, f->rng, 0.5, &e), LDPB_OK);
     free(before);
 
@@ -651,7 +681,7 @@ static void eio_from_the_filesystem(void **state)
     assert_int_equal(unlink(f->path), 0);
     assert_int_equal(mkdir(f->path, 0700), 0);
     assert_privatize_eio_changes_nothing(f, l, "third");
-    assert_int_equal(access(f->tmp, F_OK), -1);
+    assert_no_tmp(f);
     assert_int_equal(rmdir(f->path), 0);
     ldpb_ledger_close(l);
 
@@ -663,6 +693,108 @@ static void eio_from_the_filesystem(void **state)
         snprintf(q, sizeof q, "%s/ledger", p);
         assert_int_equal(ldpb_ledger_open(&l, q, &o), LDPB_EIO);
     }
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    /* A blocked open is a regression: fail loudly instead of hanging the suite. */
+    static const char msg[] = "test_ledger: ldpb_ledger_open blocked on a non-regular file\n";
+    if (write(2, msg, sizeof msg - 1) < 0)
+        _exit(3);
+    _exit(2);
+}
+
+/* A FIFO, a socket or a device at the ledger's path is refused at once (LDPB_EINVAL), never
+ * waited on: opening a FIFO for reading blocks until a writer comes. */
+static void non_regular_path_refused_without_blocking(void **state)
+{
+    fx *f = *state;
+    ldpb_ledger_opts o = opts_of(10.0, 2.0);
+    ldpb_ledger *l = NULL;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+    alarm(5);
+
+    assert_int_equal(mkfifo(f->path, 0600), 0);
+    assert_int_equal(ldpb_ledger_open(&l, f->path, &o), LDPB_EINVAL);
+    assert_null(l);
+    assert_int_equal(ldpb_ledger_open(&l, f->path, NULL), LDPB_EINVAL);
+    assert_int_equal(unlink(f->path), 0);
+
+    /* A character device, reached through the ledger's own name (a link to /dev/zero is refused
+     * as a link; the device itself is tested through mknod where permitted). */
+    assert_int_equal(symlink("/dev/zero", f->path), 0);
+    assert_int_equal(ldpb_ledger_open(&l, f->path, &o), LDPB_EINVAL);
+    assert_int_equal(unlink(f->path), 0);
+    if (mknod(f->path, S_IFCHR | 0600, makedev(1, 5)) == 0) {
+        assert_int_equal(ldpb_ledger_open(&l, f->path, &o), LDPB_EINVAL);
+        assert_int_equal(unlink(f->path), 0);
+    }
+
+    /* A FIFO at the lock's path neither blocks nor is taken as the lock. */
+    char lockp[200];
+    snprintf(lockp, sizeof lockp, "%s.lock", f->path);
+    unlink(lockp);
+    assert_int_equal(mkfifo(lockp, 0600), 0);
+    assert_int_equal(ldpb_ledger_open(&l, f->path, &o), LDPB_EINVAL);
+    assert_int_equal(access(f->path, F_OK), -1);
+    assert_int_equal(unlink(lockp), 0);
+
+    alarm(0);
+    assert_int_equal(sigaction(SIGALRM, &old, NULL), 0);
+    l = open_ok(f->path, 10.0, 2.0);
+    ldpb_ledger_close(l);
+}
+
+/* Links planted where the ledger writes are never followed: at the name earlier versions used
+ * for the temporary file, at names of the current pattern (stale files are removed as links,
+ * their targets untouched), and at the ledger's own path. */
+static void planted_links_are_not_followed(void **state)
+{
+    fx *f = *state;
+    char target[160];
+    snprintf(target, sizeof target, "%s/precious", f->dir);
+    static const char precious[] = "not a ledger, must stay as it is\n";
+    write_all(target, (const uint8_t *)precious, sizeof precious - 1);
+
+    assert_int_equal(symlink(target, f->tmp), 0);
+    char stale[200];
+    snprintf(stale, sizeof stale, "%s.0123456789abcdef", f->tmp);
+    assert_int_equal(symlink(target, stale), 0);
+    char other[200];
+    snprintf(other, sizeof other, "%s/ledger.tmp.not-ours", f->dir);
+    write_all(other, (const uint8_t *)"x", 1);
+
+    ldpb_ledger *l = open_ok(f->path, 10.0, 2.0);
+    ldpb_ledger_entry e;
+    for (int i = 0; i < 3; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "id%d", i);
+        assert_int_equal(priv(l, id, f->lin1, f->rng, 0.5, &e), LDPB_OK);
+    }
+    ldpb_ledger_close(l);
+    assert_file_equals(target, (const uint8_t *)precious, sizeof precious - 1);
+    struct stat sb;
+    assert_int_equal(lstat(f->path, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assert_int_equal(lstat(stale, &sb), -1);  /* the stale link was removed */
+    assert_int_equal(lstat(f->tmp, &sb), 0);  /* an old-style name could be another ledger's */
+    assert_int_equal(access(other, F_OK), 0); /* not of the pattern: not ours */
+    assert_int_equal(count_tmp(f), 1);
+    assert_int_equal(unlink(other), 0);
+
+    /* The ledger's own path as a link: refused, the target untouched. */
+    assert_int_equal(unlink(f->path), 0);
+    assert_int_equal(symlink(target, f->path), 0);
+    ldpb_ledger_opts o = opts_of(10.0, 2.0);
+    assert_int_equal(ldpb_ledger_open(&l, f->path, &o), LDPB_EINVAL);
+    assert_null(l);
+    assert_file_equals(target, (const uint8_t *)precious, sizeof precious - 1);
 }
 
 typedef struct fail_at {
@@ -697,7 +829,7 @@ static void eio_at_each_durability_step(void **state)
         ledger_set_step_hook(l, fail_hook, &fa);
         assert_privatize_eio_changes_nothing(f, l, "x");
         assert_int_equal(fa.calls, (int)i + 1);
-        assert_int_equal(access(f->tmp, F_OK), -1);
+        assert_no_tmp(f);
         int renamed = steps[i] >= LEDGER_STEP_RENAMED;
         if (!renamed)
             assert_file_equals(f->path, before, n);
@@ -739,7 +871,7 @@ static void assert_open_corrupt(fx *f, const uint8_t *img, size_t len)
     ldpb_ledger_opts o = opts_of(4.0, 1.0);
     assert_int_equal(ldpb_ledger_open(&l, f->path, &o), LDPB_ECORRUPT); /* never a reset */
     assert_file_equals(f->path, img, len);
-    assert_int_equal(access(f->tmp, F_OK), -1);
+    assert_no_tmp(f);
 }
 
 static void corrupt_files_are_refused_and_left_alone(void **state)
@@ -1191,6 +1323,8 @@ int main(void)
         T(second_open_is_estate),
         T(eio_from_the_filesystem),
         T(eio_at_each_durability_step),
+        T(non_regular_path_refused_without_blocking),
+        T(planted_links_are_not_followed),
         T(corrupt_files_are_refused_and_left_alone),
         T(resealed_structural_defects_are_corrupt),
         T(laplace_value_beyond_the_admissible_range_is_corrupt),

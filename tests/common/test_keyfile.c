@@ -269,6 +269,32 @@ static void exposed_secret_refused(void **state)
     unlink(p);
 }
 
+/* A well-formed key of 32 zero bytes is everybody's key: refused, and nothing is loaded. */
+static void all_zero_secret_refused(void **state)
+{
+    (void)state;
+    uint8_t zero[LDPB_KEY_BYTES] = {0};
+    char text[LDPB_KEYFILE_BYTES + 1];
+    assert_int_equal(ldpb_keyfile_format(text, sizeof text, LDPB_KEYFILE_SECRET, zero), LDPB_OK);
+    const char *p = path_in("zero.key");
+    write_text(p, text, LDPB_KEYFILE_BYTES, 0600);
+    ldpb_keypair kp;
+    memset(&kp, 0x5a, sizeof kp);
+    char detail[LDPB_DETAIL_BYTES] = "";
+    assert_int_equal(ldpb_keyfile_load_secret(p, &kp, detail), LDPB_ECRYPTO);
+    assert_non_null(strstr(detail, "all zeros"));
+    uint8_t untouched[sizeof kp];
+    memset(untouched, 0x5a, sizeof untouched);
+    assert_memory_equal(&kp, untouched, sizeof kp);
+    /* one nonzero byte is a key like any other */
+    zero[31] = 1;
+    assert_int_equal(ldpb_keyfile_format(text, sizeof text, LDPB_KEYFILE_SECRET, zero), LDPB_OK);
+    write_text(p, text, LDPB_KEYFILE_BYTES, 0600);
+    assert_int_equal(ldpb_keyfile_load_secret(p, &kp, NULL), LDPB_OK);
+    ldpb_keypair_wipe(&kp);
+    unlink(p);
+}
+
 /* ---- ldpb keygen through the binary ------------------------------------------------------- */
 
 static const char *ldpb_path;
@@ -431,10 +457,9 @@ int main(int argc, char **argv)
         return cmocka_run_group_tests(cli, make_dir, remove_dir);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(format_and_parse),
-        cmocka_unit_test(malformed_texts),
-        cmocka_unit_test(write_and_load),
-        cmocka_unit_test(exposed_secret_refused),
+        cmocka_unit_test(format_and_parse),        cmocka_unit_test(malformed_texts),
+        cmocka_unit_test(write_and_load),          cmocka_unit_test(exposed_secret_refused),
+        cmocka_unit_test(all_zero_secret_refused),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -58,9 +58,11 @@ LDPB_API void ldpb_ledger_opts_init(ldpb_ledger_opts *opts);
  * keeps the budget and cap it was created with (a larger budget cannot be granted by reopening;
  * `opts` may be NULL then). `path` NULL makes an in-memory ledger (for simulations only; it
  * protects nothing across restarts). Errors: LDPB_EINVAL (NULL out, NULL opts for a new ledger,
- * non-finite opts), LDPB_ERANGE (opts out of range), LDPB_EIO, LDPB_ECORRUPT (the file failed
- * validation; it is left untouched), LDPB_ESTATE (locked by another process or handle; the lock
- * is flock on "<path>.lock"), LDPB_ENOMEM, LDPB_ECRYPTO (libsodium failed to initialise). */
+ * non-finite opts; `path` or "<path>.lock" is a symbolic link, a directory, a FIFO, a socket or a
+ * device: refused at once, never waited on), LDPB_ERANGE (opts out of range), LDPB_EIO,
+ * LDPB_ECORRUPT (the file failed validation; it is left untouched), LDPB_ESTATE (locked by another
+ * process or handle; the lock is flock on "<path>.lock"), LDPB_ENOMEM, LDPB_ECRYPTO (libsodium
+ * failed to initialise). */
 LDPB_API ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path,
                                    const ldpb_ledger_opts *opts);
 

@@ -45,7 +45,8 @@ LDPB_API ldpb_err ldpb_keyfile_parse(const char *text, size_t len, ldpb_keyfile_
 
 /* Loads a secret key file into `out` (the public half is computed from it). Errors: LDPB_EIO
  * (cannot open or read, or not a regular file), LDPB_ECRYPTO (the file's mode gives group or
- * others any access: the key may be exposed; chmod 600 it), and those of ldpb_keyfile_parse.
+ * others any access: the key may be exposed; chmod 600 it; or the key is all zeros), and those
+ * of ldpb_keyfile_parse.
  * Every copy of the secret but `out` is wiped; wipe `out` with ldpb_keypair_wipe. */
 LDPB_API ldpb_err ldpb_keyfile_load_secret(const char *path, ldpb_keypair *out, char *detail);
 
