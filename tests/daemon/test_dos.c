@@ -212,8 +212,8 @@ static void test_random_key_flood(void **state)
     assert_int_equal(derived, fa.crypto);
     assert_int_equal(metric(mport, "ldpb_key_derivations_refused_total"), fa.busy);
 
-    /* 500 forged frames repeating one key: one derivation in all (the key is remembered apart
-     * from the authenticated cache), whatever the budget */
+    /* 500 forged frames repeating one key: a handful of derivations in all (the key is remembered
+     * apart from the authenticated cache), whatever the budget */
     struct timespec pause = {1, 100000000}; /* the bucket refills */
     nanosleep(&pause, NULL);
     uint8_t one_pk[LDPB_KEY_BYTES];
@@ -222,7 +222,10 @@ static void test_random_key_flood(void **state)
     flood_arg fb = {d.tcp_url, d.server.pk, one_pk, 500, 4, 0, 0, 0, 0};
     flood_main(&fb);
     assert_int_equal(fb.crypto, 500);
-    assert_int_equal(metric(mport, "ldpb_key_derivations_total") - before, 1);
+    /* The derivation runs outside the lock, so the first frames of the 4 senders can race to
+     * derive the same key before one of them records it: at most one derivation per sender. */
+    long long repeated = metric(mport, "ldpb_key_derivations_total") - before;
+    assert_true(repeated >= 1 && repeated <= 4);
 
     /* a client the daemon has never seen gets in once the budget has refilled */
     nanosleep(&pause, NULL);

@@ -54,7 +54,12 @@ static unsigned mode_of(const char *name)
     return (unsigned)(st.st_mode & 07777);
 }
 
-static const agg_store_meta meta = {"ldp-ts-b", 3, "linear", 1.0, 0.5, "local", 0, 0, 0, 0};
+static const agg_store_meta meta = {
+    .policy = "ldp-ts-b",
+    .mode = "local",
+    .params = {.k = 3, .mechanism = LDPB_MECH_LINEAR, .epsilon = 1.0, .kappa = 0.5},
+    .reads = AGG_PARAM_EPSILON | AGG_PARAM_MECHANISM,
+};
 
 /* With umask 0 in a 0777 directory, SQLite alone would create all three files 0666. */
 static void test_state_files_private(void **state)
