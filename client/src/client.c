@@ -797,6 +797,7 @@ static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double re
     case LDPB_ENOTFOUND:
     case LDPB_EEXPIRED:
     case LDPB_EBUSY:
+    case LDPB_ENOTSUP:
         return setf(c, err, "privatizing through the ledger failed (%s)", ldpb_errname(err));
     }
     *value = e.value;
