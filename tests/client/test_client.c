@@ -1576,6 +1576,8 @@ typedef struct daemon_proc {
     char state[200];
     char log[200];
     ldpb_keypair kp;
+    const char *arms;      /* "3" unless a test sets another count */
+    const char *allowlist; /* NULL: open; else the allow-list file (auth = allowlist) */
     pid_t pid;
     fx *f; /* whose teardown stops a daemon left running */
 } daemon_proc;
@@ -1611,7 +1613,7 @@ static void daemon_start(daemon_proc *d, const char *mech, const char *eps)
     argv[n++] = "--key";
     argv[n++] = d->key;
     argv[n++] = "--arms";
-    argv[n++] = "3";
+    argv[n++] = (char *)(d->arms ? d->arms : "3");
     argv[n++] = "--mechanism";
     argv[n++] = (char *)mech;
     argv[n++] = "--epsilon";
@@ -1620,6 +1622,12 @@ static void daemon_start(daemon_proc *d, const char *mech, const char *eps)
     argv[n++] = strcmp(mech, "laplace") == 0 ? "ldp-ucb-l" : "ldp-ts-b";
     argv[n++] = "--log-level";
     argv[n++] = "warn";
+    if (d->allowlist) {
+        argv[n++] = "--auth";
+        argv[n++] = "allowlist";
+        argv[n++] = "--allowlist";
+        argv[n++] = (char *)d->allowlist;
+    }
     argv[n] = NULL;
     d->pid = fork();
     assert_true(d->pid >= 0);
@@ -1824,15 +1832,124 @@ static void e2e_report_across_restarts(void **state)
     daemon_cleanup(&d);
 }
 
+/* ldpb_client_status against the real daemon: a status of many arms (a reply far larger than
+ * an assignment's) before and after two reports, which it counts; the status itself spends
+ * nothing. */
+static void e2e_status(void **state)
+{
+    fx *f = *state;
+    daemon_proc d;
+    daemon_init(&d, f);
+    d.arms = "400";
+    daemon_start(&d, "linear", "1");
+    ldpb_client_opts o;
+    e2e_opts(&o, &d, d.tcp, NULL);
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_status st;
+    ldpb_err err = ldpb_client_status(c, &st);
+    if (err)
+        fail_msg("status: %s (%s)", ldpb_errname(err), ldpb_client_errmsg(c));
+    assert_string_equal(st.policy, "ldp-ts-b");
+    assert_string_equal(st.model, "local");
+    assert_true(st.reports == 0);
+    uint64_t issued = st.assignments; /* daemon_start's probe took one */
+    assert_int_equal(st.n_arms, 400);
+    for (uint32_t i = 0; i < st.n_arms; i++) {
+        assert_int_equal(st.arms[i].arm, i);
+        assert_true(st.arms[i].pulls == 0);
+        assert_int_equal(st.arms[i].has_estimate, 0);
+        assert_int_equal(st.arms[i].has_active, 1);
+        assert_int_equal(st.arms[i].active, 1);
+    }
+    ldpb_status_clear(&st);
+    assert_null(st.arms);
+    assert_int_equal(st.n_arms, 0);
+    ldpb_status_clear(&st);
+
+    for (int k = 0; k < 2; k++) {
+        ldpb_assignment a;
+        assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_OK);
+        assert_int_equal(ldpb_client_report(c, &a, 1.0), LDPB_OK);
+    }
+    double charged = spent(c);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_OK);
+    assert_true(st.reports == 2 && st.assignments == issued + 2);
+    uint64_t pulls = 0;
+    for (uint32_t i = 0; i < st.n_arms; i++) {
+        pulls += st.arms[i].pulls;
+        if (st.arms[i].pulls > 0) {
+            assert_int_equal(st.arms[i].has_estimate, 1);
+            assert_int_equal(st.arms[i].has_ci, 1);
+            assert_true(st.arms[i].ci_low <= st.arms[i].estimate &&
+                        st.arms[i].estimate <= st.arms[i].ci_high);
+        }
+    }
+    assert_true(pulls == 2);
+    ldpb_status_clear(&st);
+    assert_true(spent(c) == charged);
+    assert_int_equal(ldpb_ledger_count(ldpb_client_ledger(c)), 2);
+
+    assert_int_equal(ldpb_client_status(NULL, &st), LDPB_EINVAL);
+    assert_int_equal(ldpb_client_status(c, NULL), LDPB_EINVAL);
+    ldpb_status_clear(NULL);
+    ldpb_client_free(c);
+    daemon_stop(&d);
+    daemon_cleanup(&d);
+}
+
+/* A daemon with an allow-list answers the status only to a handle with an allowed key; any
+ * other gets LDPB_EAUTH and a zeroed status. */
+static void e2e_status_allowlist(void **state)
+{
+    fx *f = *state;
+    daemon_proc d;
+    daemon_init(&d, f);
+    ldpb_keypair allowed;
+    assert_int_equal(ldpb_keypair_generate(&allowed), LDPB_OK);
+    char list[200];
+    snprintf(list, sizeof list, "%s/allowed.keys", f->dir);
+    assert_int_equal(ldpb_keyfile_write(list, LDPB_KEYFILE_PUBLIC, allowed.pk, 1, NULL), LDPB_OK);
+    d.allowlist = list;
+    daemon_start(&d, "linear", "1");
+
+    ldpb_client_opts o;
+    e2e_opts(&o, &d, d.ipc, NULL);
+    o.max_attempts = 1;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_status st;
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_EAUTH);
+    assert_null(st.arms);
+    assert_int_equal(st.n_arms, 0);
+    assert_string_equal(st.policy, "");
+    assert_non_null(strstr(ldpb_client_errmsg(c), "allow-list"));
+    ldpb_client_free(c);
+
+    o.client_secret_key = allowed.sk;
+    c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_err err = ldpb_client_status(c, &st);
+    if (err)
+        fail_msg("status with an allowed key: %s (%s)", ldpb_errname(err), ldpb_client_errmsg(c));
+    assert_int_equal(st.n_arms, 3);
+    assert_string_equal(st.model, "local");
+    ldpb_status_clear(&st);
+    ldpb_client_free(c);
+    ldpb_keypair_wipe(&allowed);
+    daemon_stop(&d);
+    daemon_cleanup(&d);
+}
+
 int main(int argc, char **argv)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     if (argc == 3 && strcmp(argv[1], "--daemon") == 0) {
         daemon_path = argv[2];
         const struct CMUnitTest e2e[] = {
-            T(e2e_assign_and_report),
-            T(e2e_cap_and_wrong_key),
-            T(e2e_report_across_restarts),
+            T(e2e_assign_and_report),      T(e2e_cap_and_wrong_key),
+            T(e2e_report_across_restarts), T(e2e_status),
+            T(e2e_status_allowlist),
         };
         return cmocka_run_group_tests_name("client_e2e", e2e, NULL, NULL);
     }
