@@ -597,7 +597,7 @@ int cmd_loadgen(int argc, char **argv)
 
     struct run *run = NULL;
     worker *workers = NULL;
-    tool_status before, after;
+    ldpb_status before, after;
     memset(&before, 0, sizeof before);
     memset(&after, 0, sizeof after);
     struct totals t;
@@ -621,8 +621,8 @@ int cmd_loadgen(int argc, char **argv)
 
     /* The aggregator first: its arm count, model and report total. */
     uint32_t status_timeout = (uint32_t)timeout;
-    ldpb_err err =
-        tool_status_fetch(a.connect, run->server_pk, status_timeout, &before, msg, sizeof msg);
+    ldpb_err err = tool_status_fetch(a.connect, run->server_pk, NULL, status_timeout, &before, msg,
+                                     sizeof msg);
     if (err) {
         if (err == LDPB_EINVAL)
             fprintf(stderr, "%s: --connect: %s (expected tcp://HOST:PORT or ipc://PATH)\n", PROG,
@@ -788,7 +788,8 @@ int cmd_loadgen(int argc, char **argv)
             }
     }
     int interrupted = atomic_load(&stop_signal) != 0;
-    err = tool_status_fetch(a.connect, run->server_pk, status_timeout, &after, msg, sizeof msg);
+    err =
+        tool_status_fetch(a.connect, run->server_pk, NULL, status_timeout, &after, msg, sizeof msg);
 
     /* Print. */
     FILE *f = stdout;
@@ -864,8 +865,8 @@ done:
         pthread_cond_destroy(&run->cv);
     }
     free(run);
-    tool_status_fini(&before);
-    tool_status_fini(&after);
+    ldpb_status_clear(&before);
+    ldpb_status_clear(&after);
     agg_env_free(env);
     return rc;
 }

@@ -697,10 +697,11 @@ void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t 
     uint64_t request_id = 0;
     int has_request_id = 0;
     Ldpb__V1__Envelope *env = NULL;
-    err = ldpb_envelope_peek(w->pt, pt_len, &version, &request_id, &has_request_id);
+    /* The request id is echoed whenever it is readable, even when nothing else is, so a client
+     * can match the refusal to its request; the detail says what is wrong. */
+    err = ldpb_envelope_peek(w->pt, pt_len, &version, &request_id, &has_request_id, detail);
     if (err) {
-        send_sealed_error(s, w, to, pk, &key, 0, 0, LDPB_EPROTO,
-                          "malformed envelope (no protocol_version)");
+        send_sealed_error(s, w, to, pk, &key, request_id, has_request_id, err, detail);
         goto done;
     }
     err = ldpb_envelope_decode(w->pt, pt_len, &env, detail);

@@ -83,6 +83,22 @@ struct ldpb_client {
     uint8_t reply_pt[REPLY_CAP];
 };
 
+/* Where a reply lands: the handle's own buffers for assign and report, larger ones for a status
+ * (up to a whole frame). `frame` has cap + 1 bytes, so an oversized frame is recognised whatever
+ * nanomsg reports for it. */
+typedef struct reply_buf {
+    uint8_t *frame;
+    size_t cap;
+    uint8_t *pt;
+    size_t pt_cap;
+} reply_buf;
+
+static reply_buf own_buf(ldpb_client *c)
+{
+    reply_buf rb = {c->recv_buf, REPLY_CAP, c->reply_pt, sizeof c->reply_pt};
+    return rb;
+}
+
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
@@ -461,7 +477,7 @@ static ldpb_err send_frame(ldpb_client *c, size_t len)
 }
 
 /* Waits until `deadline` (monotonic ms) for the reply; LDPB_ETIMEDOUT when it passes. */
-static ldpb_err recv_frame(ldpb_client *c, uint64_t deadline, size_t *n)
+static ldpb_err recv_frame(ldpb_client *c, uint64_t deadline, const reply_buf *rb, size_t *n)
 {
     for (;;) {
         uint64_t now = mono_ms();
@@ -470,7 +486,7 @@ static ldpb_err recv_frame(ldpb_client *c, uint64_t deadline, size_t *n)
         int ms = deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
         if (nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &ms, sizeof ms) < 0)
             return setf(c, LDPB_ETRANSPORT, "nn_setsockopt: %s", nn_strerror(nn_errno()));
-        int rc = nn_recv(c->sock, c->recv_buf, sizeof c->recv_buf, 0);
+        int rc = nn_recv(c->sock, rb->frame, rb->cap + 1, 0);
         if (rc >= 0) {
             *n = (size_t)rc;
             return LDPB_OK;
@@ -484,25 +500,25 @@ static ldpb_err recv_frame(ldpb_client *c, uint64_t deadline, size_t *n)
     }
 }
 
-/* Judges one reply frame (`n` bytes in recv_buf) to request `request_id` (docs/protocol.md
+/* Judges one reply frame (`n` bytes in rb->frame) to request `request_id` (docs/protocol.md
  * sections 4, 6, 7). Whatever is not authenticated (an unparseable frame, a PLAIN_ERROR, a frame
  * that fails to open or is reflected) only ends the attempt, since anyone on the path could have
  * sent it; so does a reply naming another request id, and the server's LDPB_EREPLAY (nanomsg
  * resends the same bytes itself when a connection breaks, which the server refuses as a replay).
  * Everything else the server says, authenticated, is final. A sealed reply without a request id
  * is the server refusing a nonce before it could read the request: only an Error may lack it. */
-static verdict judge_reply(ldpb_client *c, size_t n, uint64_t request_id, Ldpb__V1__Envelope **out,
-                           ldpb_err *err)
+static verdict judge_reply(ldpb_client *c, const reply_buf *rb, size_t n, uint64_t request_id,
+                           Ldpb__V1__Envelope **out, ldpb_err *err)
 {
     char detail[LDPB_DETAIL_BYTES] = "";
     char text[LDPB_WIRE_STRING_MAX + 1];
-    if (n > REPLY_CAP) {
-        *err = setf(c, LDPB_EPROTO, "a reply of %zu bytes, more than any reply to a client (%u)", n,
-                    REPLY_CAP);
+    if (n > rb->cap) {
+        *err = setf(c, LDPB_EPROTO, "a reply of %zu bytes, more than any reply to it (%zu)", n,
+                    rb->cap);
         return REPLY_RETRY;
     }
     ldpb_frame f;
-    ldpb_err e = ldpb_frame_parse(c->recv_buf, n, &f, detail);
+    ldpb_err e = ldpb_frame_parse(rb->frame, n, &f, detail);
     if (e) {
         *err = setf(c, e, "a malformed reply frame: %s", detail);
         return REPLY_RETRY;
@@ -516,8 +532,8 @@ static verdict judge_reply(ldpb_client *c, size_t n, uint64_t request_id, Ldpb__
     }
 
     size_t pt_len = 0;
-    e = ldpb_seal_open(&f, &c->key, LDPB_DIR_TO_CLIENT, c->kp.pk, c->reply_pt, sizeof c->reply_pt,
-                       &pt_len, detail);
+    e = ldpb_seal_open(&f, &c->key, LDPB_DIR_TO_CLIENT, c->kp.pk, rb->pt, rb->pt_cap, &pt_len,
+                       detail);
     if (e) {
         *err =
             setf(c, e, "a reply that failed authentication (is the pinned key the server's?): %s",
@@ -525,8 +541,8 @@ static verdict judge_reply(ldpb_client *c, size_t n, uint64_t request_id, Ldpb__
         return REPLY_RETRY;
     }
     Ldpb__V1__Envelope *env = NULL;
-    e = ldpb_envelope_decode(c->reply_pt, pt_len, &env, detail);
-    sodium_memzero(c->reply_pt, pt_len);
+    e = ldpb_envelope_decode(rb->pt, pt_len, &env, detail);
+    sodium_memzero(rb->pt, pt_len);
     if (e) {
         *err = setf(c, e, "the server's reply is malformed: %s", detail);
         return REPLY_FAIL;
@@ -558,7 +574,7 @@ static verdict judge_reply(ldpb_client *c, size_t n, uint64_t request_id, Ldpb__
 /* Sends the request in req_pt (`pt_len` bytes) until an attempt gets an answer: each attempt
  * seals the same bytes under a fresh nonce and waits timeout_ms. A REQ socket delivers one reply
  * per request, so a reply that is ignored ends its attempt early. */
-static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id,
+static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, const reply_buf *rb,
                          Ldpb__V1__Envelope **reply)
 {
     *reply = NULL;
@@ -575,9 +591,9 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id,
         size_t n = 0;
         err = send_frame(c, len);
         if (err == LDPB_OK)
-            err = recv_frame(c, deadline, &n);
+            err = recv_frame(c, deadline, rb, &n);
         if (err == LDPB_OK) {
-            verdict v = judge_reply(c, n, request_id, reply, &err);
+            verdict v = judge_reply(c, rb, n, request_id, reply, &err);
             if (v == REPLY_OK) {
                 c->errmsg[0] = '\0'; /* what ended earlier attempts is not this call's failure */
                 return LDPB_OK;
@@ -711,7 +727,8 @@ ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_cont
     if (err)
         return setf(c, err, "encoding the assign request: %s", detail);
     Ldpb__V1__Envelope *reply = NULL;
-    err = exchange(c, pt_len, env.request_id, &reply);
+    reply_buf rb = own_buf(c);
+    err = exchange(c, pt_len, env.request_id, &rb, &reply);
     sodium_memzero(c->req_pt, pt_len);
     if (err)
         return err;
@@ -785,6 +802,7 @@ static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double re
     case LDPB_ENOTFOUND:
     case LDPB_EEXPIRED:
     case LDPB_EBUSY:
+    case LDPB_ENOTSUP:
         return setf(c, err, "privatizing through the ledger failed (%s)", ldpb_errname(err));
     }
     *value = e.value;
@@ -839,7 +857,8 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
     if (err)
         return setf(c, err, "encoding the report: %s", detail);
     Ldpb__V1__Envelope *reply = NULL;
-    err = exchange(c, pt_len, env.request_id, &reply);
+    reply_buf rb = own_buf(c);
+    err = exchange(c, pt_len, env.request_id, &rb, &reply);
     sodium_memzero(c->req_pt, pt_len);
     if (err) {
         if (err == LDPB_ETIMEDOUT && ldpb_mech_desc_of((int)a->mechanism)->local) {
@@ -860,4 +879,88 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
         err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
     ldpb_envelope_free(reply);
     return err;
+}
+
+/* ---- status ------------------------------------------------------------------------------- */
+
+static ldpb_err take_status(ldpb_client *c, const Ldpb__V1__Envelope *env, ldpb_status *out)
+{
+    if (env->body_case != LDPB__V1__ENVELOPE__BODY_STATUS)
+        return setf(c, LDPB_EPROTO, "the server answered a status request with %s",
+                    body_name((int)env->body_case));
+    const Ldpb__V1__Status *st = env->status;
+    sanitize(out->policy, sizeof out->policy, st->policy, strlen(st->policy));
+    sanitize(out->model, sizeof out->model, st->model, strlen(st->model));
+    out->reports = st->reports;
+    out->assignments = st->assignments;
+    if (st->n_arms > 0) {
+        out->arms = calloc(st->n_arms, sizeof *out->arms);
+        if (!out->arms)
+            return setf(c, LDPB_ENOMEM, "out of memory for %zu arms", st->n_arms);
+    }
+    out->n_arms = (uint32_t)st->n_arms; /* at most LDPB_WIRE_ARMS_MAX: the decoder checks it */
+    for (size_t i = 0; i < st->n_arms; i++) {
+        const Ldpb__V1__ArmStatus *m = st->arms[i];
+        ldpb_arm_status *a = &out->arms[i];
+        a->arm = m->arm;
+        a->pulls = m->pulls;
+        a->has_estimate = m->has_estimate != 0;
+        a->estimate = a->has_estimate ? m->estimate : 0.0;
+        a->has_ci = m->has_ci_low && m->has_ci_high;
+        a->ci_low = a->has_ci ? m->ci_low : 0.0;
+        a->ci_high = a->has_ci ? m->ci_high : 0.0;
+        a->has_active = m->has_active != 0;
+        a->active = a->has_active && m->active;
+    }
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_client_status(ldpb_client *c, ldpb_status *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!out)
+        return setf(c, LDPB_EINVAL, "no status to fill (out is NULL)");
+
+    Ldpb__V1__StatusRequest sr = LDPB__V1__STATUS_REQUEST__INIT;
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST;
+    env.status_request = &sr;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    if (err)
+        return setf(c, err, "encoding the status request: %s", detail);
+
+    /* A status grows with the arms, up to a whole frame: larger buffers than the handle keeps
+     * for assignments and acks, only for this call. */
+    reply_buf rb = {malloc(LDPB_FRAME_MAX + 1), LDPB_FRAME_MAX, malloc(LDPB_PLAINTEXT_MAX),
+                    LDPB_PLAINTEXT_MAX};
+    Ldpb__V1__Envelope *reply = NULL;
+    if (!rb.frame || !rb.pt)
+        err = setf(c, LDPB_ENOMEM, "out of memory for the status reply");
+    else
+        err = exchange(c, pt_len, env.request_id, &rb, &reply);
+    if (!err)
+        err = take_status(c, reply, out);
+    ldpb_envelope_free(reply);
+    free(rb.frame);
+    free(rb.pt);
+    if (err)
+        ldpb_status_clear(out);
+    return err;
+}
+
+void ldpb_status_clear(ldpb_status *st)
+{
+    if (!st)
+        return;
+    free(st->arms);
+    memset(st, 0, sizeof *st);
 }

@@ -41,6 +41,8 @@ const char *ldpb_strerror(ldpb_err err)
         return "assignment expired";
     case LDPB_EBUSY:
         return "server busy, retry later";
+    case LDPB_ENOTSUP:
+        return "request kind not supported by the peer";
     }
     return "unknown error";
 }
@@ -84,6 +86,8 @@ const char *ldpb_errname(ldpb_err err)
         return "LDPB_EEXPIRED";
     case LDPB_EBUSY:
         return "LDPB_EBUSY";
+    case LDPB_ENOTSUP:
+        return "LDPB_ENOTSUP";
     }
     return "LDPB_EUNKNOWN";
 }

@@ -3,6 +3,7 @@
  * bytes (every length, count, nesting depth, integer width and duplicate checked before protobuf-c
  * allocates anything), protobuf-c's unpack through a byte-budgeted allocator, and the semantic
  * checks that senders run too (ldpb_envelope_check), so what one side encodes the other accepts. */
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -730,38 +731,71 @@ static ldpb_err scan_message(const ProtobufCMessageDescriptor *desc, const uint8
 }
 
 ldpb_err ldpb_envelope_peek(const uint8_t *buf, size_t len, uint32_t *version, uint64_t *request_id,
-                            int *has_request_id)
+                            int *has_request_id, char *detail)
 {
+    if (request_id)
+        *request_id = 0;
+    if (has_request_id)
+        *has_request_id = 0;
     if (!version || (!buf && len))
         return LDPB_EINVAL;
-    int have_version = 0, have_id = 0;
+    /* Field 2 is read on its own, in one pass and before any verdict, so a reply can echo the
+     * request id even of an Envelope whose version is missing or whose later bytes do not
+     * parse: what was read before the damage stands. */
+    int n_version = 0, n_id = 0, bad_version = 0, bad_id = 0;
     uint64_t ver = 0, rid = 0;
     size_t pos = 0;
+    ldpb_err err = LDPB_OK;
     while (pos < len) {
         uint64_t tag, v = 0;
-        size_t vstart, vlen;
-        if (!read_varint(buf, len, &pos, &tag))
-            return LDPB_EPROTO;
+        size_t at = pos, vstart, vlen;
+        if (!read_varint(buf, len, &pos, &tag) || tag >> 3 == 0) {
+            say(detail, "malformed envelope: no valid field tag at byte %zu", at);
+            err = LDPB_EPROTO;
+            break;
+        }
         unsigned wt = (unsigned)(tag & 7);
-        if (!skip_value(buf, len, &pos, wt, &v, &vstart, &vlen))
-            return LDPB_EPROTO;
+        if (!skip_value(buf, len, &pos, wt, &v, &vstart, &vlen)) {
+            say(detail,
+                "malformed envelope: field %" PRIu64 " at byte %zu is truncated or of an "
+                "unsupported wire type %u",
+                tag >> 3, at, wt);
+            err = LDPB_EPROTO;
+            break;
+        }
         if (tag >> 3 == 1) {
-            if (wt != WT_VARINT || have_version++ || v > UINT32_MAX)
-                return LDPB_EPROTO;
+            n_version++;
+            bad_version |= wt != WT_VARINT || v > UINT32_MAX;
             ver = v;
         } else if (tag >> 3 == 2) {
-            if (wt != WT_VARINT || have_id++)
-                return LDPB_EPROTO;
+            n_id++;
+            bad_id |= wt != WT_VARINT;
             rid = v;
         }
     }
-    if (!have_version)
+    if (n_id == 1 && !bad_id) {
+        if (request_id)
+            *request_id = rid;
+        if (has_request_id)
+            *has_request_id = 1;
+    }
+    if (err)
+        return err;
+    if (n_id > 1 || bad_id) {
+        say(detail, n_id > 1 ? "request_id (field 2) appears more than once"
+                             : "request_id (field 2) is not a varint");
         return LDPB_EPROTO;
+    }
+    if (n_version == 0) {
+        say(detail, "the envelope has no protocol_version (field 1)");
+        return LDPB_EPROTO;
+    }
+    if (n_version > 1 || bad_version) {
+        say(detail, n_version > 1 ? "protocol_version (field 1) appears more than once"
+                                  : "protocol_version (field 1) is not a uint32 varint");
+        return LDPB_EPROTO;
+    }
     *version = (uint32_t)ver;
-    if (request_id)
-        *request_id = have_id ? rid : 0;
-    if (has_request_id)
-        *has_request_id = have_id;
     return LDPB_OK;
 }
 
@@ -798,6 +832,7 @@ ldpb_err ldpb_wire_err_from_code(uint32_t code)
     case LDPB_ENOTFOUND:
     case LDPB_EEXPIRED:
     case LDPB_EBUSY:
+    case LDPB_ENOTSUP:
         return (ldpb_err)code;
     }
     return LDPB_EPROTO;
@@ -844,6 +879,29 @@ static void plain_free(void *data, void *p)
     free(p);
 }
 
+/* An Envelope without a known body: protobuf-c keeps a oneof member of a newer revision among
+ * the unknown fields. A length-delimited field numbered LDPB_WIRE_BODY_FIRST or above is such a
+ * member (a message kind this peer does not know: LDPB_ENOTSUP); with none, the body is
+ * simply missing (LDPB_EPROTO). Field numbers below it are reserved for optional Envelope fields,
+ * which a receiver skips (proto/ldpb.proto). */
+static ldpb_err unknown_body(const Ldpb__V1__Envelope *env, char *detail)
+{
+    for (unsigned i = 0; i < env->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &env->base.unknown_fields[i];
+        if (u->tag >= LDPB_WIRE_BODY_FIRST &&
+            u->wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) {
+            say(detail,
+                "body field %" PRIu32 " is a message kind this peer does not support (it knows "
+                "fields %u to %u)",
+                u->tag, LDPB_WIRE_BODY_FIRST, LDPB_WIRE_BODY_LAST);
+            return LDPB_ENOTSUP;
+        }
+    }
+    say(detail, "the envelope has no body (fields %u to %u)", LDPB_WIRE_BODY_FIRST,
+        LDPB_WIRE_BODY_LAST);
+    return LDPB_EPROTO;
+}
+
 ldpb_err ldpb_envelope_decode(const uint8_t *buf, size_t len, Ldpb__V1__Envelope **out,
                               char *detail)
 {
@@ -855,12 +913,10 @@ ldpb_err ldpb_envelope_decode(const uint8_t *buf, size_t len, Ldpb__V1__Envelope
         return LDPB_EPROTO;
     }
     uint32_t version;
-    if (ldpb_envelope_peek(buf, len, &version, NULL, NULL) != LDPB_OK) {
-        say(detail,
-            "malformed envelope (truncated, a bad tag or wire type) or no protocol_version");
-        return LDPB_EPROTO;
-    }
-    ldpb_err err = ldpb_wire_check_version(version, detail);
+    ldpb_err err = ldpb_envelope_peek(buf, len, &version, NULL, NULL, detail);
+    if (err)
+        return err;
+    err = ldpb_wire_check_version(version, detail);
     if (err)
         return err;
     struct scan sc = {0, detail};
@@ -880,10 +936,12 @@ ldpb_err ldpb_envelope_decode(const uint8_t *buf, size_t len, Ldpb__V1__Envelope
             say(detail, "protobuf-c could not unpack the envelope (a required field missing?)");
         return LDPB_EPROTO;
     }
-    err = ldpb_envelope_check(env, detail);
+    err = env->body_case == LDPB__V1__ENVELOPE__BODY__NOT_SET ? unknown_body(env, detail) : LDPB_OK;
+    if (!err)
+        err = ldpb_envelope_check(env, detail) ? LDPB_EPROTO : LDPB_OK;
     if (err) {
         ldpb_envelope_free(env);
-        return LDPB_EPROTO;
+        return err;
     }
     *out = env;
     return LDPB_OK;

@@ -4,7 +4,8 @@
 # served on ipc:// and tcp://127.0.0.1:<free port>. Checks help, usage errors (exit 2, one line
 # on stderr, nothing on stdout), the table and the JSON object on both transports before and after
 # a few reports, a wrong server key and an unreachable daemon (exit 1 within the timeout), key
-# file errors and an unwritable stdout. Whatever happens, the daemon is killed on exit.
+# file errors and an unwritable stdout; then a daemon with an allow-list, which answers only
+# --client-key with a key on the list. Whatever happens, the daemon is killed on exit.
 set -euo pipefail
 
 CMD=status
@@ -16,7 +17,7 @@ source "$(dirname "$0")/daemon_fixture.sh"
 run --help
 check "--help exits 0 (got $rc)" test "$rc" = 0
 check "--help writes nothing on stderr" test ! -s err
-for opt in connect server-key json timeout-ms help; do
+for opt in connect server-key client-key json timeout-ms help; do
     check "--help documents --$opt" grep -q -- "--$opt\\b" out
 done
 check "ldpb --help lists status" sh -c "'$LDPB' --help | grep -q '^  status '"
@@ -132,6 +133,68 @@ if [ -w /dev/full ]; then
 fi
 
 # --- the daemon drains and exits 0 on SIGTERM ------------------------------------------------
+stop_daemon
+
+# --- an allow-list daemon: only a client key on the list gets the status ---------------------
+cp keys/client.pub allowed.keys
+"$AGG" --listen "$IPC" --listen "$TCP" --state-dir "$TMP/state-allow" --key keys/aggregator.key \
+    --arms 3 --policy ldp-ts-b --mechanism linear --epsilon 1 --auth allowlist \
+    --allowlist allowed.keys --log-level warn 2>daemon-allow.log &
+PID=$!
+ready=0
+for _ in $(seq 1 100); do
+    run --connect "$IPC" --server-key "$PUB" --timeout-ms 200
+    if grep -q 'LDPB_EAUTH' err; then
+        ready=1
+        break
+    fi
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+done
+check "allow-list daemon came up (its log: $(cat daemon-allow.log))" test "$ready" = 1
+
+for url in "$IPC" "$TCP"; do
+    run --connect "$url" --server-key "$PUB" --client-key keys/client.key
+    check "allow-list $url, allowed --client-key: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+    check "allow-list $url, allowed --client-key: the table" \
+        grep -qx 'policy       ldp-ts-b (model local)' out
+    check "allow-list $url, allowed --client-key: three arms" \
+        test "$(grep -cE '^ +[0-2] +0 +- +- +yes$' out)" = 3
+done
+run --connect "$IPC" --server-key "$PUB" --client-key keys/client.key --json
+check "allow-list --json: exit 0" test "$rc" = 0
+check "allow-list --json: parses" sh -c "python3 -c 'import json,sys; json.load(sys.stdin)' <out"
+
+t0=$(now_ms)
+run --connect "$IPC" --server-key "$PUB" --timeout-ms 10000
+dt=$(($(now_ms) - t0))
+check "allow-list, no --client-key: exit 1 (got $rc)" test "$rc" = 1
+check "allow-list, no --client-key: names the allow-list and --client-key (got: $(cat err))" \
+    grep -q "^ldpb status: $IPC refused this client key (LDPB_EAUTH.*--client-key" err
+check "allow-list, no --client-key: refused at once (${dt} ms)" test "$dt" -lt 5000
+check "allow-list, no --client-key: one line, nothing on stdout" \
+    sh -c "test \"\$(wc -l <err)\" = 1 && test ! -s out"
+run --connect "$IPC" --server-key "$PUB" --client-key other/client.key
+check "allow-list, a key not on the list: exit 1 (got $rc)" test "$rc" = 1
+check "allow-list, a key not on the list: LDPB_EAUTH" grep -q 'LDPB_EAUTH' err
+
+cp keys/client.pub owner-only.pub
+chmod 600 owner-only.pub
+run --connect "$IPC" --server-key "$PUB" --client-key owner-only.pub
+check "--client-key a public key file: exit 1" test "$rc" = 1
+check "--client-key a public key file: says so (got: $(cat err))" \
+    grep -q '^ldpb status: --client-key owner-only.pub is not a secret key file' err
+run --connect "$IPC" --server-key "$PUB" --client-key nonexistent.key
+check "--client-key missing: exit 1" test "$rc" = 1
+check "--client-key missing: says so" \
+    grep -q '^ldpb status: --client-key nonexistent.key cannot be read' err
+cp keys/client.key loose.key
+chmod 644 loose.key
+run --connect "$IPC" --server-key "$PUB" --client-key loose.key
+check "--client-key readable by others: exit 1 (got $rc)" test "$rc" = 1
+check "--client-key readable by others: refused (got: $(cat err))" grep -q 'LDPB_ECRYPTO' err
+usage_case 'missing value for option' --connect "$IPC" --server-key "$PUB" --client-key
+
 stop_daemon
 
 finish

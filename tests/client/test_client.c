@@ -272,6 +272,38 @@ static void fs_reply_ack(fake_server *s, const ldpb_frame *f, const ldpb_seal_ke
     fs_send_env(s, f, key, reply);
 }
 
+/* A status of two arms: arm 0 with an estimate and an interval, arm 1 with neither and dropped;
+ * the policy name carries a control byte the client must not pass on. */
+static void fs_reply_status(fake_server *s, const ldpb_frame *f, const ldpb_seal_key *key,
+                            Ldpb__V1__Envelope *reply)
+{
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    Ldpb__V1__ArmStatus a0 = LDPB__V1__ARM_STATUS__INIT, a1 = LDPB__V1__ARM_STATUS__INIT;
+    Ldpb__V1__ArmStatus *arms[2] = {&a0, &a1};
+    st.policy = "fake\x07policy";
+    st.model = "local";
+    st.reports = 7;
+    st.assignments = 9;
+    st.n_arms = 2;
+    st.arms = arms;
+    a0.arm = 0;
+    a0.pulls = 5;
+    a0.has_estimate = a0.has_ci_low = a0.has_ci_high = a0.has_active = 1;
+    a0.estimate = 0.25;
+    a0.ci_low = -0.125;
+    a0.ci_high = 0.625;
+    a0.active = 1;
+    a1.arm = 1;
+    a1.pulls = 2;
+    a1.has_ci_low = 1; /* half an interval is no interval */
+    a1.ci_low = 0.5;
+    a1.has_active = 1;
+    a1.active = 0;
+    reply->body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    reply->status = &st;
+    fs_send_env(s, f, key, reply);
+}
+
 static void fs_record_report(fake_server *s, const Ldpb__V1__Report *r, size_t pt_len)
 {
     if (s->n_report >= FS_MAX_REPORTS) { /* counted, not kept */
@@ -353,6 +385,9 @@ static void fs_handle(fake_server *s, size_t n)
         reply.body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
         reply.error = &e;
         fs_send_env(s, &f, &key, &reply);
+    } else if (req->body_case == LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST &&
+               s->mode != FS_WRONG_BODY) {
+        fs_reply_status(s, &f, &key, &reply);
     } else if (is_report != (s->mode == FS_WRONG_BODY)) {
         if (is_report)
             fs_reply_ack(s, &f, &key, &reply, req->report);
@@ -1486,6 +1521,82 @@ static void out_of_memory_at_every_allocation(void **state)
     fs_stop(&s);
 }
 
+/* ldpb_client_status maps every field of the Status, cleans its strings, and leaves a zeroed
+ * status behind on every error: a wrong reply kind, an Error (here the newer code LDPB_ENOTSUP),
+ * and out of memory at every allocation of the call. */
+static void status_from_fake_server(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    ldpb_client_opts o;
+    opts_for(&o, &s, NULL);
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_status st;
+    ldpb_err err = ldpb_client_status(c, &st);
+    if (err)
+        fail_msg("status: %s (%s)", ldpb_errname(err), ldpb_client_errmsg(c));
+    assert_string_equal(st.policy, "fake?policy");
+    assert_string_equal(st.model, "local");
+    assert_true(st.reports == 7 && st.assignments == 9);
+    assert_int_equal(st.n_arms, 2);
+    assert_int_equal(st.arms[0].arm, 0);
+    assert_true(st.arms[0].pulls == 5);
+    assert_int_equal(st.arms[0].has_estimate, 1);
+    assert_true(st.arms[0].estimate == 0.25);
+    assert_int_equal(st.arms[0].has_ci, 1);
+    assert_true(st.arms[0].ci_low == -0.125 && st.arms[0].ci_high == 0.625);
+    assert_int_equal(st.arms[0].has_active, 1);
+    assert_int_equal(st.arms[0].active, 1);
+    assert_int_equal(st.arms[1].arm, 1);
+    assert_int_equal(st.arms[1].has_estimate, 0);
+    assert_int_equal(st.arms[1].has_ci, 0);
+    assert_true(st.arms[1].ci_low == 0.0);
+    assert_int_equal(st.arms[1].active, 0);
+    ldpb_status_clear(&st);
+
+    fs_lock(&s);
+    s.mode = FS_WRONG_BODY;
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_EPROTO);
+    assert_non_null(strstr(ldpb_client_errmsg(c), "status request"));
+    assert_null(st.arms);
+    assert_int_equal(st.policy[0], '\0');
+    fs_lock(&s);
+    s.mode = FS_ERROR;
+    s.err_code = LDPB_ENOTSUP;
+    snprintf(s.reason, sizeof s.reason, "no status here");
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_ENOTSUP);
+    assert_non_null(strstr(ldpb_client_errmsg(c), "no status here"));
+    assert_int_equal(st.n_arms, 0);
+    fs_lock(&s);
+    s.mode = FS_NORMAL;
+    fs_unlock(&s);
+
+    int failures = 0;
+    for (long n = 0;; n++) {
+        assert_true(n < 1000);
+        alloc_arm(n);
+        err = ldpb_client_status(c, &st);
+        long seen = alloc_seen;
+        alloc_disarm();
+        if (err == LDPB_OK) {
+            assert_true(seen <= n);
+            ldpb_status_clear(&st);
+            break;
+        }
+        if (err != LDPB_ENOMEM)
+            fail_msg("allocation %ld: %s", n, ldpb_errname(err));
+        assert_null(st.arms);
+        failures++;
+    }
+    assert_true(failures >= 3); /* two reply buffers, the decoder, the arms */
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
 /* ---- examples/client_example.c, when test_client is given its path ------------------------ */
 
 static const char *example_path;
@@ -1576,6 +1687,8 @@ typedef struct daemon_proc {
     char state[200];
     char log[200];
     ldpb_keypair kp;
+    const char *arms;      /* "3" unless a test sets another count */
+    const char *allowlist; /* NULL: open; else the allow-list file (auth = allowlist) */
     pid_t pid;
     fx *f; /* whose teardown stops a daemon left running */
 } daemon_proc;
@@ -1611,7 +1724,7 @@ static void daemon_start(daemon_proc *d, const char *mech, const char *eps)
     argv[n++] = "--key";
     argv[n++] = d->key;
     argv[n++] = "--arms";
-    argv[n++] = "3";
+    argv[n++] = (char *)(d->arms ? d->arms : "3");
     argv[n++] = "--mechanism";
     argv[n++] = (char *)mech;
     argv[n++] = "--epsilon";
@@ -1620,6 +1733,12 @@ static void daemon_start(daemon_proc *d, const char *mech, const char *eps)
     argv[n++] = strcmp(mech, "laplace") == 0 ? "ldp-ucb-l" : "ldp-ts-b";
     argv[n++] = "--log-level";
     argv[n++] = "warn";
+    if (d->allowlist) {
+        argv[n++] = "--auth";
+        argv[n++] = "allowlist";
+        argv[n++] = "--allowlist";
+        argv[n++] = (char *)d->allowlist;
+    }
     argv[n] = NULL;
     d->pid = fork();
     assert_true(d->pid >= 0);
@@ -1824,15 +1943,124 @@ static void e2e_report_across_restarts(void **state)
     daemon_cleanup(&d);
 }
 
+/* ldpb_client_status against the real daemon: a status of many arms (a reply far larger than
+ * an assignment's) before and after two reports, which it counts; the status itself spends
+ * nothing. */
+static void e2e_status(void **state)
+{
+    fx *f = *state;
+    daemon_proc d;
+    daemon_init(&d, f);
+    d.arms = "400";
+    daemon_start(&d, "linear", "1");
+    ldpb_client_opts o;
+    e2e_opts(&o, &d, d.tcp, NULL);
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_status st;
+    ldpb_err err = ldpb_client_status(c, &st);
+    if (err)
+        fail_msg("status: %s (%s)", ldpb_errname(err), ldpb_client_errmsg(c));
+    assert_string_equal(st.policy, "ldp-ts-b");
+    assert_string_equal(st.model, "local");
+    assert_true(st.reports == 0);
+    uint64_t issued = st.assignments; /* daemon_start's probe took one */
+    assert_int_equal(st.n_arms, 400);
+    for (uint32_t i = 0; i < st.n_arms; i++) {
+        assert_int_equal(st.arms[i].arm, i);
+        assert_true(st.arms[i].pulls == 0);
+        assert_int_equal(st.arms[i].has_estimate, 0);
+        assert_int_equal(st.arms[i].has_active, 1);
+        assert_int_equal(st.arms[i].active, 1);
+    }
+    ldpb_status_clear(&st);
+    assert_null(st.arms);
+    assert_int_equal(st.n_arms, 0);
+    ldpb_status_clear(&st);
+
+    for (int k = 0; k < 2; k++) {
+        ldpb_assignment a;
+        assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_OK);
+        assert_int_equal(ldpb_client_report(c, &a, 1.0), LDPB_OK);
+    }
+    double charged = spent(c);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_OK);
+    assert_true(st.reports == 2 && st.assignments == issued + 2);
+    uint64_t pulls = 0;
+    for (uint32_t i = 0; i < st.n_arms; i++) {
+        pulls += st.arms[i].pulls;
+        if (st.arms[i].pulls > 0) {
+            assert_int_equal(st.arms[i].has_estimate, 1);
+            assert_int_equal(st.arms[i].has_ci, 1);
+            assert_true(st.arms[i].ci_low <= st.arms[i].estimate &&
+                        st.arms[i].estimate <= st.arms[i].ci_high);
+        }
+    }
+    assert_true(pulls == 2);
+    ldpb_status_clear(&st);
+    assert_true(spent(c) == charged);
+    assert_int_equal(ldpb_ledger_count(ldpb_client_ledger(c)), 2);
+
+    assert_int_equal(ldpb_client_status(NULL, &st), LDPB_EINVAL);
+    assert_int_equal(ldpb_client_status(c, NULL), LDPB_EINVAL);
+    ldpb_status_clear(NULL);
+    ldpb_client_free(c);
+    daemon_stop(&d);
+    daemon_cleanup(&d);
+}
+
+/* A daemon with an allow-list answers the status only to a handle with an allowed key; any
+ * other gets LDPB_EAUTH and a zeroed status. */
+static void e2e_status_allowlist(void **state)
+{
+    fx *f = *state;
+    daemon_proc d;
+    daemon_init(&d, f);
+    ldpb_keypair allowed;
+    assert_int_equal(ldpb_keypair_generate(&allowed), LDPB_OK);
+    char list[200];
+    snprintf(list, sizeof list, "%s/allowed.keys", f->dir);
+    assert_int_equal(ldpb_keyfile_write(list, LDPB_KEYFILE_PUBLIC, allowed.pk, 1, NULL), LDPB_OK);
+    d.allowlist = list;
+    daemon_start(&d, "linear", "1");
+
+    ldpb_client_opts o;
+    e2e_opts(&o, &d, d.ipc, NULL);
+    o.max_attempts = 1;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_status st;
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_EAUTH);
+    assert_null(st.arms);
+    assert_int_equal(st.n_arms, 0);
+    assert_string_equal(st.policy, "");
+    assert_non_null(strstr(ldpb_client_errmsg(c), "allow-list"));
+    ldpb_client_free(c);
+
+    o.client_secret_key = allowed.sk;
+    c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_err err = ldpb_client_status(c, &st);
+    if (err)
+        fail_msg("status with an allowed key: %s (%s)", ldpb_errname(err), ldpb_client_errmsg(c));
+    assert_int_equal(st.n_arms, 3);
+    assert_string_equal(st.model, "local");
+    ldpb_status_clear(&st);
+    ldpb_client_free(c);
+    ldpb_keypair_wipe(&allowed);
+    daemon_stop(&d);
+    daemon_cleanup(&d);
+}
+
 int main(int argc, char **argv)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     if (argc == 3 && strcmp(argv[1], "--daemon") == 0) {
         daemon_path = argv[2];
         const struct CMUnitTest e2e[] = {
-            T(e2e_assign_and_report),
-            T(e2e_cap_and_wrong_key),
-            T(e2e_report_across_restarts),
+            T(e2e_assign_and_report),      T(e2e_cap_and_wrong_key),
+            T(e2e_report_across_restarts), T(e2e_status),
+            T(e2e_status_allowlist),
         };
         return cmocka_run_group_tests_name("client_e2e", e2e, NULL, NULL);
     }
@@ -1862,6 +2090,7 @@ int main(int argc, char **argv)
         T(invalid_arguments),
         T(injected_rng_drives_the_noise),
         T(out_of_memory_at_every_allocation),
+        T(status_from_fake_server),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,7 @@
 
 #include "ldpb/err.h"
 
-#define LAST_CODE LDPB_EBUSY
+#define LAST_CODE LDPB_ENOTSUP
 
 static void every_code_has_distinct_text(void **state)
 {
@@ -59,6 +59,7 @@ static void values_are_pinned(void **state)
     assert_int_equal(LDPB_ENOTFOUND, 15);
     assert_int_equal(LDPB_EEXPIRED, 16);
     assert_int_equal(LDPB_EBUSY, 17);
+    assert_int_equal(LDPB_ENOTSUP, 18);
 }
 
 int main(void)

@@ -776,7 +776,7 @@ static void version_rules(void **state)
     uint32_t version = 0;
     uint64_t rid = 0;
     int has_rid = 0;
-    assert_int_equal(ldpb_envelope_peek(v2, sizeof v2, &version, &rid, &has_rid), LDPB_OK);
+    assert_int_equal(ldpb_envelope_peek(v2, sizeof v2, &version, &rid, &has_rid, NULL), LDPB_OK);
     assert_int_equal(version, 2);
     assert_int_equal(has_rid, 1);
     assert_true(rid == 42);
@@ -786,24 +786,154 @@ static void version_rules(void **state)
     assert_non_null(strstr(detail, "version 2"));
 
     static const uint8_t no_rid[] = {0x08, 0x01, 0x72, 0x00};
-    assert_int_equal(ldpb_envelope_peek(no_rid, sizeof no_rid, &version, &rid, &has_rid), LDPB_OK);
+    assert_int_equal(ldpb_envelope_peek(no_rid, sizeof no_rid, &version, &rid, &has_rid, NULL),
+                     LDPB_OK);
     assert_int_equal(version, 1);
     assert_int_equal(has_rid, 0);
     assert_true(rid == 0);
     static const uint8_t none[] = {0x10, 0x01};
-    assert_int_equal(ldpb_envelope_peek(none, sizeof none, &version, NULL, NULL), LDPB_EPROTO);
-    assert_int_equal(ldpb_envelope_peek(none, sizeof none, NULL, NULL, NULL), LDPB_EINVAL);
+    assert_int_equal(ldpb_envelope_peek(none, sizeof none, &version, NULL, NULL, NULL),
+                     LDPB_EPROTO);
+    assert_int_equal(ldpb_envelope_peek(none, sizeof none, NULL, NULL, NULL, NULL), LDPB_EINVAL);
+}
+
+/* The request id is read on its own: a receiver echoes it even when the version is missing or
+ * the bytes after it are damaged, and the detail says which of those it was. */
+static void peek_reads_request_id_independently(void **state)
+{
+    (void)state;
+    char detail[LDPB_DETAIL_BYTES];
+    uint32_t version = 99;
+    uint64_t rid = 0;
+    int has_rid = 0;
+
+    static const uint8_t no_version[] = {0x10, 0x2a, 0x72, 0x00};
+    assert_int_equal(
+        ldpb_envelope_peek(no_version, sizeof no_version, &version, &rid, &has_rid, detail),
+        LDPB_EPROTO);
+    assert_int_equal(has_rid, 1);
+    assert_true(rid == 42);
+    assert_non_null(strstr(detail, "no protocol_version"));
+
+    /* version and id, then a report whose length runs past the end */
+    static const uint8_t truncated[] = {0x08, 0x01, 0x10, 0x2b, 0x62, 0x05, 0x0a};
+    rid = 0;
+    has_rid = 0;
+    assert_int_equal(
+        ldpb_envelope_peek(truncated, sizeof truncated, &version, &rid, &has_rid, detail),
+        LDPB_EPROTO);
+    assert_int_equal(has_rid, 1);
+    assert_true(rid == 43);
+    assert_null(strstr(detail, "no protocol_version"));
+    assert_non_null(strstr(detail, "field 12"));
+    assert_non_null(strstr(detail, "truncated"));
+    Ldpb__V1__Envelope *d = NULL;
+    assert_int_equal(ldpb_envelope_decode(truncated, sizeof truncated, &d, detail), LDPB_EPROTO);
+    assert_null(d);
+    assert_non_null(strstr(detail, "truncated"));
+
+    /* damage before field 2: the id is not readable */
+    static const uint8_t early[] = {0x08, 0x01, 0x62, 0x05, 0x10, 0x2a};
+    assert_int_equal(ldpb_envelope_peek(early, sizeof early, &version, &rid, &has_rid, detail),
+                     LDPB_EPROTO);
+    assert_int_equal(has_rid, 0);
+    assert_true(rid == 0);
+
+    /* a repeated or mistyped request id is no request id */
+    static const uint8_t twice[] = {0x08, 0x01, 0x10, 0x01, 0x10, 0x02};
+    assert_int_equal(ldpb_envelope_peek(twice, sizeof twice, &version, &rid, &has_rid, detail),
+                     LDPB_EPROTO);
+    assert_int_equal(has_rid, 0);
+    assert_non_null(strstr(detail, "request_id"));
+    static const uint8_t fixed_id[] = {0x08, 0x01, 0x11, 1, 2, 3, 4, 5, 6, 7, 8};
+    assert_int_equal(
+        ldpb_envelope_peek(fixed_id, sizeof fixed_id, &version, &rid, &has_rid, detail),
+        LDPB_EPROTO);
+    assert_int_equal(has_rid, 0);
+
+    /* a repeated or mistyped version, with a readable id */
+    static const uint8_t two_versions[] = {0x10, 0x05, 0x08, 0x01, 0x08, 0x01};
+    assert_int_equal(
+        ldpb_envelope_peek(two_versions, sizeof two_versions, &version, &rid, &has_rid, detail),
+        LDPB_EPROTO);
+    assert_int_equal(has_rid, 1);
+    assert_true(rid == 5);
+    assert_non_null(strstr(detail, "protocol_version"));
+    static const uint8_t wide_version[] = {0x08, 0x80, 0x80, 0x80, 0x80, 0x10, 0x10, 0x06};
+    assert_int_equal(
+        ldpb_envelope_peek(wide_version, sizeof wide_version, &version, &rid, &has_rid, detail),
+        LDPB_EPROTO);
+    assert_int_equal(has_rid, 1);
+    assert_true(rid == 6);
+
+    /* an unsupported version is the caller's verdict (ldpb_wire_check_version), not peek's */
+    static const uint8_t v7[] = {0x08, 0x07, 0x10, 0x09};
+    assert_int_equal(ldpb_envelope_peek(v7, sizeof v7, &version, &rid, &has_rid, detail), LDPB_OK);
+    assert_int_equal(version, 7);
+    assert_true(rid == 9);
+}
+
+/* protobuf-c files a oneof member it does not know among the unknown fields, leaving no body: a
+ * length-delimited field in the body range is a message kind of a newer revision
+ * (LDPB_ENOTSUP), anything else leaves the Envelope without a body (LDPB_EPROTO). */
+static void unknown_body_kind_is_unsupported(void **state)
+{
+    (void)state;
+    char detail[LDPB_DETAIL_BYTES];
+    Ldpb__V1__Envelope *d = NULL;
+
+    static const uint8_t kind17[] = {0x08, 0x01, 0x10, 0x2c, 0x8a, 0x01, 0x00};
+    assert_int_equal(ldpb_envelope_decode(kind17, sizeof kind17, &d, detail), LDPB_ENOTSUP);
+    assert_null(d);
+    assert_non_null(strstr(detail, "body field 17"));
+    /* with content, and far up the number range */
+    static const uint8_t kind1000[] = {0x08, 0x01, 0xc2, 0x3e, 0x02, 0x08, 0x01};
+    assert_int_equal(ldpb_envelope_decode(kind1000, sizeof kind1000, &d, detail), LDPB_ENOTSUP);
+    assert_non_null(strstr(detail, "body field 1000"));
+
+    static const uint8_t no_body[] = {0x08, 0x01, 0x10, 0x2d};
+    assert_int_equal(ldpb_envelope_decode(no_body, sizeof no_body, &d, detail), LDPB_EPROTO);
+    assert_non_null(strstr(detail, "no body"));
+    /* an unknown varint up there, or an unknown message below the body range, is not a body */
+    static const uint8_t varint17[] = {0x08, 0x01, 0x88, 0x01, 0x05};
+    assert_int_equal(ldpb_envelope_decode(varint17, sizeof varint17, &d, detail), LDPB_EPROTO);
+    assert_non_null(strstr(detail, "no body"));
+    static const uint8_t msg9[] = {0x08, 0x01, 0x4a, 0x00};
+    assert_int_equal(ldpb_envelope_decode(msg9, sizeof msg9, &d, detail), LDPB_EPROTO);
+    assert_non_null(strstr(detail, "no body"));
+
+    /* a known body next to an unknown one is a newer peer's extra field: skipped */
+    static const uint8_t extra[] = {0x08, 0x01, 0x72, 0x00, 0x8a, 0x01, 0x00};
+    assert_int_equal(ldpb_envelope_decode(extra, sizeof extra, &d, detail), LDPB_OK);
+    assert_int_equal(d->body_case, LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST);
+    ldpb_envelope_free(d);
+}
+
+/* The body range the decoder relies on is the schema's: every member of the oneof, and nothing
+ * else, lies in [LDPB_WIRE_BODY_FIRST, LDPB_WIRE_BODY_LAST]. */
+static void body_range_matches_the_schema(void **state)
+{
+    (void)state;
+    const ProtobufCMessageDescriptor *desc = &ldpb__v1__envelope__descriptor;
+    unsigned members = 0;
+    for (unsigned i = 0; i < desc->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &desc->fields[i];
+        int in_range = f->id >= LDPB_WIRE_BODY_FIRST && f->id <= LDPB_WIRE_BODY_LAST;
+        assert_int_equal(in_range, (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0);
+        members += in_range;
+    }
+    assert_int_equal(members, LDPB_WIRE_BODY_LAST - LDPB_WIRE_BODY_FIRST + 1);
 }
 
 static void error_codes_map(void **state)
 {
     (void)state;
-    for (uint32_t c = 1; c <= (uint32_t)LDPB_EBUSY; c++)
+    for (uint32_t c = 1; c <= (uint32_t)LDPB_ENOTSUP; c++)
         assert_int_equal(ldpb_wire_err_from_code(c), (ldpb_err)c);
     assert_int_equal(ldpb_wire_err_from_code(LDPB_ENOTFOUND), LDPB_ENOTFOUND);
     assert_int_equal(ldpb_wire_err_from_code(LDPB_EEXPIRED), LDPB_EEXPIRED);
     assert_int_equal(ldpb_wire_err_from_code(0), LDPB_EPROTO);
-    assert_int_equal(ldpb_wire_err_from_code((uint32_t)LDPB_EBUSY + 1), LDPB_EPROTO);
+    assert_int_equal(ldpb_wire_err_from_code((uint32_t)LDPB_ENOTSUP + 1), LDPB_EPROTO);
     assert_int_equal(ldpb_wire_err_from_code(UINT32_MAX), LDPB_EPROTO);
 }
 
@@ -989,6 +1119,9 @@ int main(void)
         cmocka_unit_test(semantic_rules),
         cmocka_unit_test(truncated_envelopes_fail_cleanly),
         cmocka_unit_test(version_rules),
+        cmocka_unit_test(peek_reads_request_id_independently),
+        cmocka_unit_test(unknown_body_kind_is_unsupported),
+        cmocka_unit_test(body_range_matches_the_schema),
         cmocka_unit_test(error_codes_map),
         cmocka_unit_test(frames),
         cmocka_unit_test(utf8_validation),

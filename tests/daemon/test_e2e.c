@@ -262,6 +262,92 @@ static void test_replay_and_version(void **state)
     dt_client_close(&c);
 }
 
+/* An Envelope the daemon cannot serve is answered sealed, with the request id whenever field 2 is
+ * readable and a reason that says what is wrong; an unknown request kind has its own code. */
+static void test_envelope_refusals(void **state)
+{
+    (void)state;
+    dt_client c;
+    assert_int_equal(dt_client_open(&c, shared.ipc_url, shared.server.pk, 5000), 0);
+    dt_reply r;
+    uint8_t frame[512];
+    static const struct {
+        uint8_t pt[8];
+        size_t len;
+        uint32_t code;
+        uint64_t request_id; /* 0: none expected */
+        const char *reason;
+    } cases[] = {
+        /* request_id 42 and a status_request, but no protocol_version */
+        {{0x10, 0x2a, 0x72, 0x00}, 4, LDPB_EPROTO, 42, "no protocol_version"},
+        /* version, request_id 43, then a report whose length runs past the end */
+        {{0x08, 0x01, 0x10, 0x2b, 0x62, 0x05, 0x0a}, 7, LDPB_EPROTO, 43, "truncated"},
+        /* an unsupported version */
+        {{0x08, 0x05, 0x10, 0x2c, 0x72, 0x00}, 6, LDPB_EVERSION, 44, "version 5"},
+        /* a request kind of a newer revision (field 17) */
+        {{0x08, 0x01, 0x10, 0x2d, 0x8a, 0x01, 0x00}, 7, LDPB_ENOTSUP, 45, "field 17"},
+        /* no body at all */
+        {{0x08, 0x01, 0x10, 0x2e}, 4, LDPB_EPROTO, 46, "no body"},
+        /* damage before field 2: nothing to echo */
+        {{0x08, 0x01, 0x62, 0x05, 0x10, 0x2f}, 6, LDPB_EPROTO, 0, "truncated"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t flen = dt_client_seal(&c, cases[i].pt, cases[i].len, frame, sizeof frame);
+        assert_true(flen > 0);
+        assert_int_equal(dt_client_raw(&c, frame, flen, &r), 0);
+        if (!dt_is_error(&r, 1, cases[i].code))
+            fail_msg("case %zu: expected a sealed %s, got kind %d code %u (%s)", i,
+                     ldpb_errname((ldpb_err)cases[i].code), r.kind,
+                     r.kind == 1 ? r.env->error->code : r.plain_code, r.reason);
+        assert_int_equal(r.env->has_request_id, cases[i].request_id != 0);
+        assert_true(r.env->request_id == cases[i].request_id);
+        if (!strstr(r.reason, cases[i].reason))
+            fail_msg("case %zu: reason '%s' does not say '%s'", i, r.reason, cases[i].reason);
+        dt_reply_clear(&r);
+    }
+    assert_serving(&c);
+    dt_client_close(&c);
+}
+
+/* Frames above LDPB_FRAME_MAX (docs/protocol.md section 1): the daemon receives messages of up to
+ * 4 x LDPB_FRAME_MAX bytes, which for a REQ client means frames of up to 4 bytes less (its request
+ * id travels in front of the frame), and answers them PLAIN_ERROR 5; a longer one makes nanomsg
+ * drop the connection, and no reply comes. */
+static void test_oversized_frames(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {LDPB_FRAME_MAX + 1, 4 * (size_t)LDPB_FRAME_MAX - 4,
+                            4 * (size_t)LDPB_FRAME_MAX - 3};
+    uint8_t *buf = malloc(sizes[2]);
+    assert_non_null(buf);
+    memset(buf, 0xab, sizes[2]);
+    memcpy(buf, "LDPB\x01\x01", 6);
+    const char *urls[] = {shared.ipc_url, shared.tcp_url};
+    for (size_t u = 0; u < 2; u++) {
+        for (size_t i = 0; i < 3; i++) {
+            dt_client c;
+            assert_int_equal(dt_client_open(&c, urls[u], shared.server.pk, i < 2 ? 5000 : 1000), 0);
+            dt_reply r;
+            assert_int_equal(dt_client_raw(&c, buf, sizes[i], &r), 0);
+            if (i < 2) {
+                if (!dt_is_error(&r, 0, LDPB_EPROTO))
+                    fail_msg("%s, %zu bytes: reply kind %d code %u", urls[u], sizes[i], r.kind,
+                             r.plain_code);
+                assert_non_null(strstr(r.reason, "exceeds the limit of 65536"));
+            } else {
+                assert_int_equal(r.kind, 0);
+            }
+            dt_reply_clear(&r);
+            dt_client_close(&c);
+        }
+        dt_client c;
+        assert_int_equal(dt_client_open(&c, urls[u], shared.server.pk, 5000), 0);
+        assert_serving(&c);
+        dt_client_close(&c);
+    }
+    free(buf);
+}
+
 static void test_bad_reports(void **state)
 {
     (void)state;
@@ -980,7 +1066,8 @@ int main(void)
     const struct CMUnitTest shared_tests[] = {
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_replay_and_version), cmocka_unit_test(test_bad_reports),
-        cmocka_unit_test(test_client_library),
+        cmocka_unit_test(test_client_library),     cmocka_unit_test(test_envelope_refusals),
+        cmocka_unit_test(test_oversized_frames),
     };
     const struct CMUnitTest own_tests[] = {
         cmocka_unit_test(test_allowlist),

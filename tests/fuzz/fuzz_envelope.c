@@ -15,7 +15,7 @@ static void check_accepted(const Ldpb__V1__Envelope *env, const uint8_t *data, s
     uint32_t version;
     uint64_t rid;
     int has_rid;
-    if (ldpb_envelope_peek(data, size, &version, &rid, &has_rid) != LDPB_OK ||
+    if (ldpb_envelope_peek(data, size, &version, &rid, &has_rid, NULL) != LDPB_OK ||
         version != LDPB_PROTOCOL_VERSION || has_rid != (int)env->has_request_id ||
         rid != env->request_id)
         abort();
@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char detail[LDPB_DETAIL_BYTES];
     ldpb_err err = ldpb_envelope_decode(data, size, &env, detail);
     if (err != LDPB_OK) {
-        if (env != NULL || (err != LDPB_EPROTO && err != LDPB_EVERSION && err != LDPB_ENOMEM))
+        if (env != NULL || (err != LDPB_EPROTO && err != LDPB_EVERSION && err != LDPB_ENOMEM &&
+                            err != LDPB_ENOTSUP))
             abort();
         if (memchr(detail, '\0', sizeof detail) == NULL)
             abort();

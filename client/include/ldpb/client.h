@@ -161,6 +161,46 @@ LDPB_API ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size
  * later and the same value is resent. */
 LDPB_API ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward);
 
+/* Bytes of the strings of a status (without the terminating NUL), as the wire allows. */
+#define LDPB_CLIENT_STATUS_STRING_MAX 1024u
+
+/* One arm of an aggregator's status. A has_ flag of 0 means the policy has no such value (no
+ * pulls yet, or a policy without intervals); the value is then 0. */
+typedef struct ldpb_arm_status {
+    uint32_t arm;
+    uint64_t pulls; /* reports the policy has counted for the arm */
+    int has_estimate;
+    double estimate; /* the policy's estimate of the mean reward on [0, 1] (de-biased) */
+    int has_ci;
+    double ci_low, ci_high; /* the policy's confidence interval; may reach outside [0, 1] */
+    int has_active;
+    int active; /* 0 once an elimination policy has dropped the arm */
+} ldpb_arm_status;
+
+/* An aggregator's status as ldpb_client_status fills it. The caller owns the struct; `arms` is
+ * allocated by the library: release it with ldpb_status_clear. */
+typedef struct ldpb_status {
+    char policy[LDPB_CLIENT_STATUS_STRING_MAX + 1]; /* the policy's name, e.g. "ldp-ts-b" */
+    char model[LDPB_CLIENT_STATUS_STRING_MAX + 1];  /* "local", "central" or "nonprivate" */
+    uint64_t reports;     /* reports counted (each durable before it was acknowledged) */
+    uint64_t assignments; /* assignments issued */
+    uint32_t n_arms;
+    ldpb_arm_status *arms; /* n_arms entries in the order the aggregator sent them, or NULL */
+} ldpb_status;
+
+/* Asks the aggregator for its status (one StatusRequest, with the retries and reply rules of
+ * ldpb_client_assign) and fills *out, zeroed on error. Spends nothing and touches no ledger
+ * entry. Strings from the network have control bytes replaced by '?'. An aggregator with an
+ * allow-list answers only a handle created with an allowed client_secret_key. Errors: LDPB_EINVAL
+ * (NULL), LDPB_ETIMEDOUT, LDPB_EPROTO (a bad reply), LDPB_ECRYPTO (no authentic reply: wrong pinned
+ * key?), LDPB_EAUTH (the client key is not on the allow-list), the aggregator's Error code,
+ * LDPB_ETRANSPORT, LDPB_ENOMEM. On success release *out with ldpb_status_clear. */
+LDPB_API ldpb_err ldpb_client_status(ldpb_client *c, ldpb_status *out);
+
+/* Frees the arms of a status filled by ldpb_client_status and zeroes it. Accepts NULL and a
+ * zeroed status; calling it twice is harmless. */
+LDPB_API void ldpb_status_clear(ldpb_status *st);
+
 /* One line on the last failed call on this handle ("epsilon 2 above the client's cap 1", the
  * aggregator's reason, the transport's error), or "" if the last call succeeded. Owned by the
  * handle, valid until its next call. */

@@ -28,6 +28,7 @@ typedef enum ldpb_err {
     LDPB_ENOTFOUND = 15, /* the assignment id is unknown */
     LDPB_EEXPIRED = 16,  /* the assignment has expired */
     LDPB_EBUSY = 17,     /* the server is overloaded; retry later */
+    LDPB_ENOTSUP = 18,   /* a well-formed request of a kind the peer does not support */
 } ldpb_err;
 
 /* Returns a static, human-readable sentence for any ldpb_err value; never NULL. Values outside

@@ -50,6 +50,10 @@ extern "C" {
 #define LDPB_WIRE_UNKNOWN_MAX    64u        /* fields of unknown number, in the whole Envelope */
 #define LDPB_WIRE_DEPTH_MAX      8u         /* message nesting (the schema needs 3) */
 #define LDPB_WIRE_DECODE_MEM_MAX (2u << 20) /* bytes one decode may allocate */
+/* Envelope fields numbered LDPB_WIRE_BODY_FIRST and above are message kinds (the body oneof);
+ * this revision knows up to LDPB_WIRE_BODY_LAST. Fields 3 to 9 are for optional Envelope fields. */
+#define LDPB_WIRE_BODY_FIRST 10u
+#define LDPB_WIRE_BODY_LAST  16u
 
 /* Size of the optional `detail` buffers below: one line naming the field and the bound. */
 #define LDPB_DETAIL_BYTES 160u
@@ -104,8 +108,10 @@ LDPB_API ldpb_err ldpb_envelope_encode(const Ldpb__V1__Envelope *env, uint8_t *b
 /* Decodes an Envelope from `buf` (`len` bytes, the plaintext of a sealed frame). First reads the
  * version (ldpb_envelope_peek): another version is LDPB_EVERSION with both versions in `detail`.
  * Then scans the bytes against the limits, unpacks with a budget of LDPB_WIRE_DECODE_MEM_MAX
- * bytes and checks the result as ldpb_envelope_check does. Any violation, including protobuf-c's
- * unpack failure, is LDPB_EPROTO; LDPB_ENOMEM if the allocator failed; LDPB_EINVAL for NULL.
+ * bytes and checks the result as ldpb_envelope_check does. A body this revision does not know (a
+ * length-delimited field numbered LDPB_WIRE_BODY_FIRST or above, and no known body) is
+ * LDPB_ENOTSUP. Any other violation, including protobuf-c's unpack failure and a missing
+ * body, is LDPB_EPROTO; LDPB_ENOMEM if the allocator failed; LDPB_EINVAL for NULL.
  * On success *out is owned by the caller: free it with ldpb_envelope_free(). */
 LDPB_API ldpb_err ldpb_envelope_decode(const uint8_t *buf, size_t len, Ldpb__V1__Envelope **out,
                                        char *detail);
@@ -114,11 +120,15 @@ LDPB_API ldpb_err ldpb_envelope_decode(const uint8_t *buf, size_t len, Ldpb__V1_
 LDPB_API void ldpb_envelope_free(Ldpb__V1__Envelope *env);
 
 /* Reads only fields 1 (protocol_version) and 2 (request_id) of an encoded Envelope, skipping
- * everything else, so a receiver can answer a message of another version with an Error that
- * echoes its request id. *has_request_id is 0 when field 2 is absent. Errors: LDPB_EINVAL (NULL
- * version), LDPB_EPROTO (malformed bytes, or no version field). */
+ * everything else, so a receiver can answer a message it cannot decode (another version, a
+ * missing version, damaged bytes) with an Error that echoes its request id. The request id is
+ * read independently of the version: whatever the result, *has_request_id is 1 and *request_id
+ * set when field 2 occurred exactly once, as a varint, and nothing before it was malformed
+ * (request_id and has_request_id may be NULL). Errors, with `detail` saying which: LDPB_EINVAL
+ * (NULL version), LDPB_EPROTO (bytes that are not protobuf, field 1 or 2 repeated or of the wrong
+ * type, no field 1). An unsupported version is not an error here: ldpb_wire_check_version. */
 LDPB_API ldpb_err ldpb_envelope_peek(const uint8_t *buf, size_t len, uint32_t *version,
-                                     uint64_t *request_id, int *has_request_id);
+                                     uint64_t *request_id, int *has_request_id, char *detail);
 
 /* LDPB_OK if `version` is LDPB_PROTOCOL_VERSION, else LDPB_EVERSION with a `detail` naming both
  * versions ("protocol version 2 is not supported; this peer speaks version 1"). */
