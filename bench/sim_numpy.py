@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The bench_sim loops in numpy, as a researcher would write them: one Python iteration per
 round, vectorized over the arms within a round. Same environments (mixed-bernoulli K = 20, c1
-K = 5), same algorithms (algorithms.md 2.1-2.4, 3.2, 4.1, 4.5), same timing rule as bench/sim.c:
+K = 5), same algorithms (ucb1, ts, LDP twins, dp-ucb, dp-se), same timing rule as bench/sim.c:
 T rounds over the thread's CPU time, the median of three runs of T rounds, every run at least
 --seconds CPU seconds long (wall-clock rounds/s beside it). Prints figures only.
 
@@ -15,13 +15,13 @@ import time
 
 import numpy as np
 
-# algorithms.md 9.2: the means of the 20-arm JZL23/RZLS20 instance, every arm Bernoulli.
+# The means of the 20-arm JZL23/RZLS20 instance, every arm Bernoulli (RZLS20's 'Bern').
 MIXED_BERNOULLI = np.array([0.9] + [0.8] * 5 + [0.7] * 5 + [0.6] * 5 + [0.5] * 4)
-# algorithms.md 9.3, C1 at K = 5: 0.75 then K - 1 arms of 0.7.
+# Sajed & Sheffet 2019, sec. 5, C1 at K = 5: 0.75 then K - 1 arms of 0.7.
 C1 = np.array([0.75] + [0.7] * 4)
 
 EPS = 1.0
-# The linear (CTB) mechanism at max span, algorithms.md 1.3: P(y = 1) = p0 + s x.
+# The linear (CTB) mechanism at max span, docs/derivations.md 2: P(y = 1) = p0 + s x.
 P0 = 1.0 / (math.exp(EPS) + 1.0)
 S_CTB = (math.exp(EPS) - 1.0) / (math.exp(EPS) + 1.0)
 

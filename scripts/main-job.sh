@@ -88,7 +88,7 @@ printf '\nldpb-aggregator stopped with SIGTERM and exited 0.\n'
 # ---- 2. the privacy core ----------------------------------------------------------------------
 eps=1
 n=200000
-# Device rewards: a mix of binary and continuous rewards in [0,1], as in algorithms.md 9.1.
+# Device rewards: a mix of binary and continuous rewards in [0,1], as in the jiang2023 preset.
 awk -v n="$n" 'BEGIN { srand(7); for (i = 0; i < n; i++) {
     u = rand(); if (i % 2) print (u < 0.7 ? 1 : 0); else printf "%.6f\n", u ^ 0.25 } }' > "$work/rewards"
 true_mean=$(awk '{ s += $1 } END { printf "%.4f", s / NR }' "$work/rewards")

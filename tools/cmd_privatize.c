@@ -1,5 +1,5 @@
 /* ldpb privatize: privatize rewards from the command line or stdin with one mechanism and print
- * one output per line (design.md section 6 pins the interface). Arguments are parsed and checked
+ * one output per line (docs/cli.md; the interface is a contract). Arguments are parsed and checked
  * here; the mechanism and the RNG are the common library's. Output goes through a 64 KiB buffer
  * written with write(2), flushed whenever the command is about to wait for input, so it both
  * streams fast and answers a co-process line by line. */

@@ -1,9 +1,9 @@
 /* ldpb sim: simulate bandit algorithms under local, central or no privacy and write regret
- * curves, a summary and plots (design.md section 6 pins the options and the CSV header; docs/sim.md
+ * curves, a summary and plots (the options and the CSV header are a contract; docs/sim.md
  * is the manual). The command parses options, builds the plan (tools/sim/plan.c), runs the batch
  * on the engine (aggregator/src/sim.c) with a progress line on stderr, writes the files
  * (tools/sim/report.c, plot.c), runs gnuplot, and prints a summary with the paper claims that
- * the run can check (algorithms.md 9.7). */
+ * the run can check (docs/sim.md lists them). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -523,7 +523,7 @@ static long find_cfg(const simplan *p, size_t inst, const char *alg, ldpb_mech_k
     return -1;
 }
 
-/* The claims of algorithms.md 9.7 that the configurations of this run can check, on the final
+/* The paper claims (docs/sim.md) that the configurations of this run can check, on the final
  * mean regret (point estimates: read them with the intervals above). */
 static void print_claims(const simplan *p, const simreport *r)
 {
@@ -538,10 +538,9 @@ static void print_claims(const simplan *p, const simreport *r)
         if (u < 0)
             continue;
         if (!header) {
-            printf(
-                "\nclaim A5 (algorithms.md 9.7, SS19 5, stated at T = 5e7): DP-SE's regret is at "
-                "least 5x below DP-UCB's; here at T = %s\n",
-                T);
+            printf("\nclaim A5 (SS19 5, stated at T = 5e7): DP-SE's regret is at "
+                   "least 5x below DP-UCB's; here at T = %s\n",
+                   T);
             printf("  %-14s %5s  %-8s %14s %14s %8s\n", "preset", "k", "epsilon", "dp-ucb", "dp-se",
                    "ratio");
             header = 1;
@@ -562,9 +561,8 @@ static void print_claims(const simplan *p, const simreport *r)
         if (strcmp(cfg->ops->name, "dp-se") != 0)
             continue;
         if (!header) {
-            printf(
-                "\nclaim A6 (algorithms.md 9.7, SS19 5): DP-SE's regret curve ends flat once one "
-                "arm is left; the mean curve of this run\n");
+            printf("\nclaim A6 (SS19 5): DP-SE's regret curve ends flat once one "
+                   "arm is left; the mean curve of this run\n");
             header = 1;
         }
         const double *m = r->mean + c * nj;
@@ -593,7 +591,7 @@ static void print_claims(const simplan *p, const simreport *r)
         if (u < 0)
             continue;
         if (!header) {
-            printf("\nclaim A3 (algorithms.md 9.7, JZL23 5): LDP-TS-B (linear) has lower regret "
+            printf("\nclaim A3 (JZL23 5): LDP-TS-B (linear) has lower regret "
                    "than LDP-UCB-B (linear); at T = %s\n",
                    T);
             printf("  %-14s %-8s %14s %14s\n", "preset", "epsilon", "ldp-ts-b", "ldp-ucb-b");
@@ -621,7 +619,7 @@ static void print_claims(const simplan *p, const simreport *r)
         if (!first || n < 2)
             continue;
         if (!header) {
-            printf("\nclaim A4 (algorithms.md 9.7, JZL23 5): regret of LDP algorithms decreases "
+            printf("\nclaim A4 (JZL23 5): regret of LDP algorithms decreases "
                    "as epsilon grows; at T = %s\n",
                    T);
             header = 1;

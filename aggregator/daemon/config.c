@@ -13,6 +13,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "ldpb/detail.h"
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
@@ -143,19 +144,7 @@ static const option options[] = {
 _Static_assert(sizeof(ldpb_mech_kind) == sizeof(int), "OPT_ENUM writes an int");
 _Static_assert(N_OPTIONS <= sizeof((agg_config *)0)->set_by_file, "set_by_file too small");
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-say(char *out, const char *fmt, ...)
-{
-    if (!out)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, AGG_CONFIG_ERRMAX, fmt, ap);
-    va_end(ap);
-}
+#define say(out, ...) ldpb_detailf((out), AGG_CONFIG_ERRMAX, __VA_ARGS__)
 
 static const option *find_option(const char *name, size_t *index)
 {

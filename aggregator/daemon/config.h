@@ -1,6 +1,6 @@
 /* The ldpb-aggregator configuration: one table of options (name, type, default, bounds, help)
  * drives the ini-file parser (inih), the command-line parser and --help, so the three can never
- * disagree (conventions.md: a table-driven config). Flags override the file; unknown keys,
+ * disagree (a table-driven config). Flags override the file; unknown keys,
  * values out of range and keys set twice are errors reported as "FILE:LINE: reason".
  *
  * Not thread-safe: a config is filled once by main and then only read. */

@@ -25,6 +25,7 @@
 #include <sodium.h>
 
 #include "assign_token.h"
+#include "ldpb/detail.h"
 #include "ldpb/keyfile.h"
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
@@ -191,19 +192,7 @@ logf_(agg_server *s, int level, const char *fmt, ...)
     s->log(s->log_ctx, level, buf);
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-say(char *out, const char *fmt, ...)
-{
-    if (!out)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, AGG_SERVER_ERRMAX, fmt, ap);
-    va_end(ap);
-}
+#define say(out, ...) ldpb_detailf((out), AGG_SERVER_ERRMAX, __VA_ARGS__)
 
 static uint64_t mono_us(void)
 {

@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "ldpb/mech_table.h"
+#include "ldpb/detail.h"
 #include "store.h"
 
 struct agg_store {
@@ -30,19 +31,7 @@ struct agg_store {
     char errmsg[AGG_STORE_ERRMAX];
 };
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-say(char *out, const char *fmt, ...)
-{
-    if (!out)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, AGG_STORE_ERRMAX, fmt, ap);
-    va_end(ap);
-}
+#define say(out, ...) ldpb_detailf((out), AGG_STORE_ERRMAX, __VA_ARGS__)
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta("

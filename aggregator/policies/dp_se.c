@@ -1,4 +1,4 @@
-/* dp-se: Sajed & Sheffet's DP Successive Elimination (algorithms.md 4.5, SS19 Algorithm 3).
+/* dp-se: Sajed & Sheffet's DP Successive Elimination (SS19: Sajed & Sheffet 2019, Algorithm 3).
  * Epoch e pulls every arm of S r = ceil(R_e) times round robin, then adds Lap(1/(eps r)) once to
  * each arm's epoch mean and eliminates every arm whose noisy mean trails the best by more than
  * 2 h_e + 2 c_e. Means and counts start afresh each epoch (the privacy proof needs it), |S| in
@@ -155,12 +155,12 @@ static ldpb_err dp_se_choose(agg_policy *pp, agg_policy_env *env, uint32_t *arm)
     return LDPB_OK;
 }
 
-/* The epoch end (4.5): noise once per arm of S, then elimination with a strict >, then a fresh
+/* The epoch end (Alg. 3): noise once per arm of S, then elimination with a strict >, then a fresh
  * epoch if more than one arm is left. */
 static void end_epoch(dp_se *p, agg_noise *noise)
 {
     double rr = (double)p->par.r;
-    double scale = 1 / (p->eps * rr); /* r = ceil(R_e) for the noise (pitfall 2) */
+    double scale = 1 / (p->eps * rr); /* r = ceil(R_e): docs/derivations.md 10 */
     double width = 2 * p->par.h + 2 * p->par.c;
     double best = -INFINITY;
     for (uint32_t i = 0; i < p->n_active; i++) {

@@ -1,4 +1,4 @@
-/* dp-se (Sajed & Sheffet's DP Successive Elimination, algorithms.md 4.5): the helpers beyond the
+/* dp-se (DP Successive Elimination, Sajed & Sheffet 2019, Alg. 3): the helpers beyond the
  * ops table. A simulator uses them to fast-forward an epoch: instead of R_e Bernoulli rewards per
  * arm it reads the epoch's plan, draws one Binomial sum per arm and feeds it as a block, with the
  * same result as choose/observe one round at a time (for 0/1 rewards, whose sums are exact).
@@ -15,7 +15,7 @@
 #include "ldpb/err.h"
 #include "policy.h"
 
-/* The quantities of epoch e with |S| = s_size arms at its start (4.5):
+/* The quantities of epoch e with |S| = s_size arms at its start (SS19 Alg. 3):
  * R = max(32 ln(8 s e^2/beta) / Delta^2, 8 ln(4 s e^2/beta) / (eps Delta)) + 1, Delta = 2^-e;
  * r = ceil(R), the pulls per arm (saturating at 2^63, far beyond any horizon);
  * h = sqrt(ln(8 s e^2/beta) / (2 R)); c = ln(4 s e^2/beta) / (R eps).

@@ -1,9 +1,11 @@
-/* dp-ucb: Mishra & Thakurta's private UCB (algorithms.md 4.1). One binary tree mechanism per arm
+/* dp-ucb: private UCB (Mishra & Thakurta 2015, MT15). One binary tree mechanism per arm
  * over that arm's rewards (leaf = the arm's pull count), each with budget eps_arm (default eps,
  * parallel composition; eps/K reproduces MT15 literally; above eps it is refused), and the UCB
- * index widened by nu = (Lv^2 / eps_arm) ln(K T Lv / gamma) to absorb the tree noise: index_a =
- * s_hat_a / n_a + sqrt(2 ln t / n_a) + nu / n_a, after one initial pull of every arm. nu is
- * constant, so (s_hat_a + nu) / n_a is cached per arm. The engine is dp_ucb_family.c. */
+ * index widened by nu = (Lv^2 / eps_arm) ln(K T Lv / gamma) to absorb the tree noise
+ * (docs/derivations.md 12):
+ *     index_a = s_hat_a / n_a + sqrt(2 ln t / n_a) + nu / n_a,
+ * after one initial pull of every arm. nu is constant, so (s_hat_a + nu) / n_a is cached per arm.
+ * The engine is dp_ucb_family.c. */
 #include <math.h>
 
 #include "counter.h"

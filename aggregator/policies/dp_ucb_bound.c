@@ -1,4 +1,4 @@
-/* dp-ucb-bound: Tossou & Dimitrakakis' DP-UCB-Bound (algorithms.md 4.2). One hybrid mechanism
+/* dp-ucb-bound: Tossou & Dimitrakakis' DP-UCB-Bound (2016; docs/derivations.md 12). One hybrid
  * per arm over that arm's rewards with the full eps (parallel composition), so the horizon need
  * not be known, and the index
  *     index_a = s_hat_a / n_a + sqrt(2 ln t / n_a) + nu_a(t) / n_a,

@@ -1,4 +1,4 @@
-/* The central-DP UCB engine: dp-ucb (4.1, binary tree mechanism) and dp-ucb-bound (4.2, hybrid
+/* The central-DP UCB engine: dp-ucb (MT15, binary tree mechanism) and dp-ucb-bound (TD16, hybrid
  * mechanism) are one algorithm. One continual counter per arm releases a private running sum
  * s_hat_a of the arm's rewards (leaf = the arm's pull count), and after one initial pull of every
  * arm round t (observations so far + 1) pulls

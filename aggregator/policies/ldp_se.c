@@ -1,4 +1,4 @@
-/* LDP-SE: successive elimination on LDP reports (algorithms.md 2.6, derived from DP-SE 4.5); the
+/* LDP-SE: successive elimination on LDP reports (docs/derivations.md 9, after SS19's DP-SE); the
  * engine, with the algorithm and how it is driven, is se_family.c. mu_hat_a is the de-biased mean
  * of the epoch's reports.
  *
@@ -7,7 +7,7 @@
  * nominal ones), so r_e = floor(8 w^2 L / Delta^2) + 1; or CTL (Laplace) with
  * rad(r) = sqrt(L/(2r)) + sqrt(8L/(eps^2 r)), so r_e = max(ceil(L), floor(16 c^2 L / Delta^2) + 1)
  * with c = 1/sqrt(2) + sqrt(8)/eps (the Bernstein part needs r >= L). Quadratic and exponential
- * are refused: with non-binary rewards their mean is not identifiable from the reports (1.6).
+ * are refused: with non-binary rewards their mean is not identifiable (docs/derivations.md 5).
  * Both radii are rho sqrt(L / r) for a constant rho; r_e is computed from the closed forms. */
 #include <math.h>
 

@@ -1,14 +1,14 @@
-/* LDP-TS-B (algorithms.md 2.3; Jiang, Zhao and Li 2023): Thompson sampling on the bits of a
+/* LDP-TS-B (Jiang, Zhao and Li 2023, Alg. 1): Thompson sampling on the bits of a
  * Bernoulli mechanism (linear = CTB, quadratic or exponential; one probability function p and
  * one epsilon for all arms, so the privatized means mu'_a = E[p(X_a)] are on one scale).
  *
  * The reports of an arm are i.i.d. Bern(mu'_a), so Beta(S_a + 1, F_a + 1) is the exact posterior
  * of mu'_a under the Beta(1,1) prior; a report y in {0,1} adds to S or F (the engine is
- * ts_family.c). The optional clamp of theta into [p0, p1] (2.3, ASSUMED) is not applied: the
- * spec's default is the plain posterior sample.
+ * ts_family.c). An optional clamp of theta into [p0, p1] (not in JZL23) is not applied: the
+ * algorithm is the plain posterior sample.
  *
  * The mechanism runs on the client; the aggregator builds the same configuration to validate it
- * and to de-bias in describe(): exact for linear, the plug-in p^-1(ybar) otherwise (1.6). */
+ * and to de-bias in describe(): exact for linear, p^-1(ybar) otherwise (docs/derivations.md 5). */
 #include "ts_family.h"
 
 /* describe(): a 95% Hoeffding interval, on the unit scale for the linear mechanism. */
@@ -32,7 +32,7 @@ static int success(agg_policy_env *env, double bit)
     return bit == 1.0;
 }
 
-/* De-biased S/(S+F) (1.6): exact and unbiased for linear, with a 95% Hoeffding interval scaled by
+/* De-biased S/(S+F): exact and unbiased for linear, with a 95% Hoeffding interval scaled by
  * 1/s; the plug-in approximation p^-1(ybar) for quadratic and exponential, without an interval
  * (the mean reward is not identifiable from the reports then). */
 static ldpb_err estimate(const ldpb_mech *mech, uint64_t s, uint64_t n, agg_arm_status *st)

@@ -1,4 +1,4 @@
-/* LDP-UCB-B (algorithms.md 2.4; Ren, Zhou, Liu and Shroff 2020, index from their DPclass.py):
+/* LDP-UCB-B (Ren, Zhou, Liu and Shroff 2020, index from their DPclass.py, which differs below):
  * UCB1 run on the privatized bits of any Bernoulli mechanism (CTB = linear, or quadratic /
  * exponential as in JZL23), on the privatized scale:
  *     argmax_a  ysum_a / n_a + sqrt(2 ln t / n_a)
@@ -7,7 +7,12 @@
  * linear case). The mechanism itself runs on the client; the aggregator builds the same
  * configuration only to validate it and to de-bias for describe() (exact for linear, with the
  * index's radius on the unit scale, w sqrt(2 ln t / n); the plug-in p^-1(ybar) without an interval
- * for quadratic and exponential). The engine is ucb_family.c. */
+ * for quadratic and exponential). The engine is ucb_family.c.
+ *
+ * Not as in their code: DPclass.py starts every arm with one phantom pull of reward 0 (n_a = 1,
+ * mean 0) and no round-robin, and np.argmax breaks ties toward the lowest index; here each arm is
+ * pulled once and ties are broken uniformly at random. On the ren2020 preset that costs about 1%
+ * more regret than their code (docs/sim.md, "Where ren2020 differs"). */
 #include "ucb_family.h"
 
 extern const agg_policy_ops agg_policy_ldp_ucb_b;

@@ -1,15 +1,15 @@
-/* LDP-UCB-L (algorithms.md 2.5; Ren, Zhou, Liu and Shroff 2020, index and threshold from their
+/* LDP-UCB-L (Ren, Zhou, Liu and Shroff 2020, index and threshold from their
  * DPclass.py::pull_CTL): UCB on Laplace-privatized rewards y = clip(x,0,1) + Lap(1/eps).
  *
  * Round t (1-based: one more than the observations so far):
  *   U = { a : n_a <= 4 ln t }   (forced exploration: below it the Bernstein radius is not valid)
  *   U nonempty: pull the arm of U with the fewest reports, lowest index among equals (this is
- *               round-robin over U, which 2.5 allows);
+ *               round-robin over U; docs/derivations.md 8);
  *   otherwise:  argmax_a ysum_a/n_a + sqrt(2 ln t / n_a) + sqrt(32 ln t / (eps^2 n_a)).
- * The threshold uses 4 ln t with counts from 0 (2.5 allows this or RZLS20's 4 ln(t+1) with
+ * The threshold uses 4 ln t with counts from 0 (derivations.md 8; RZLS20's code: 4 ln(t+1) with
  * counts from 1). Both radius terms scale as sqrt(ln t / n_a), so the index is
  * mean_a + c sqrt(ln t / n_a) with c = sqrt(2) + sqrt(32)/eps. Reports are never clipped or
- * rounded here (the pitfall of 1.7); their mean is unbiased for the mean reward, and describe()
+ * rounded here (docs/derivations.md 6); their mean is unbiased for the mean reward, and describe()
  * gives the index's radius once the arm has left forced exploration. The engine is
  * ucb_family.c. */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* SE: non-private successive elimination, the baseline of the SE family. It mirrors LDP-SE
- * (algorithms.md 2.6) on raw rewards in [0,1], with the Hoeffding radius of [0,1] rewards:
+ * (docs/derivations.md 9) on raw rewards in [0,1], with the Hoeffding radius of [0,1] rewards:
  * rad(r) = sqrt(L / (2r)), so r_e = floor(8 L / Delta^2) + 1 (the CTB formulas with w = 1);
  * beta defaults to 1/T. The estimate of an arm is the plain mean of its epoch rewards. The
  * engine, with the algorithm and how it is driven, is se_family.c. */

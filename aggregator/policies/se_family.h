@@ -1,5 +1,5 @@
-/* The successive elimination engine: SE (the non-private baseline) and LDP-SE (algorithms.md
- * 2.6) are one algorithm with a different radius and observation:
+/* The successive elimination engine: SE (the non-private baseline) and LDP-SE (docs/derivations.md
+ * 9) are one algorithm with a different radius and observation:
  *
  *   S = all arms; e = 0
  *   epoch: e += 1; Delta_e = 2^-e; L_e = ln(8 |S| e^2 / beta) with |S| at the epoch's start;

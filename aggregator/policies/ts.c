@@ -1,4 +1,4 @@
-/* Thompson sampling, the non-private baseline (algorithms.md 2.2; Agrawal and Goyal 2012/2013).
+/* Thompson sampling, the non-private baseline (Agrawal and Goyal 2012/2013).
  *
  * Prior Beta(1,1) per arm; the engine is ts_family.c. An observation x in [0,1] is binarized
  * z ~ Bern(x) with env->rand (the Agrawal-Goyal trick; a reward of exactly 0 or 1 is used as is and

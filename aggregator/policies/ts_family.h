@@ -1,4 +1,4 @@
-/* The Thompson Sampling engine: TS (2.2) and LDP-TS-B (2.3) are one algorithm on different
+/* The Thompson Sampling engine: TS (AG12) and LDP-TS-B (JZL23) are one algorithm on different
  * observations. Prior Beta(1,1) per arm; a round draws theta_a ~ Beta(S_a + 1, F_a + 1) for every
  * arm and pulls the argmax (ties, which have probability zero but are handled, uniformly at random
  * with env->rand); an observation adds to S or F of its arm. This engine holds the counts, the

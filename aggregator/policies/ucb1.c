@@ -1,4 +1,4 @@
-/* UCB1, the non-private baseline (algorithms.md 2.1; Auer, Cesa-Bianchi and Fischer 2002).
+/* UCB1, the non-private baseline (Auer, Cesa-Bianchi and Fischer 2002).
  *
  * Rounds 1..K pull each arm once (lowest unpulled index first); afterwards round t pulls
  *     argmax_a  sum_a / n_a + sqrt(2 ln t / n_a),

@@ -194,7 +194,7 @@ ldpb_err agg_ucb_restore(agg_policy *p, const uint8_t *buf, size_t len)
 }
 
 /* The estimate is the mean of the observations, de-biased with the clients' mechanism when there
- * is one (algorithms.md 1.6: exact for linear; the plug-in p^-1(ybar) for quadratic and
+ * is one (docs/derivations.md 5: exact for linear; the plug-in p^-1(ybar) for quadratic and
  * exponential, biased for non-binary rewards, so no interval then). The interval is the index's
  * own radius, the one the next decision adds, scaled to the unit scale by w and not clipped to
  * [0,1]; with forced exploration only once the arm is past the threshold (NaN before). */

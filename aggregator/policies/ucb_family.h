@@ -1,4 +1,4 @@
-/* The UCB family engine: UCB1 (2.1), LDP-UCB-B (2.4) and LDP-UCB-L (2.5) are one algorithm,
+/* The UCB family engine: UCB1 (ACF02), LDP-UCB-B and LDP-UCB-L (RZLS20) are one algorithm,
  *     argmax_a  sum_a / n_a + c sqrt(s ln t / n_a)
  * after an exploration phase, on different observations. This engine holds the state, the
  * choice, the update, the state format and describe(); each algorithm's file gives only what is

@@ -1,5 +1,5 @@
-/* Continual counters: the binary tree, logarithmic and hybrid mechanisms of algorithms.md 3.2 and
- * 3.3. The tree keeps, besides the exact and noisy p-sums, the partial sums of the noisy p-sums
+/* Continual counters: the binary tree, logarithmic and hybrid mechanisms (docs/derivations.md 11;
+ * CSS10). The tree keeps, besides the exact and noisy p-sums, the partial sums of the noisy p-sums
  * from the top level down, so a release costs O(1) and an input costs O(lowest set bit), which is
  * O(1) amortised, without subtracting anything (no drift over 10^8 inputs). */
 #include "counter.h"
@@ -159,7 +159,7 @@ ldpb_err agg_tree_push(agg_tree *t, agg_noise *noise, double z, double *release)
         t->alpha_hat[j] = 0;
     }
     t->alpha[i] = a;
-    /* Node i is complete now: its noise is drawn here, once (3.2 pitfall 3). */
+    /* Node i is complete now: its noise is drawn here, once (a redraw would spend eps again). */
     t->alpha_hat[i] = a + agg_noise_laplace(noise, t->scale);
     double s = t->top[i + 1] + t->alpha_hat[i];
     for (uint32_t j = 0; j <= i; j++)

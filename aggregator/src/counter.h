@@ -1,5 +1,5 @@
 /* Continual counters for central differential privacy: they release a private running sum after
- * every input of a stream whose items lie in a known interval [lo, hi] (algorithms.md 3.2, 3.3).
+ * every input of a stream whose items lie in a known interval [lo, hi] (docs/derivations.md 11).
  *
  * - agg_tree: the binary tree mechanism for a known horizon T. Lv = ceil(log2(T + 1)) levels, each
  *   completed node carries Lap((hi - lo) Lv / eps) noise drawn exactly once, when the node
@@ -31,7 +31,7 @@
 /* Lv = ceil(log2(horizon + 1)), the number of bits of `horizon` (0 for horizon 0). */
 uint32_t agg_tree_levels(uint64_t horizon);
 
-/* ---- binary tree mechanism (3.2) ---------------------------------------------------------- */
+/* ---- binary tree mechanism (Chan, Shi & Song 2010) ---------------------------------------- */
 
 typedef struct agg_tree agg_tree;
 
@@ -71,7 +71,7 @@ void agg_tree_save(const agg_tree *t, agg_wbuf *w);
  * LDPB_EINVAL for NULL. */
 ldpb_err agg_tree_restore(agg_tree *t, agg_rbuf *r);
 
-/* ---- logarithmic mechanism (3.3) ---------------------------------------------------------- */
+/* ---- logarithmic mechanism (Chan, Shi & Song 2010) ---------------------------------------- */
 
 /* Caller-owned. Release L(t) changes only when t is a power of two. */
 typedef struct agg_logmech {
@@ -79,7 +79,7 @@ typedef struct agg_logmech {
     double epsilon;  /* budget; noise Lap((hi - lo) / epsilon) */
     double lo, hi;   /* input range */
     double exact;    /* exact running sum (not private) */
-    double noisy;    /* running sum plus the noise drawn so far (beta of 3.3) */
+    double noisy;    /* running sum plus the noise drawn so far */
     double released; /* beta at the last power of two: the release L(t) */
 } agg_logmech;
 
@@ -89,15 +89,15 @@ ldpb_err agg_logmech_init(agg_logmech *m, double epsilon, double lo, double hi);
  * NULL) gets L(t). Errors as agg_tree_push (LDPB_ESTATE at count 2^64 - 1). */
 ldpb_err agg_logmech_push(agg_logmech *m, agg_noise *noise, double z, double *release);
 
-/* ---- hybrid mechanism (3.3) --------------------------------------------------------------- */
+/* ---- hybrid mechanism (Chan, Shi & Song 2010) --------------------------------------------- */
 
 typedef struct agg_hybrid agg_hybrid;
 
 /* Creates a hybrid counter (unbounded horizon) for inputs in [lo, hi] with total budget eps:
  * a logarithmic mechanism at eps/2 and, for inputs t in (2^k, 2^(k+1)), a fresh binary tree
  * B_k at eps/2 fed with index t - 2^k. B_k receives at most 2^k - 1 inputs, so its horizon is
- * 2^k - 1 and it has k levels (the smallest Lv that covers every index it releases, 3.2
- * pitfall 1). Errors as agg_tree_new. Free with agg_hybrid_free(). */
+ * 2^k - 1 and it has k levels (the smallest Lv that covers every index it releases,
+ * docs/derivations.md 11). Errors as agg_tree_new. Free with agg_hybrid_free(). */
 ldpb_err agg_hybrid_new(agg_hybrid **out, double epsilon, double lo, double hi);
 void agg_hybrid_free(agg_hybrid *h);
 /* Feeds z: H(t) = L(t) at powers of two, else L(2^k) + B_k(t - 2^k). Errors as agg_tree_push

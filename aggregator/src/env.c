@@ -1,5 +1,5 @@
 /* Simulated environments: reward laws, their means, the list parser and the presets of
- * algorithms.md 9.1-9.3 (see env.h). */
+ * the papers' experiments (see env.h). */
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -324,7 +324,7 @@ ldpb_err agg_env_ss19_means(agg_ss19_setting s, uint32_t k, double *means)
     return LDPB_OK;
 }
 
-/* algorithms.md 9.1 (values from RZLS20's code) and its all-Bernoulli twin of 9.2. */
+/* JZL23's mixed instance (values from RZLS20's code) and RZLS20's all-Bernoulli twin. */
 static const char preset_mixed[] =
     "bernoulli:0.9,beta:4:1*5,twopoint:0.4:1*5,bernoulli:0.6*5,uniform:0:1*4";
 static const char preset_mixed_bernoulli[] =

@@ -1,4 +1,4 @@
-/* Simulated bandit environments (algorithms.md 9): K arms, each with a reward law on [0,1], its
+/* Simulated bandit environments (docs/sim.md): K arms, each with a reward law on [0,1], its
  * true mean (the simulator computes pseudo-regret from these, never from privatized values), and
  * a sampler drawing from an agg_rand the caller owns (give the environment its own stream so
  * every algorithm faces the same rewards).
@@ -11,8 +11,8 @@
  *     bernoulli:P   beta:A:B   twopoint:LO:HI   uniform:LO:HI
  *     "bernoulli:0.9,beta:4:1*5,twopoint:0.4:1*5,bernoulli:0.6*5,uniform:0:1*4"
  * Whitespace around items and numbers is allowed. Presets (agg_env_preset): "mixed" (the 20-arm
- * JZL23/RZLS20 instance of 9.1), "mixed-bernoulli" (its means, every arm Bernoulli: RZLS20's
- * "Bern" type, 9.2), and "c1".."c4" (the Sajed-Sheffet Bernoulli instances of 9.3, any K >= 2).
+ * JZL23/RZLS20 instance), "mixed-bernoulli" (its means, every arm Bernoulli: RZLS20's
+ * "Bern" type), and "c1".."c4" (the Bernoulli instances of Sajed-Sheffet 2019, any K >= 2).
  *
  * An environment is immutable after creation and may be shared by threads, each sampling with
  * its own agg_rand. */
@@ -38,7 +38,7 @@ typedef struct agg_law {
     double a, b;
 } agg_law;
 
-/* The Sajed-Sheffet instances (algorithms.md 9.3); every arm is Bernoulli. */
+/* The Sajed-Sheffet instances (Sajed & Sheffet 2019, sec. 5); every arm is Bernoulli. */
 typedef enum agg_ss19_setting {
     AGG_SS19_C1 = 1, /* 0.75 then K-1 arms of 0.7 */
     AGG_SS19_C2 = 2, /* 0.75 - 0.5 (i-1)/(K-1) */

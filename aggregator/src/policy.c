@@ -1,4 +1,4 @@
-/* The policy registry, config defaults, the shared config checks of algorithms.md 10.1, and the
+/* The policy registry, config defaults, the config checks most policies share, and the
  * generic wrappers that validate what every policy would otherwise validate itself (arm index,
  * observation domain of the privacy model) before dispatching through the ops table. */
 #include <assert.h>
@@ -26,16 +26,16 @@ extern const agg_policy_ops agg_policy_dp_se;
 
 /* One entry per line (the trailing comments keep clang-format from packing the table). */
 static const agg_policy_ops *const registry[] = {
-    &agg_policy_ucb1,         /* algorithms.md 2.1 */
-    &agg_policy_ts,           /* 2.2 */
-    &agg_policy_se,           /* 2.6, non-private */
-    &agg_policy_ldp_ts_b,     /* 2.3 */
-    &agg_policy_ldp_ucb_b,    /* 2.4 */
-    &agg_policy_ldp_ucb_l,    /* 2.5 */
-    &agg_policy_ldp_se,       /* 2.6 */
-    &agg_policy_dp_ucb,       /* 4.1 */
-    &agg_policy_dp_ucb_bound, /* 4.2 */
-    &agg_policy_dp_se,        /* 4.5 */
+    &agg_policy_ucb1,         /* Auer, Cesa-Bianchi and Fischer 2002 */
+    &agg_policy_ts,           /* Agrawal and Goyal 2012 */
+    &agg_policy_se,           /* docs/derivations.md 9, non-private */
+    &agg_policy_ldp_ts_b,     /* Jiang, Zhao and Li 2023 */
+    &agg_policy_ldp_ucb_b,    /* Ren, Zhou, Liu and Shroff 2020 */
+    &agg_policy_ldp_ucb_l,    /* Ren, Zhou, Liu and Shroff 2020 */
+    &agg_policy_ldp_se,       /* docs/derivations.md 9 */
+    &agg_policy_dp_ucb,       /* Mishra and Thakurta 2015 */
+    &agg_policy_dp_ucb_bound, /* Tossou and Dimitrakakis 2016 */
+    &agg_policy_dp_se,        /* Sajed and Sheffet 2019 */
 };
 
 const agg_policy_ops *const *agg_policy_all(size_t *count)

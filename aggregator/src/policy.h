@@ -1,8 +1,8 @@
 /* The policy interface: one ops table that every bandit algorithm implements, so the daemon,
- * the simulator and the load generator drive any of them the same way (design.md 3).
+ * the simulator and the load generator drive any of them the same way.
  *
  * A policy keeps sufficient statistics, never histories. It is created from a config (refused
- * with a precise message when the config is invalid, algorithms.md 10.1), chooses arms, observes
+ * with a precise message when the config is invalid), chooses arms, observes
  * (arm, observation) where the observation is what the privacy model delivers (a privatized bit,
  * a privatized real, or a raw reward), saves and restores its whole state as versioned bytes,
  * describes its per-arm state, and says whether two states can be merged across shards.
@@ -106,7 +106,7 @@ typedef struct agg_policy agg_policy;
 typedef struct agg_policy_ops {
     const char *name; /* the CLI / CSV name: "ucb1", "ldp-ts-b", "dp-se", ... */
     agg_model model;
-    int mergeable; /* 1 if states of shards can be merged (algorithms.md 2.0, 10) */
+    int mergeable; /* 1 if states of shards can be merged (exact sums, no noise) */
     /* The AGG_PARAM_* bits of the parameters the policy reads besides k (kappa only matters
      * with the quadratic mechanism: ask agg_policy_reads). Two configurations that agree on
      * these behave the same, so a saved state restores under either. */
@@ -180,7 +180,7 @@ __attribute__((format(printf, 3, 4)))
 ldpb_err
 agg_policy_refuse(char errmsg[AGG_ERRMSG_MAX], ldpb_err err, const char *fmt, ...);
 
-/* The checks of algorithms.md 10.1 most policies share, each refusing with a message that names
+/* The parameter checks most policies share, each refusing with a message that names
  * the policy, the field and the bound: k in [2, AGG_POLICY_K_MAX]; horizon >= k when known
  * (need_horizon: horizon must also be known, > 0); epsilon finite and in (0, LDPB_EPSILON_MAX]. */
 ldpb_err agg_policy_check_k(const agg_policy_config *cfg, const char *name, int need_horizon,

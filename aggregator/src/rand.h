@@ -8,8 +8,8 @@
  * agg_noise is the source of central-DP *privacy noise* (tree nodes, DP-SE epoch means, SVT
  * thresholds). In the service it is AGG_NOISE_SECURE: libsodium-keyed ChaCha20 through ldpb_rng
  * and the floating-point-safe grid Laplace of common/ (scaled). Simulations may choose
- * AGG_NOISE_FAST (textbook inverse-CDF Laplace from an agg_rand), which algorithms.md 0.6 allows
- * for simulation only. */
+ * AGG_NOISE_FAST (textbook inverse-CDF Laplace from an agg_rand), which is acceptable in a
+ * simulation only (docs/privacy.md 5.1 says why). */
 #ifndef LDPB_AGG_RAND_H
 #define LDPB_AGG_RAND_H
 

@@ -1,4 +1,4 @@
-/* DP-NAS and DP exponential NAS (algorithms.md 4.3, 4.4): the sparse vector test on the running
+/* DP-NAS and DP exponential NAS (SS19, Algs. 1 and 2): the sparse vector test on the running
  * sum with a threshold noise drawn once, and one Laplace on the released mean. */
 #include "stopping.h"
 
@@ -66,7 +66,7 @@ ldpb_err agg_nas_init(agg_nas *s, const agg_nas_opts *o, agg_noise *noise, char 
     s->sigma1 = 12 * o->range / o->epsilon;
     s->sigma2 = 12 * o->range / o->epsilon;
     s->sigma3 = 4 * o->range / o->epsilon;
-    /* B is drawn once for the whole run (3.5 pitfall). */
+    /* B is drawn once for the whole run (a redraw per query breaks the SVT's privacy). */
     s->threshold_noise = agg_noise_laplace(noise, s->sigma1);
     s->state = AGG_NAS_RUNNING;
     return LDPB_OK;

@@ -1,4 +1,4 @@
-/* Private stopping rules of Sajed & Sheffet (algorithms.md 4.3, 4.4): DP-NAS tests after every
+/* Private stopping rules of Sajed & Sheffet 2019 (Algs. 1, 2): DP-NAS tests after every
  * sample, DP exponential NAS only at t = 2^k (k >= 1). Both learn the mean mu != 0 of an i.i.d.
  * stream in [-R, R] to within alpha |mu| with probability >= 1 - beta, and are eps-DP: a sparse
  * vector test with threshold noise B ~ Lap(12R/eps) drawn once at init and fresh

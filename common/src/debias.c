@@ -1,4 +1,4 @@
-/* Aggregator-side estimates from privatized reports (algorithms.md 1.6-1.7). They live in
+/* Aggregator-side estimates from privatized reports (docs/derivations.md 5-6). They live in
  * common because they are the exact inverses of the mechanisms and must use the implemented
  * endpoints, not the nominal ones. Each family implements its own (the `debias` and `radius` of
  * its rows of the mechanism table, in mech_bernoulli.c and mech_laplace.c). */

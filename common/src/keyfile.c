@@ -13,6 +13,7 @@
 
 #include <sodium.h>
 
+#include "ldpb/detail.h"
 #include "ldpb/keyfile.h"
 
 #define TAG_BYTES (sizeof LDPB_KEYFILE_SECRET_TAG - 1)
@@ -21,19 +22,7 @@
 _Static_assert(sizeof LDPB_KEYFILE_SECRET_TAG == sizeof LDPB_KEYFILE_PUBLIC_TAG, "tag lengths");
 _Static_assert(TAG_BYTES + 1 + HEX_BYTES + 1 == LDPB_KEYFILE_BYTES, "key file length");
 
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-say(char *detail, const char *fmt, ...)
-{
-    if (!detail)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, LDPB_DETAIL_BYTES, fmt, ap);
-    va_end(ap);
-}
+#define say(out, ...) ldpb_detailf((out), LDPB_DETAIL_BYTES, __VA_ARGS__)
 
 static const char *tag_of(ldpb_keyfile_kind kind)
 {

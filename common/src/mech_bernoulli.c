@@ -1,5 +1,5 @@
 /* The Bernoulli mechanism with the linear, quadratic and exponential probability functions
- * (algorithms.md 1.2-1.5). Every function is written as p(x) = p0 + s * shape(x) with
+ * (docs/derivations.md 1-4). Every function is written as p(x) = p0 + s * shape(x) with
  * shape(0) = 0 and shape(1) = 1, so the endpoints alone carry the privacy guarantee.
  *
  * What is implemented is not p(x) but an integer threshold t(x): the report is 1 iff a uniform
@@ -96,7 +96,7 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
 
     double p0, p1;
     if (o->p0 == 0.0 && o->p1 == 0.0) {
-        /* Max-span endpoints (algorithms.md 1.2.2), both computed without cancellation. */
+        /* Max-span endpoints (docs/derivations.md 2), both computed without cancellation. */
         p0 = 1.0 / (1.0 + exp(eps));
         p1 = 1.0 / (1.0 + exp(-eps));
     } else {
@@ -104,7 +104,7 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
         p1 = o->p1;
         if (!(p0 > 0.0 && p0 <= p1 && p1 < 1.0))
             return LDPB_ERANGE;
-        /* The spec's relative guard (algorithms.md 1.2.3) plus the absolute error of writing the
+        /* The relative guard of docs/derivations.md 3 plus the absolute error of writing the
          * endpoints as doubles (~2^-53 each): at tiny eps that error dominates, and the
          * thresholds below are nudged inside the request anyway. */
         if (nominal_epsilon(p0, p1) > eps * (1.0 + 1e-12) + 0x1p-50)
@@ -146,7 +146,8 @@ ldpb_err mech_bernoulli_init(struct ldpb_mech *m)
     return LDPB_OK;
 }
 
-/* ---- de-biasing (algorithms.md 1.6): the inverses of what the sampler implements ----------- */
+/* ---- de-biasing (docs/derivations.md 5): the inverses of what the sampler implements -----------
+ */
 
 /* The implemented endpoints: the de-biasing inverts what the sampler does, not the formula. */
 static void endpoints(const struct ldpb_mech *m, double *p0, double *s)

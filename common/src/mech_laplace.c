@@ -1,4 +1,4 @@
-/* The Laplace mechanism (CTL, algorithms.md 1.7), made safe in floating point.
+/* The Laplace mechanism (CTL, Ren et al. 2020; docs/privacy.md 5), safe in floating point.
  *
  * Textbook Laplace sampling (x + b * log(uniform)) leaks the input through the irregular
  * spacing of doubles (Mironov, CCS 2012). Here, as in Google's differential-privacy library,

@@ -15,6 +15,7 @@
 
 #include <sodium.h>
 
+#include "ldpb/detail.h"
 #include "ldpb/seal.h"
 
 _Static_assert(LDPB_KEY_BYTES == crypto_box_PUBLICKEYBYTES, "key size");
@@ -28,19 +29,7 @@ _Static_assert(8 + 1 + LDPB_NONCE_RANDOM_BYTES == LDPB_NONCE_BYTES, "nonce layou
 
 #define DIR_OFFSET 8 /* the direction byte within the nonce */
 
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-say(char *detail, const char *fmt, ...)
-{
-    if (!detail)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, LDPB_DETAIL_BYTES, fmt, ap);
-    va_end(ap);
-}
+#define say(out, ...) ldpb_detailf((out), LDPB_DETAIL_BYTES, __VA_ARGS__)
 
 static uint64_t get_le64(const uint8_t *p)
 {

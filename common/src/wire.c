@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ldpb/detail.h"
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/wire.h"
@@ -29,19 +30,7 @@ _Static_assert(LDPB_PLAINTEXT_MAX == 65458u, "documented in docs/protocol.md");
 
 static const uint8_t frame_magic[4] = {'L', 'D', 'P', 'B'};
 
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-say(char *detail, const char *fmt, ...)
-{
-    if (!detail)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, LDPB_DETAIL_BYTES, fmt, ap);
-    va_end(ap);
-}
+#define say(out, ...) ldpb_detailf((out), LDPB_DETAIL_BYTES, __VA_ARGS__)
 
 static void put_le16(uint8_t *p, uint16_t v)
 {

@@ -1,6 +1,6 @@
 /* Continual counters and stopping rules (aggregator/src/counter.c, stopping.c): the binary tree
  * releases unbiased prefix sums built from exactly popcount(t) noisy nodes, every input enters at
- * most Lv nodes, the error variance is 2 popcount(t) (Lv/eps)^2 (claim A8), the hybrid mechanism's
+ * most Lv nodes, the error variance is 2 popcount(t) (Lv/eps)^2, the hybrid mechanism's
  * error matches its construction, state round-trips exactly, and DP-NAS / DP exponential NAS halt
  * with the right sign and never too early. Statistical checks use fixed seeds, print the seed when
  * they fail and state their false-failure probability. */
@@ -62,7 +62,7 @@ static void tree_levels_cover_the_horizon(void **state)
     assert_int_equal(agg_tree_levels(4), 3);
     assert_int_equal(agg_tree_levels(127), 7);
     assert_int_equal(agg_tree_levels(128), 8);
-    /* Appendix A: T = 5e7 needs 26 levels; worst prefix variance 35152/eps^2. */
+    /* docs/derivations.md 11: T = 5e7 needs 26 levels; worst prefix variance 35152/eps^2. */
     assert_int_equal(agg_tree_levels(50000000), 26);
     assert_int_equal(agg_tree_levels(UINT64_MAX), 64);
     agg_tree *t = NULL;
@@ -170,7 +170,7 @@ static void tree_input_enters_at_most_lv_nodes(void **state)
     agg_noise_free(f.noise);
 }
 
-/* Claim A8 with FAST noise: over 1e5 trials, the error at t has mean 0 and variance
+/* The tree's variance with FAST noise: over 1e5 trials, the error at t has mean 0 and variance
  * 2 popcount(t) (Lv/eps)^2 within 5%. The sample variance of a sum of k Laplace terms has
  * relative standard error sqrt((2 + 3/k)/n) <= 0.71% at n = 1e5, so 5% is >= 7 standard errors
  * (false failure < 1e-11 per t); the mean is checked at 5 standard errors (< 6e-7 per t). Over the
@@ -628,7 +628,7 @@ static void nas_refuses_invalid_options(void **state)
     assert_non_null(strstr(msg, "kind"));
     agg_nas_opts_init(&o, AGG_NAS_EVERY_STEP, 1.0);
     assert_int_equal(agg_nas_init(&s, &o, NULL, msg, sizeof msg), LDPB_EINVAL);
-    /* SS19 / Appendix A: R = 1, eps = 1 gives sigma1 = sigma2 = 12, sigma3 = 4. */
+    /* SS19 Alg. 1: R = 1, eps = 1 gives sigma1 = sigma2 = 12, sigma3 = 4. */
     assert_int_equal(agg_nas_init(&s, &o, f.noise, NULL, 0), LDPB_OK);
     assert_true(s.sigma1 == 12 && s.sigma2 == 12 && s.sigma3 == 4);
     double est;

@@ -1,5 +1,5 @@
 /* Simulated environments (aggregator/src/env.c): laws and their means, the presets of
- * algorithms.md 9.1 and 9.3 against the spec's tables, and the list parser's errors.
+ * JZL23/RZLS20 and SS19 (docs/sim.md) against worked values, and the list parser's errors.
  *
  * Sample-mean checks use fixed seeds and a z = 5 tolerance with the law's exact standard error:
  * each fails by chance with probability 5.7e-7; with under 40 of them the file's false-failure
@@ -122,7 +122,7 @@ static void mixed_preset_is_section_9_1(void **state)
     for (uint32_t a = 0; a < 20; a++)
         assert_true(fabs(agg_env_mean(env, a) - level[(a + 4) / 5]) < 1e-15);
     check_sample_means(env, 3, 50000);
-    /* E[X^2] of the table in 9.1 (0.9, 2/3, 0.58, 0.6, 1/3) through the variance. */
+    /* E[X^2] of the laws (0.9, 2/3, 0.58, 0.6, 1/3; docs/derivations.md 5) through the variance. */
     static const double ex2[] = {0.9, 2.0 / 3.0, 0.58, 0.6, 1.0 / 3.0};
     for (int g = 0; g < 5; g++) {
         uint32_t a = g == 0 ? 0 : (uint32_t)(1 + 5 * (g - 1));
@@ -150,7 +150,7 @@ static void mixed_preset_is_section_9_1(void **state)
 static void ss19_means_match_the_table(void **state)
 {
     (void)state;
-    /* algorithms.md 9.3, worked means (6 decimals in the table). */
+    /* SS19 sec. 5's C2-C4 formulas (docs/sim.md) worked out (6 decimals where not exact). */
     static const double c2_3[] = {0.75, 0.5, 0.25}, c3_3[] = {0.75, 0.375, 0.25},
                         c4_3[] = {0.75, 0.625, 0.25};
     static const double c2_5[] = {0.75, 0.625, 0.5, 0.375, 0.25},

@@ -1,5 +1,5 @@
 /* The central-DP policies dp-ucb, dp-ucb-bound and dp-se (aggregator/policies/): configuration
- * checks, DP-SE's epoch quantities against algorithms.md 4.5's table, its epoch mechanics (round
+ * checks, DP-SE's epoch quantities against docs/derivations.md 10, its epoch mechanics (round
  * robin over S, noise once per arm at the epoch end with scale 1/(eps ceil(R_e)), elimination
  * only there), block feeding equal to single observations, regret behaviour (initial round robin,
  * sublinear regret, scaled-down claim A5), and exact save/restore with corrupt input refused.
@@ -230,7 +230,7 @@ static void null_noise_is_refused(void **state)
 
 /* ---- DP-SE epoch quantities ------------------------------------------------------------------ */
 
-/* algorithms.md 4.5's table for K = 5, T = 5e7, beta = 1/T. */
+/* The table of docs/derivations.md 10 for K = 5, T = 5e7, beta = 1/T. */
 static void dp_se_reference_values(void **state)
 {
     (void)state;
@@ -656,7 +656,7 @@ static uint64_t dp_se_fast_forward(agg_policy *p, sim *s, const double *mu, uint
 }
 
 /* Easy instances (gaps >= 0.2, beta = 1e-7): over 30 runs the best arm is never eliminated and
- * each run ends with exactly one arm, the best. By Lemma 4.2 a run fails with probability
+ * each run ends with exactly one arm, the best. By SS19 Lemma 4.2 a run fails with probability
  * <= beta, so the false-failure probability is <= 30 beta = 3e-6. */
 static void dp_se_keeps_the_best_arm(void **state)
 {

@@ -26,7 +26,7 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* A small simulator: an environment, the clients' mechanism (LOCAL policies), and separate
- * streams for the environment, the client noise and the policy, as algorithms.md 9 asks. */
+ * streams for the environment, the client noise and the policy, as docs/sim.md describes. */
 
 typedef struct sim {
     agg_policy *p;
@@ -586,7 +586,7 @@ static void ts_follows_the_posterior(void **state)
     agg_policy_free(p);
 }
 
-/* The closed forms of algorithms.md 2.6 for epoch e with m arms in S:
+/* The closed forms of docs/derivations.md 9 for epoch e with m arms in S:
  * L_e = ln(8 m e^2 / beta), Delta_e = 2^-e, r_e and rad(r_e). */
 static void se_epoch_constants(const char *name, ldpb_mech_kind kind, double eps, uint32_t m,
                                uint32_t e, double beta, uint64_t *r, double *rad)
@@ -1288,7 +1288,7 @@ static void se_family_keeps_the_best_arm(void **state)
 {
     (void)state;
     /* Easy instances (gaps >= 0.3): with beta = 1/T each run fails with probability <= beta
-     * = 1e-6 (2.6 and its union bound); 8 seeds per variant, 4 variants: false failure < 4e-5.
+     * = 1e-6 (derivations.md 9); 8 seeds per variant, 4 variants: false failure < 4e-5.
      * Each run must end with the best arm as the only one left, never removing it, and then
      * pull it every round. */
     agg_env *env = env_from("bernoulli:0.3,bernoulli:0.9,uniform:0:0.6,twopoint:0:0.4");

@@ -3,7 +3,7 @@
  * sim.h reproduces the engine's results bit for bit, for every privacy model), determinism of a
  * trial and of a batch whatever the number of threads, exact pseudo-regret bookkeeping, the dp-se
  * fast-forward (identical to the per-round path where the rewards are deterministic, equal in law
- * otherwise), and scaled-down claims of algorithms.md 9 run through the engine.
+ * otherwise), and scaled-down paper claims (docs/sim.md) run through the engine.
  *
  * Run without arguments for the quick group; with "--stats" for the statistical group (CTest
  * runs both; the second is labelled `stats`). Statistical checks use fixed seeds, print the
@@ -851,7 +851,7 @@ static void local_policies_are_privatized(void **state)
     agg_env_free(env);
 }
 
-/* A3 and A4 (algorithms.md 9.7) on the 20-arm mixed instance of 9.1 scaled down to T = 2e4 and
+/* A3 and A4 (docs/sim.md) on the 20-arm mixed instance of jiang2023 scaled down to T = 2e4 and
  * 20 trials (the policy tests check them on a 5-arm version): LDP-TS-B (linear) below LDP-UCB-B
  * (linear) at each eps in {0.5, 1, 2}, and both decreasing in eps. Pilot (10 other trials):
  * TS 2329 / 834 / 296 (sd 610 / 160 / 44), UCB-B 3622 / 2815 / 1855 (sd 164 / 82 / 62); the

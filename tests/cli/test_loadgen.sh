@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Contract tests for `ldpb loadgen` (design.md section 6, docs/cli.md) against the real
+# Contract tests for `ldpb loadgen` (docs/cli.md) against the real
 # ldpb-aggregator binary: a daemon on a temporary state directory with keys from `ldpb keygen`,
 # served on ipc:// and tcp://127.0.0.1:<free port>. Checks help and usage errors (exit 2, one
 # line, nothing on stdout), an arm count that does not match the daemon's (exit 2), real runs on

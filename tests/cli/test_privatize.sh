@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Contract tests for `ldpb privatize` (design.md section 6, docs/cli.md) and the ldpb dispatcher,
+# Contract tests for `ldpb privatize` (docs/cli.md) and the ldpb dispatcher,
 # run against the built binary: usage errors, determinism, output format and counts, --range,
 # stdin mode, and write errors. Statistical checks use fixed seeds (so they are deterministic);
 # each states the false-failure probability it would have for a fresh seed.

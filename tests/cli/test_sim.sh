@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Contract tests for `ldpb sim` (design.md section 6, docs/sim.md), run against the built binary:
+# Contract tests for `ldpb sim` (docs/sim.md), run against the built binary:
 # help, usage errors (exit 2, one line, nothing written), the exact CSV headers, row counts and
 # order, monotone means inside their intervals, byte-identical CSV whatever --threads, a preset
 # with overrides, plots (when gnuplot is installed) and the warning when it is not. Every run is

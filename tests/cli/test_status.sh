@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Contract tests for `ldpb status` (design.md section 6, docs/cli.md) against the real
+# Contract tests for `ldpb status` (docs/cli.md) against the real
 # ldpb-aggregator binary: a daemon on a temporary state directory with keys from `ldpb keygen`,
 # served on ipc:// and tcp://127.0.0.1:<free port>. Checks help, usage errors (exit 2, one line
 # on stderr, nothing on stdout), the table and the JSON object on both transports before and after

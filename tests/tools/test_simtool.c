@@ -1,5 +1,5 @@
 /* Tests of the `ldpb sim` library (tools/sim): Student-t statistics, the lower-bound shapes of
- * algorithms.md 8, number parsing and formatting, the presets and the option rules of the plan,
+ * derivations.md 13, number parsing and formatting, the presets and the option rules of the plan,
  * the CSV writers and the gnuplot script. The command itself is tested end to end by
  * tests/cli/test_sim.sh. */
 #include <math.h>
@@ -83,7 +83,7 @@ static agg_env *env_of(const char *spec)
 static void test_reference_shapes(void **state)
 {
     (void)state;
-    /* algorithms.md 8.3 numbers */
+    /* docs/derivations.md 13 numbers */
     assert_near(simref_zeta(0.1), 0.01351, 5e-6);
     assert_near(simref_zeta(0.5), 1.1440, 5e-5);
     assert_near(simref_zeta(1.0), 11.81, 5e-3);

@@ -1,4 +1,4 @@
-/* The run plan of `ldpb sim` (plan.h): the preset table of algorithms.md 9.1-9.3, the parsing of
+/* The run plan of `ldpb sim` (plan.h): the preset table (docs/sim.md), the parsing of
  * every list option, and the expansion into configurations in their fixed order (instance, then
  * algorithm, then mechanism, then epsilon, each in the order given). Every configuration is
  * checked with the engine's agg_sim_check before anything runs. */
@@ -42,18 +42,18 @@ struct preset {
     uint64_t trials;
 };
 
-#define SS19_SOURCE "algorithms.md 9.3 [SRC SS19 5]"
+#define SS19_SOURCE "Sajed & Sheffet 2019, sec. 5"
 #define SS19_SUMMARY                                                                               \
     "K in {3, 5, 10, 20} x eps in {0.1, 0.25, 0.5, 1}; dp-se and dp-ucb (central,\n"               \
     "Laplace noise AGG_NOISE_FAST); beta = 1/T; T = 5e7; 30 trials (SS19 5)"
 
 static const struct preset presets[] = {
     {"jiang2023",
-     "20 arms, mixed laws (algorithms.md 9.1); ldp-ts-b and ldp-ucb-b x {linear,\n"
+     "20 arms, mixed laws (JZL23 5); ldp-ts-b and ldp-ucb-b x {linear,\n"
      "quadratic, exponential} x eps in {0.1, 0.25, 0.5, 1, 2}, ts and ucb1 baselines;\n"
      "T = 1e5; 50 trials (JZL23 5)",
      {{"mixed", "jiang2023", "20 arms, mixed laws (JZL23 / RZLS20 instance)",
-       "algorithms.md 9.1 [SRC JZL23 5, CODE RZLS20]"}},
+       "Jiang, Zhao & Li 2023, sec. 5; laws from RZLS20 code"}},
      1,
      NULL,
      {{"ldp-ts-b", "linear,quadratic,exponential"},
@@ -65,13 +65,13 @@ static const struct preset presets[] = {
      100000,
      50},
     {"ren2020",
-     "the 20 means of 9.1 as two instances, preset column ren2020-mixed (mixed laws)\n"
+     "the 20 means of jiang2023 as two instances, preset column ren2020-mixed (mixed laws)\n"
      "and ren2020-bern (all Bernoulli); ucb1, ldp-ucb-b (linear), ldp-ucb-l (laplace)\n"
      "x eps in {0.5, 1, 2}; T = 1e5; 100 trials (RZLS20 library default; main.py used 5)",
      {{"mixed", "ren2020-mixed", "20 arms, mixed laws (RZLS20 'Mixed')",
-       "algorithms.md 9.2 [CODE RZLS20 main.py]"},
+       "Ren, Zhou, Liu & Shroff 2020, authors' main.py"},
       {"mixed-bernoulli", "ren2020-bern", "20 Bernoulli arms (RZLS20 'Bern')",
-       "algorithms.md 9.2 [CODE RZLS20 main.py]"}},
+       "Ren, Zhou, Liu & Shroff 2020, authors' main.py"}},
      2,
      NULL,
      {{"ucb1", NULL}, {"ldp-ucb-b", "linear"}, {"ldp-ucb-l", "laplace"}},

@@ -1,6 +1,6 @@
 /* The run plan of `ldpb sim`: turns the command line's texts (a preset and its overrides, or a
  * custom instance) into environments, configurations in their fixed CSV order, and the
- * checkpoints; the presets of algorithms.md 9.1-9.3 live here. Everything is validated before
+ * checkpoints; the paper presets (docs/sim.md) live here. Everything is validated before
  * anything runs, with one precise message (docs/sim.md lists the rules). */
 #ifndef LDPB_TOOLS_SIM_PLAN_H
 #define LDPB_TOOLS_SIM_PLAN_H
@@ -46,7 +46,7 @@ typedef struct simplan_opts {
 typedef struct simplan_instance {
     char label[48];  /* "jiang2023", "ren2020-bern", "sajed2019-c3", "custom" */
     char title[200]; /* "20 arms, mixed laws (JZL23 / RZLS20 instance)" */
-    char source[64]; /* provenance: "algorithms.md 9.1 [SRC JZL23 / CODE RZLS20]" */
+    char source[64]; /* provenance: "Sajed & Sheffet 2019, sec. 5" */
     agg_env *env;    /* owned */
     uint32_t k;
     int bernoulli; /* every arm Bernoulli: the Lai-Robbins shape uses the Bernoulli KL */
@@ -72,7 +72,7 @@ typedef struct simplan {
     uint64_t trials;
     /* Plan-wide values of the agg_policy_config fields (policy.h) of every configuration. */
     double kappa;
-    double beta;    /* the SE family's confidence: 1/T (algorithms.md 9.3) */
+    double beta;    /* the SE family's confidence: 1/T (as SS19 sec. 5) */
     double gamma;   /* dp-ucb's failure probability; 0: the policy's default 1/T */
     double eps_arm; /* dp-ucb's per-arm budget; 0: the policy's default, epsilon */
     uint64_t *checkpoints;

@@ -6,7 +6,7 @@
  *                 its curves across epsilon and the non-private baselines;
  *   K sweep       one per (preset, algorithm x mechanism, epsilon) when the preset sweeps K (SS19
  *                 Figs 5-12): the curves across K.
- * Reference shapes (algorithms.md 8.4) are dashed: Lai-Robbins, the DJW-based LDP shape for LOCAL
+ * Reference shapes (derivations.md 13) are dashed: Lai-Robbins, the DJW-based LDP shape for LOCAL
  * runs, the Shariff-Sheffet central shape for CENTRAL runs. Colours are stable across figures:
  * one per algorithm x mechanism, one per epsilon, one per K. */
 #include <errno.h>
@@ -236,10 +236,9 @@ static void emit(struct ctx *x, const struct figure *f)
             "set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1\n");
     fprintf(gp, "set style fill transparent solid 0.16 noborder\nset samples 300\n");
     fprintf(gp, "set pointintervalbox 0.01\nset bmargin 5\n");
-    fprintf(gp,
-            "set label 1 'bands: 95%% CI of the mean;  broken lines: lower-bound shapes "
-            "(algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' "
-            "tc rgb '#555555' noenhanced\n");
+    fprintf(gp, "set label 1 'bands: 95%% CI of the mean;  broken lines: lower-bound shapes "
+                "(docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right "
+                "font ',9' tc rgb '#555555' noenhanced\n");
     fprintf(gp, "plot \\\n");
     int first = 1;
     for (size_t i = 0; i < f->n_curves; i++) {

@@ -1,6 +1,6 @@
 /* The figures of `ldpb sim`: a gnuplot script and one data file per configuration, written under
  * DIR/plots, drawing regret against t on log-log axes with shaded 95% bands and the lower-bound
- * shapes of algorithms.md 8.4 as dashed reference curves. Running gnuplot is the caller's job
+ * shapes of docs/derivations.md 13 as dashed reference curves. Running gnuplot is the caller's job
  * (the script is self-contained: `cd DIR/plots && gnuplot plots.gp`). docs/sim.md lists the
  * figures. */
 #ifndef LDPB_TOOLS_SIM_PLOT_H

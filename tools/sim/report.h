@@ -1,5 +1,5 @@
 /* Statistics and files of `ldpb sim`: mean and Student-t 95% interval across trials at every
- * checkpoint, the final-regret summary, the lower-bound shapes of algorithms.md 8.4, and the
+ * checkpoint, the final-regret summary, the lower-bound shapes of docs/derivations.md 13, and the
  * CSV writers (fixed column order, fixed row order, locale-independent number formats, so one
  * seed gives byte-identical files whatever the thread count). */
 #ifndef LDPB_TOOLS_SIM_REPORT_H
@@ -35,7 +35,7 @@ double simstat_t975(uint64_t n);
  * the median; with scratch NULL, median is NaN. Deterministic: sums run in index order. */
 void simstat_compute(const double *x, size_t n, size_t stride, double *scratch, simstat *out);
 
-/* The reference shapes of algorithms.md 8.4, as coefficients c of c * ln t:
+/* The reference shapes of docs/derivations.md 13, as coefficients c of c * ln t:
  *   lai_robbins  sum over suboptimal arms of Delta_a / KL(mu_a, mu*) when every arm is
  *                Bernoulli (the Bernoulli-KL version), else sum 1 / Delta_a;
  *   ldp          sum 1 / (zeta(eps) Delta_a), zeta(eps) = min(4, e^{2 eps}) (e^eps - 1)^2;

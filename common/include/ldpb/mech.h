@@ -99,7 +99,7 @@ LDPB_API void ldpb_mech_endpoints(const ldpb_mech *mech, double *p0, double *p1)
 LDPB_API double ldpb_mech_laplace_grid(const ldpb_mech *mech);
 LDPB_API double ldpb_mech_noise_variance(const ldpb_mech *mech);
 
-/* Aggregator-side de-biasing (algorithms.md 1.6-1.7) of `n` reports summing to `sum`, to the
+/* Aggregator-side de-biasing (docs/derivations.md 5-6) of `n` reports summing to `sum`, to the
  * unit reward scale. Linear Bernoulli and Laplace are exact and unbiased; for quadratic and
  * exponential with non-binary rewards the mean is not identifiable, so the plug-in inverse
  * p^-1(mean) is returned and *exact is set to 0 (label it approximate). The result is not
