@@ -21,6 +21,11 @@ extern const agg_policy_ops agg_policy_ldp_se;
 extern const agg_policy_ops agg_policy_dp_ucb;
 extern const agg_policy_ops agg_policy_dp_ucb_bound;
 extern const agg_policy_ops agg_policy_dp_se;
+/* Adversarial bandits (aggregator/policies/exp3_family.c). */
+extern const agg_policy_ops agg_policy_exp3;
+extern const agg_policy_ops agg_policy_dp_exp3_lap;
+extern const agg_policy_ops agg_policy_ldp_exp3_lap;
+extern const agg_policy_ops agg_policy_exp3_tau;
 
 /* One entry per line (the trailing comments keep clang-format from packing the table). */
 static const agg_policy_ops *const registry[] = {
@@ -34,6 +39,10 @@ static const agg_policy_ops *const registry[] = {
     &agg_policy_dp_ucb,       /* 4.1 */
     &agg_policy_dp_ucb_bound, /* 4.2 */
     &agg_policy_dp_se,        /* 4.5 */
+    &agg_policy_exp3,         /* Auer et al. 2002 */
+    &agg_policy_dp_exp3_lap,  /* Tossou & Dimitrakakis 2017, Alg. 1, central */
+    &agg_policy_ldp_exp3_lap, /* the same on the clients' Laplace reports */
+    &agg_policy_exp3_tau,     /* Tossou & Dimitrakakis 2017, Sec. 3.2 */
 };
 
 const agg_policy_ops *const *agg_policy_all(size_t *count)
@@ -66,6 +75,8 @@ void agg_policy_config_init(agg_policy_config *cfg)
     cfg->beta = 0.0;
     cfg->gamma = 0.0;
     cfg->eps_arm = 0.0;
+    cfg->tau = 0;
+    cfg->threshold = 0.0;
 }
 
 ldpb_err agg_policy_refuse(char errmsg[AGG_ERRMSG_MAX], ldpb_err err, const char *fmt, ...)
@@ -218,4 +229,13 @@ void agg_policy_free(agg_policy *p)
 {
     if (p)
         p->ops->free(p);
+}
+
+ldpb_err agg_policy_propensity(const agg_policy *p, double *prob)
+{
+    if (!p || !prob)
+        return LDPB_EINVAL;
+    if (!p->ops->propensity)
+        return LDPB_ESTATE;
+    return p->ops->propensity(p, prob);
 }

@@ -33,8 +33,11 @@ typedef struct agg_policy_config {
     ldpb_mech_kind mechanism; /* LOCAL: the client mechanism (decides bit vs real) */
     double kappa;             /* quadratic curvature (LOCAL, quadratic), default 0.5 */
     double beta;              /* SE / LDP-SE / DP-SE confidence; 0 means 1/T */
-    double gamma;             /* DP-UCB failure probability; 0 means 1/T */
+    double gamma;             /* DP-UCB failure probability; 0 means 1/T. EXP3 family: the
+                                 exploration rate in (0, 1]; 0 means Auer et al. 2002 Cor. 3.2 */
     double eps_arm;           /* DP-UCB per-arm tree budget; 0 means epsilon */
+    uint64_t tau;             /* exp3-tau block length in [1, T]; 0 means ceil(T^(1/3)) */
+    double threshold;         /* (l)dp-exp3-lap acceptance half-width b > 0; 0 means ln(T)/eps */
 } agg_policy_config;
 
 /* Sets every field to its default (k = 0, horizon = 0, epsilon = 1, linear, kappa 0.5, 0s). */
@@ -77,6 +80,9 @@ typedef struct agg_policy_ops {
     /* Fills arms[0..k-1]. */
     ldpb_err (*describe)(const agg_policy *p, agg_arm_status *arms, uint32_t k);
     void (*free)(agg_policy *p);
+    /* Optional (NULL when the policy cannot say): the exact probability with which the last
+     * choose() picked the arm it returned, for a propensity log. LDPB_ESTATE before any choice. */
+    ldpb_err (*propensity)(const agg_policy *p, double *prob);
 } agg_policy_ops;
 
 /* Every implementation starts with this header so the generic wrappers can dispatch. */
@@ -157,5 +163,8 @@ ldpb_err agg_policy_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *
 ldpb_err agg_policy_restore(agg_policy *p, const uint8_t *buf, size_t len);
 ldpb_err agg_policy_describe(const agg_policy *p, agg_arm_status *arms, uint32_t k);
 void agg_policy_free(agg_policy *p);
+/* The probability of the last choice (the optional op); LDPB_ESTATE when the policy has no such
+ * op or has not chosen yet. */
+ldpb_err agg_policy_propensity(const agg_policy *p, double *prob);
 
 #endif
