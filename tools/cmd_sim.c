@@ -61,6 +61,8 @@ static void usage(FILE *f)
             "  regret.csv   mean cumulative pseudo-regret and its 95%% interval across trials at\n"
             "               log-spaced t (%u per decade), one row group per configuration\n"
             "  summary.csv  final regret per configuration (mean, interval, sd, median, min, max)\n"
+            "  robust.csv   regret.csv's rows plus the median of 24 means and Gini's mean\n"
+            "               difference below and above it (Tossou & Dimitrakakis 2017)\n"
             "  meta.txt     the parameters (no dates); run.txt: wall time, threads, date\n"
             "  plots/       regret vs t on log-log axes with lower-bound shapes (PNG and SVG)\n"
             "The same seed gives byte-identical CSV files whatever the number of threads.\n"
@@ -302,6 +304,11 @@ static int summary_fn(const void *ctx, FILE *f)
     return simreport_write_summary(ctx, f);
 }
 
+static int robust_fn(const void *ctx, FILE *f)
+{
+    return simreport_write_robust(ctx, f);
+}
+
 /* A word of the command line as the shell would need it. */
 static void put_shell_word(FILE *f, const char *s)
 {
@@ -351,7 +358,12 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
     fprintf(f, "checkpoints: %zu, log-spaced, %u per decade, from %llu to %llu\n", p->n_checkpoints,
             SIMPLAN_PER_DECADE, (unsigned long long)p->checkpoints[0],
             (unsigned long long)p->checkpoints[p->n_checkpoints - 1]);
-    fprintf(f, "regret: pseudo-regret sum_t (mu* - mu(a_t)) from the true means\n");
+    if (p->inst[0].adv)
+        fprintf(f, "regret: against the best fixed arm in hindsight at each checkpoint, max_i "
+                   "sum_{s<=t} g_i,s - sum_{s<=t} (the learner's gain), realized gains; a switch "
+                   "gains 0 against the switching adversary\n");
+    else
+        fprintf(f, "regret: pseudo-regret sum_t (mu* - mu(a_t)) from the true means\n");
     fprintf(f, "statistics: mean over trials; 95%% interval mean -/+ t(0.975, n-1) sd/sqrt(n), "
                "Student t, n = trials (n = 1: the interval is the mean, sd 0)\n");
     fprintf(f, "central noise: AGG_NOISE_FAST (textbook inverse-CDF Laplace on a seeded "
@@ -361,8 +373,27 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
     fprintf(f, "kappa (quadratic): %.17g\nlambda (exponential): epsilon\n", p->kappa);
     fprintf(f, "beta (se, ldp-se, dp-se): 1/T = %s\n", beta);
     fprintf(f, "dp-ucb: gamma = 1/T, eps_arm = epsilon (policy defaults)\n");
+    fprintf(f, "exp3 family: gamma = min(1, sqrt(K ln K / ((e-1) n))), n = T (exp3-tau: "
+               "ceil(T/tau)); dp-exp3-lap threshold b = ln(T)/epsilon; exp3-tau tau = "
+               "ceil(T^(1/3)) (policy defaults)\n");
+    fprintf(f,
+            "robust.csv: median of means over min(%u, trials) groups in trial order; GMD of "
+            "the trials <= and >= it\n",
+            SIMREPORT_MOM_GROUPS);
     for (size_t i = 0; i < p->n_inst; i++) {
         const simplan_instance *in = &p->inst[i];
+        if (in->adv) {
+            const agg_adv_params *ap = agg_adv_get_params(in->adv);
+            fprintf(f,
+                    "instance: %s k=%u adversary=%s det_const=%.17g det_period=%llu "
+                    "det_rest=%.17g stoch_first=%.17g stoch_rest=%.17g obl_eps=%.17g "
+                    "obl_period=%llu sw_sigma=%.17g sw_eps=%.17g source=%s\n",
+                    in->label, in->k, agg_adv_kind_name(ap->kind), ap->det_const,
+                    (unsigned long long)ap->det_period, ap->det_rest, ap->stoch_first,
+                    ap->stoch_rest, ap->obl_eps, (unsigned long long)ap->obl_period, ap->sw_sigma,
+                    ap->sw_eps, in->source);
+            continue;
+        }
         size_t need = simplan_env_text(in->env, NULL, 0) + 1;
         char *text = malloc(need);
         if (!text) {
@@ -705,6 +736,7 @@ int cmd_sim(int argc, char **argv)
     struct run_ctx run = {seconds, threads, plan.rounds_total};
     if (write_text(out, "regret.csv", regret_fn, &rep) ||
         write_text(out, "summary.csv", summary_fn, &rep) ||
+        write_text(out, "robust.csv", robust_fn, &rep) ||
         write_text(out, "meta.txt", meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
         goto done;
 
@@ -741,7 +773,8 @@ int cmd_sim(int argc, char **argv)
            threads, threads == 1 ? "" : "s");
     print_table(&plan, &rep);
     print_claims(&plan, &rep);
-    printf("\nwrote %s/regret.csv, %s/summary.csv, %s/meta.txt, %s/run.txt", out, out, out, out);
+    printf("\nwrote %s/regret.csv, %s/summary.csv, %s/robust.csv, %s/meta.txt, %s/run.txt", out,
+           out, out, out, out);
     if (plots_ok)
         printf(", %ld figure%s in %s (PNG and SVG)", figures, figures == 1 ? "" : "s", plots_dir);
     printf("\n");

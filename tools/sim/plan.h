@@ -45,7 +45,8 @@ typedef struct simplan_instance {
     char label[48];  /* "jiang2023", "ren2020-bern", "sajed2019-c3", "custom" */
     char title[200]; /* "20 arms, mixed laws (JZL23 / RZLS20 instance)" */
     char source[64]; /* provenance: "algorithms.md 9.1 [SRC JZL23 / CODE RZLS20]" */
-    agg_env *env;    /* owned */
+    agg_env *env;    /* owned; NULL for an adversarial game */
+    agg_adv *adv;    /* owned; NULL for a stochastic environment */
     uint32_t k;
     int bernoulli; /* every arm Bernoulli: the Lai-Robbins shape uses the Bernoulli KL */
 } simplan_instance;
@@ -97,6 +98,12 @@ void simplan_sim_configs(const simplan *plan, agg_sim_config *out);
 
 /* The CSV mechanism name of a configuration: "linear", ..., or "none". */
 const char *simplan_mech_name(const simplan_config *c);
+
+/* The privacy level EXP3-tau attains with tau = ceil(T^(1/3)) and delta' = 1/T, by advanced
+ * composition of its per-block loss 1/tau over T/tau blocks (Tossou & Dimitrakakis 2017, Thm 3.5
+ * as instantiated in docs/sim.md): (1/tau) sqrt(2 (T/tau) ln T) + (T/tau)(1/tau)(e^(1/tau) - 1).
+ * The tossou2017 presets run dp-exp3-lap at this epsilon (TD17 Sec. 4). */
+double simplan_td17_epsilon(uint64_t horizon);
 
 /* Parses a count the way --horizon and --trials accept it: decimal digits, or a decimal in
  * scientific notation that is a whole number ("1e5", "5e7", "2.5e6"); no sign, no hex, no

@@ -184,6 +184,13 @@ static void figure_reset(struct figure *f)
     memset(f, 0, sizeof *f);
 }
 
+/* The largest regret a run can show: T times the largest gap, or T against an adversary (gains
+ * in [0, 1]). */
+static double regret_cap(const simplan *p, const simplan_instance *in)
+{
+    return (double)p->horizon * (in->env ? simref_max_gap(in->env) : 1.0);
+}
+
 static const char *lr_label(const simplan_instance *in)
 {
     return in->bernoulli ? "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)"
@@ -283,6 +290,8 @@ static void title_line(const struct ctx *x, const simplan_instance *in, const ch
 static int refs_for_eps(struct figure *f, const simplan_instance *in, int local, int central,
                         double eps, const char *eps_text)
 {
+    if (!in->env)
+        return 0; /* the stochastic lower-bound shapes say nothing about an adversary */
     if (add_ref(f, simref_lai_robbins(in->env, in->bernoulli), "#333333", 2, "%s", lr_label(in)))
         return -1;
     if (local && add_ref(f, simref_ldp(in->env, eps), "#8b0000", 4,
@@ -321,7 +330,7 @@ static int by_eps(struct ctx *x, size_t inst)
         if (!any_private && x->n_eps > 0)
             continue;
         figure_reset(&f);
-        f.cap = (double)p->horizon * simref_max_gap(in->env);
+        f.cap = regret_cap(p, in);
         size_t grey = 0;
         for (size_t c = 0; c < p->n_cfg; c++) {
             const simplan_config *cfg = &p->cfg[c];
@@ -375,7 +384,7 @@ static int by_alg(struct ctx *x, size_t inst)
         if (seen || n_eps < 2)
             continue;
         figure_reset(&f);
-        f.cap = (double)p->horizon * simref_max_gap(in->env);
+        f.cap = regret_cap(p, in);
         for (size_t c = 0; c < p->n_cfg; c++) {
             const simplan_config *cfg = &p->cfg[c];
             if (cfg->instance != inst || !same_pair(cfg, lead))
@@ -394,10 +403,10 @@ static int by_alg(struct ctx *x, size_t inst)
             if (add_curve(&f, c, greys[grey++ % N_OF(greys)], label))
                 goto oom;
         }
-        if (add_ref(&f, simref_lai_robbins(in->env, in->bernoulli), "#333333", 2, "%s",
-                    lr_label(in)))
+        if (in->env && add_ref(&f, simref_lai_robbins(in->env, in->bernoulli), "#333333", 2, "%s",
+                               lr_label(in)))
             goto oom;
-        for (size_t c = 0; c < p->n_cfg; c++) {
+        for (size_t c = 0; c < p->n_cfg && in->env; c++) {
             const simplan_config *cfg = &p->cfg[c];
             if (cfg->instance != inst || !same_pair(cfg, lead))
                 continue;
@@ -457,7 +466,7 @@ static int by_k(struct ctx *x, size_t inst)
                 snprintf(label, sizeof label, "K = %u", ii->k);
                 if (add_curve(&f, c, color, label))
                     goto oom;
-                double cap = (double)p->horizon * simref_max_gap(ii->env);
+                double cap = regret_cap(p, ii);
                 f.cap = cap > f.cap ? cap : f.cap;
                 int rc =
                     cfg->ops->model == AGG_MODEL_LOCAL
