@@ -233,7 +233,10 @@ static void emit(struct ctx *x, const struct figure *f)
     fprintf(gp, "set encoding utf8\n" PNG_TERM "\nset output '%s.png'\nset logscale xy\n", f->stem);
     fprintf(gp, "set xrange [1:%.17g]\nset yrange [%.6g:%.6g]\nYMIN = %.6g\n", T, ymin, ymax, ymin);
     fprintf(gp, "set format x '10^{%%L}'\nset format y '10^{%%L}'\n");
-    fprintf(gp, "set xlabel 'round t'\nset ylabel 'cumulative pseudo-regret'\n");
+    /* Against an adversary: regret against the best fixed arm in hindsight, realized gains. */
+    int adversarial = f->n_curves > 0 && p->inst[p->cfg[f->curves[0].cfg].instance].adv;
+    fprintf(gp, "set xlabel 'round t'\nset ylabel '%s'\n",
+            adversarial ? "regret against the best fixed arm" : "cumulative pseudo-regret");
     fprintf(gp, "set title ");
     put_string(gp, f->title);
     fprintf(gp, " noenhanced\n");
@@ -244,9 +247,11 @@ static void emit(struct ctx *x, const struct figure *f)
     fprintf(gp, "set style fill transparent solid 0.16 noborder\nset samples 300\n");
     fprintf(gp, "set pointintervalbox 0.01\nset bmargin 5\n");
     fprintf(gp,
-            "set label 1 'bands: 95%% CI of the mean;  broken lines: lower-bound shapes "
-            "(algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' "
-            "tc rgb '#555555' noenhanced\n");
+            "set label 1 'bands: 95%% CI of the mean%s' at screen 0.985, screen 0.018 right font "
+            "',9' tc rgb '#555555' noenhanced\n",
+            adversarial
+                ? " (median of means and GMD: robust.csv)"
+                : ";  broken lines: lower-bound shapes (algorithms.md 8.4), reference only");
     fprintf(gp, "plot \\\n");
     int first = 1;
     for (size_t i = 0; i < f->n_curves; i++) {
