@@ -381,8 +381,9 @@ static ldpb_err decode(exp3 *e, const uint8_t *buf, size_t len, int commit)
     double block_sum = agg_get_f64(&r);
     uint8_t block_fed = agg_get_u8(&r);
     double ref = agg_get_f64(&r);
-    if (has_last > 1 || block_fed > 1 || last_arm >= cfg->k || !(last_prob > 0.0) ||
-        !(last_prob <= 1.0) || !(ref >= 0.0 && ref < HUGE_VAL))
+    if (has_last > 1 || block_fed > 1 || last_arm >= cfg->k ||
+        (has_last ? !(last_prob > 0.0 && last_prob <= 1.0) : last_prob != 0.0) ||
+        !(ref >= 0.0 && ref < HUGE_VAL))
         return LDPB_ECORRUPT;
     if (e->kind == AGG_EXP3_TAU &&
         (block_chosen > block_len || block_len > e->tau || block_obs > block_len ||

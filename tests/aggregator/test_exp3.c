@@ -255,6 +255,18 @@ static void save_restore_identity(void **state)
         const uint32_t k = 6;
         const uint64_t T = 100000;
         agg_policy *p = make(name, k, T, 0, 7, 0);
+        {
+            /* a fresh state (no choice yet) round-trips too */
+            uint8_t fresh[512], again[512];
+            size_t n1, n2;
+            agg_policy *f = make(name, k, T, 0, 7, 0);
+            assert_int_equal(agg_policy_save(p, fresh, sizeof fresh, &n1), LDPB_OK);
+            assert_int_equal(agg_policy_restore(f, fresh, n1), LDPB_OK);
+            assert_int_equal(agg_policy_save(f, again, sizeof again, &n2), LDPB_OK);
+            assert_int_equal(n1, n2);
+            assert_memory_equal(fresh, again, n1);
+            agg_policy_free(f);
+        }
         agg_rand r, nr;
         agg_rand_seed_u64(&r, 21);
         agg_rand_seed_u64(&nr, 22);
