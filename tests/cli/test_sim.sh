@@ -221,6 +221,33 @@ check "no gnuplot: a warning" grep -q 'warning: gnuplot not found on PATH; plots
 check "no gnuplot: CSV written" test -s g2/regret.csv
 check "no gnuplot: the script is left to run later" test -s g2/plots/plots.gp
 
+# --- tossou2017 presets (adversaries) --------------------------------------------------------
+ROBUST_HEADER="$REGRET_HEADER,mom_regret,gmd_below,gmd_above,mom_groups"
+for adv in deterministic stochastic fully-oblivious oblivious switching; do
+    check "--help documents preset tossou2017-$adv" grep -q "^  tossou2017-$adv\$" <("$LDPB" sim --help)
+done
+run --preset tossou2017-switching --horizon 4096 --trials 48 --threads 1 --quiet --no-plots --out a1
+check "tossou2017-switching small run exits 0 (got $rc: $(head -c 300 "$TMP/err"))" test "$rc" = 0
+run --preset tossou2017-switching --horizon 4096 --trials 48 --threads 2 --quiet --no-plots --out a2
+check "tossou2017 run on 2 threads exits 0" test "$rc" = 0
+check "robust.csv header" test "$(head -n 1 a1/robust.csv)" = "$ROBUST_HEADER"
+check "regret.csv keeps its header" test "$(head -n 1 a1/regret.csv)" = "$REGRET_HEADER"
+check "robust.csv repeats regret.csv's columns" \
+    cmp -s <(cut -d, -f1-10 a1/robust.csv) a1/regret.csv
+check "robust.csv: 24 groups of 2" awk -F, 'NR > 1 && $14 != 24 { bad = 1 } END { exit bad }' \
+    a1/robust.csv
+for f in regret.csv summary.csv robust.csv; do
+    check "$f identical for --threads 1 and 2 (adversary)" cmp -s "a1/$f" "a2/$f"
+done
+check "the three algorithms of TD17" test "$(cut -d, -f2,4 a1/summary.csv | tail -n +2 | tr '\n' ' ')" \
+    = "exp3,inf dp-exp3-lap,5.11 exp3-tau,inf "
+check "meta.txt describes the adversary" grep -q '^instance: tossou2017-switching k=4 adversary=switching ' \
+    a1/meta.txt
+check "claim A7 printed" grep -q 'exp3-tau below both under switching costs' <(
+    "$LDPB" sim --preset tossou2017-switching --horizon 4096 --trials 24 --no-plots --out a3)
+run --preset tossou2017-oblivious --k 5
+check "--k refused for a tossou2017 preset (rc $rc)" test "$rc" = 2
+
 # --- runtime errors -------------------------------------------------------------------------
 run --means 0.9,0.6 --algorithms ucb1 --horizon 100 --trials 2 --quiet --out /dev/null/x
 check "unwritable --out: exit 1" test "$rc" = 1
