@@ -53,7 +53,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: ldpb sim --preset NAME [--trials N] [--horizon T] [--threads N] [--seed S]\n"
             "                [--out DIR] [--epsilons LIST] [--k LIST] [--algorithms LIST]\n"
-            "                [--mechanisms LIST] [--kappa K] [--no-plots] [--quiet]\n"
+            "                [--mechanisms LIST] [--kappa K] [--tau N] [--threshold B]\n"
+            "                [--no-plots] [--quiet]\n"
             "       ldpb sim (--means LIST | --laws LIST) --algorithms LIST [--mechanisms LIST]\n"
             "                [--epsilons LIST] [--horizon T] [--trials N] [...]\n"
             "\n"
@@ -111,6 +112,9 @@ static void usage(FILE *f)
             "  --threads N          worker threads, in [1, %d] (default: online CPUs)\n"
             "  --out DIR            output directory, created if missing (default %s)\n"
             "  --kappa K            quadratic mechanism curvature, in [-1, 1] (default %g)\n"
+            "  --tau N              exp3-tau's block length, in [1, T] (default ceil(T^(1/3)))\n"
+            "  --threshold B        dp-exp3-lap / ldp-exp3-lap: accept observations in\n"
+            "                       [-B, 1 + B], B > 0 (default ln(T)/epsilon)\n"
             "  --no-plots           write the CSV files only\n"
             "  --quiet              no progress line on stderr\n"
             "  -h, --help           print this help and exit\n"
@@ -133,7 +137,8 @@ static void usage(FILE *f)
     }
     fprintf(f,
             "\n"
-            "Regret is pseudo-regret from the true means; the interval is mean -/+\n"
+            "Regret is pseudo-regret from the true means (against a tossou2017 adversary:\n"
+            "regret against the best fixed arm); the interval is mean -/+\n"
             "t(0.975, n-1) sd/sqrt(n) over n trials. Central-DP noise is the fast textbook\n"
             "Laplace sampler (AGG_NOISE_FAST), allowed in simulation only.\n"
             "Exit status: 0 success, 1 runtime error (I/O, memory, gnuplot), 2 bad arguments.\n");
@@ -150,6 +155,8 @@ static const tool_option options[] = {
     {"horizon", TOOL_OPT_VALUE, offsetof(struct args, plan.horizon)},
     {"trials", TOOL_OPT_VALUE, offsetof(struct args, plan.trials)},
     {"kappa", TOOL_OPT_VALUE, offsetof(struct args, plan.kappa)},
+    {"tau", TOOL_OPT_VALUE, offsetof(struct args, plan.tau)},
+    {"threshold", TOOL_OPT_VALUE, offsetof(struct args, plan.threshold)},
     {"seed", TOOL_OPT_VALUE, offsetof(struct args, seed)},
     {"threads", TOOL_OPT_VALUE, offsetof(struct args, threads)},
     {"out", TOOL_OPT_VALUE, offsetof(struct args, out)},
@@ -376,6 +383,10 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
     fprintf(f, "exp3 family: gamma = min(1, sqrt(K ln K / ((e-1) n))), n = T (exp3-tau: "
                "ceil(T/tau)); dp-exp3-lap threshold b = ln(T)/epsilon; exp3-tau tau = "
                "ceil(T^(1/3)) (policy defaults)\n");
+    if (p->tau)
+        fprintf(f, "tau (exp3-tau): %llu (--tau)\n", (unsigned long long)p->tau);
+    if (p->threshold > 0.0)
+        fprintf(f, "threshold (dp-exp3-lap, ldp-exp3-lap): %.17g (--threshold)\n", p->threshold);
     fprintf(f,
             "robust.csv: median of means over min(%u, trials) groups in trial order; GMD of "
             "the trials <= and >= it\n",

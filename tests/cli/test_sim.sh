@@ -45,7 +45,7 @@ run --help
 check "--help exits 0 (got $rc)" test "$rc" = 0
 check "--help writes nothing on stderr" test ! -s "$TMP/err"
 for opt in preset means laws algorithms mechanisms epsilons k horizon trials seed threads out \
-    kappa no-plots quiet help; do
+    kappa tau threshold no-plots quiet help; do
     check "--help documents --$opt" grep -q -- "--$opt\\b" "$TMP/out"
 done
 for preset in jiang2023 ren2020 sajed2019-c1 sajed2019-c2 sajed2019-c3 sajed2019-c4; do
@@ -245,6 +245,23 @@ check "meta.txt describes the adversary" grep -q '^instance: tossou2017-switchin
     a1/meta.txt
 check "claim A7 printed" grep -q 'exp3-tau below both under switching costs' <(
     "$LDPB" sim --preset tossou2017-switching --horizon 4096 --trials 24 --no-plots --out a3)
+run --preset tossou2017-switching --horizon 4096 --trials 48 --tau 8 --threshold 1.5 --quiet \
+    --no-plots --out a4
+check "--tau and --threshold accepted (rc $rc: $(head -c 200 "$TMP/err"))" test "$rc" = 0
+check "meta.txt records --tau" grep -q '^tau (exp3-tau): 8 (--tau)$' a4/meta.txt
+check "meta.txt records --threshold" grep -q '^threshold (dp-exp3-lap, ldp-exp3-lap): 1.5 ' a4/meta.txt
+grep exp3-tau a4/regret.csv | cut -d, -f6,7 >"$TMP/tau8"
+grep exp3-tau a1/regret.csv | cut -d, -f6,7 >"$TMP/tau16"
+check "--tau changes exp3-tau's regret" sh -c "! cmp -s '$TMP/tau8' '$TMP/tau16'"
+run --preset tossou2017-switching --horizon 4096 --tau 5000
+check "--tau above T refused (rc $rc)" test "$rc" = 2
+check "--tau above T: the policy's message" grep -q 'exp3-tau: tau 5000 outside \[1, T = 4096\]' "$TMP/err"
+run --preset tossou2017-switching --threshold 0
+check "--threshold 0 refused (rc $rc)" test "$rc" = 2
+check "--threshold 0: the bound" grep -q -- '--threshold 0 outside (0, inf)' "$TMP/err"
+run --preset sajed2019-c1 --tau 5
+check "--tau without exp3-tau refused (rc $rc)" test "$rc" = 2
+check "--tau without exp3-tau: says why" grep -q -- '--tau applies to exp3-tau' "$TMP/err"
 run --preset tossou2017-oblivious --k 5
 check "--k refused for a tossou2017 preset (rc $rc)" test "$rc" = 2
 

@@ -921,6 +921,8 @@ void simplan_sim_configs(const simplan *plan, agg_sim_config *out)
         out[i].checkpoints = plan->checkpoints;
         out[i].n_checkpoints = plan->n_checkpoints;
         out[i].noise_kind = AGG_NOISE_FAST;
+        out[i].tau = plan->tau;
+        out[i].threshold = plan->threshold;
     }
 }
 
@@ -1068,6 +1070,40 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
     err = parse_epsilons(o->epsilons ? o->epsilons : preset_eps, &eps, &eps_text, &n_eps, errmsg);
     if (err)
         goto fail;
+
+    int any_tau = 0, any_lap = 0;
+    for (size_t a = 0; a < n_ch; a++) {
+        any_tau |= strcmp(ch[a].ops->name, "exp3-tau") == 0;
+        any_lap |= strstr(ch[a].ops->name, "exp3-lap") != NULL;
+    }
+    if (o->tau) {
+        if (!any_tau) {
+            err = fail(errmsg, LDPB_EINVAL, "--tau applies to exp3-tau, and it is not chosen");
+            goto fail;
+        }
+        /* The upper bound T is the policy's own check (its message names tau and T). */
+        err = parse_count_opt("tau", o->tau, 1, SIMPLAN_HORIZON_MAX, "1e12", &plan->tau, errmsg);
+        if (err)
+            goto fail;
+    }
+    if (o->threshold) {
+        if (!any_lap) {
+            err = fail(errmsg, LDPB_EINVAL,
+                       "--threshold applies to dp-exp3-lap and ldp-exp3-lap, and neither is "
+                       "chosen");
+            goto fail;
+        }
+        if (parse_double(o->threshold, &plan->threshold)) {
+            err = fail(errmsg, LDPB_EINVAL, "--threshold '%s' is not a finite number",
+                       tool_echo(e, sizeof e, o->threshold));
+            goto fail;
+        }
+        if (!(plan->threshold > 0.0)) {
+            err = fail(errmsg, LDPB_ERANGE, "--threshold %s outside (0, inf)",
+                       tool_echo(e, sizeof e, o->threshold));
+            goto fail;
+        }
+    }
 
     err = p ? preset_instances(plan, p, o, errmsg) : custom_instance(plan, o, errmsg);
     if (err)

@@ -38,6 +38,8 @@ typedef struct simplan_opts {
     const char *horizon;
     const char *trials;
     const char *kappa;
+    const char *tau;       /* exp3-tau's block length */
+    const char *threshold; /* (l)dp-exp3-lap's acceptance half-width b */
 } simplan_opts;
 
 /* One environment: the `preset` column value, K, and a title for plots and reports. */
@@ -70,7 +72,9 @@ typedef struct simplan {
     uint64_t horizon;
     uint64_t trials;
     double kappa;
-    double beta; /* the SE family's confidence: 1/T (algorithms.md 9.3) */
+    double beta;      /* the SE family's confidence: 1/T (algorithms.md 9.3) */
+    uint64_t tau;     /* --tau; 0: exp3-tau's default ceil(T^(1/3)) */
+    double threshold; /* --threshold; 0: (l)dp-exp3-lap's default ln(T)/epsilon */
     uint64_t *checkpoints;
     size_t n_checkpoints;
     uint64_t rounds_total; /* configurations x trials x horizon */
