@@ -385,9 +385,14 @@ static ldpb_err decode(exp3 *e, const uint8_t *buf, size_t len, int commit)
         (has_last ? !(last_prob > 0.0 && last_prob <= 1.0) : last_prob != 0.0) ||
         !(ref >= 0.0 && ref < HUGE_VAL))
         return LDPB_ECORRUPT;
-    if (e->kind == AGG_EXP3_TAU &&
-        (block_chosen > block_len || block_len > e->tau || block_obs > block_len ||
-         !(block_sum >= 0.0 && block_sum <= (double)block_obs)))
+    int lap = e->kind == AGG_EXP3_LAP_CENTRAL || e->kind == AGG_EXP3_LAP_LOCAL;
+    if (e->kind == AGG_EXP3_TAU && has_last
+            ? (block_chosen > block_len || block_len > e->tau || block_obs > block_len ||
+               !(block_sum >= 0.0 && block_sum <= (double)block_obs))
+            : (block_len || block_chosen || block_obs || block_fed || block_sum != 0.0 ||
+               signbit(block_sum)))
+        return LDPB_ECORRUPT;
+    if (!lap && rejected != 0)
         return LDPB_ECORRUPT;
     double smax = 0.0;
     uint64_t total = 0;

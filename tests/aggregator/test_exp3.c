@@ -332,6 +332,59 @@ static void save_restore_identity(void **state)
     }
 }
 
+/* Restore takes untrusted bytes: random byte changes of a saved state are either refused with
+ * LDPB_ECORRUPT (leaving the policy as it was) or give a state whose distribution is finite and
+ * sums to 1 and which keeps playing. */
+static void restore_rejects_garbage(void **state)
+{
+    (void)state;
+    for (int x = 0; x < N_EXP3; x++) {
+        const char *name = exp3_names[x];
+        agg_policy *p = make(name, 3, 5000, 0, 4, 0);
+        agg_rand r, nr, m;
+        agg_rand_seed_u64(&r, 31);
+        agg_rand_seed_u64(&nr, 32);
+        agg_rand_seed_u64(&m, 33);
+        agg_noise *noise = NULL;
+        assert_int_equal(agg_noise_new(&noise, AGG_NOISE_FAST, NULL, &nr), LDPB_OK);
+        agg_policy_env env = {&r, noise};
+        for (int t = 0; t < 1001; t++) {
+            uint32_t a;
+            assert_int_equal(agg_policy_choose(p, &env, &a), LDPB_OK);
+            assert_int_equal(agg_policy_observe(p, &env, a, a == 2 ? 1.0 : 0.0), LDPB_OK);
+        }
+        uint8_t good[512], bad[512], now[512];
+        size_t len, nlen;
+        assert_int_equal(agg_policy_save(p, good, sizeof good, &len), LDPB_OK);
+        agg_policy *q = make(name, 3, 5000, 0, 4, 0);
+        int accepted = 0;
+        for (int i = 0; i < 20000; i++) {
+            memcpy(bad, good, len);
+            int flips = 1 + (int)agg_rand_below(&m, 3);
+            for (int f = 0; f < flips; f++)
+                bad[agg_rand_below(&m, len)] ^= (uint8_t)(1u << agg_rand_below(&m, 8));
+            assert_int_equal(agg_policy_restore(q, good, len), LDPB_OK);
+            ldpb_err err = agg_policy_restore(q, bad, len);
+            if (err != LDPB_OK) {
+                assert_int_equal(err, LDPB_ECORRUPT);
+                assert_int_equal(agg_policy_save(q, now, sizeof now, &nlen), LDPB_OK);
+                assert_memory_equal(now, good, len); /* unchanged */
+                continue;
+            }
+            accepted++;
+            check_probs(q, 3, 0.0);
+            uint32_t a;
+            assert_int_equal(agg_policy_choose(q, &env, &a), LDPB_OK);
+            assert_int_equal(agg_policy_observe(q, &env, a, 1.0), LDPB_OK);
+            check_probs(q, 3, 0.0);
+        }
+        assert_true(accepted > 0); /* counters and low mantissa bits are free to change */
+        agg_noise_free(noise);
+        agg_policy_free(p);
+        agg_policy_free(q);
+    }
+}
+
 static void refused(const char *name, const agg_policy_config *c, ldpb_err want, const char *needle)
 {
     agg_policy *p = NULL;
@@ -736,6 +789,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(dp_rejections_do_not_advance),
         cmocka_unit_test(exp3_tau_blocks),
         cmocka_unit_test(save_restore_identity),
+        cmocka_unit_test(restore_rejects_garbage),
         cmocka_unit_test(invalid_parameters),
         cmocka_unit_test(propensity_is_exact),
         cmocka_unit_test(adversary_gains),
