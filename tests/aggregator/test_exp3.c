@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "adversary.h"
+#include "env.h"
 #include "exp3_family.h"
 #include "policy.h"
 #include "sim.h"
@@ -690,6 +691,21 @@ static void adversarial_games_as_documented(void **state)
                 ldpb_mech_free(mech);
             }
         }
+        /* exactly one of environment and adversary */
+        agg_env *env = NULL;
+        assert_int_equal(agg_env_parse(&env, "bernoulli:0.5*4", NULL), LDPB_OK);
+        agg_sim_config both;
+        agg_sim_config_init(&both);
+        both.algorithm = "exp3";
+        both.adv = adv;
+        both.env = env;
+        both.horizon = T;
+        both.checkpoints = cp;
+        both.n_checkpoints = 4;
+        char bmsg[AGG_ERRMSG_MAX];
+        assert_int_equal(agg_sim_check(&both, bmsg), LDPB_EINVAL);
+        assert_non_null(strstr(bmsg, "both an environment and an adversary"));
+        agg_env_free(env);
         /* thread invariance of a batch over all four */
         agg_sim_config cs[N_EXP3];
         double *out1[N_EXP3], *out3[N_EXP3];
