@@ -57,6 +57,7 @@ static void usage(FILE *f)
             "usage: ldpb sim --preset NAME [--trials N] [--horizon T] [--threads N] [--seed S]\n"
             "                [--out DIR] [--epsilons LIST] [--k LIST] [--algorithms LIST]\n"
             "                [--mechanisms LIST] [--kappa K] [--gamma G] [--eps-arm E]\n"
+            "                [--tau N] [--threshold B]\n"
             "                [--no-plots] [--quiet]\n"
             "       ldpb sim (--means LIST | --laws LIST) --algorithms LIST [--mechanisms LIST]\n"
             "                [--epsilons LIST] [--horizon T] [--trials N] [...]\n"
@@ -65,6 +66,8 @@ static void usage(FILE *f)
             "  regret.csv   mean cumulative pseudo-regret and its 95%% interval across trials at\n"
             "               log-spaced t (%u per decade), one row group per configuration\n"
             "  summary.csv  final regret per configuration (mean, interval, sd, median, min, max)\n"
+            "  robust.csv   regret.csv's rows plus the median of 24 means and Gini's mean\n"
+            "               difference below and above it (Tossou & Dimitrakakis 2017)\n"
             "  meta.txt     the parameters (no dates); run.txt: wall time, threads, date\n"
             "  plots/       regret vs t on log-log axes with lower-bound shapes (PNG and SVG)\n"
             "The same seed gives byte-identical CSV files whatever the number of threads.\n"
@@ -113,10 +116,14 @@ static void usage(FILE *f)
             "  --threads N          worker threads, in [1, %d] (default: online CPUs)\n"
             "  --out DIR            output directory, created if missing (default %s)\n"
             "  --kappa K            quadratic mechanism curvature, in [-1, 1] (default %g)\n"
-            "  --gamma G            failure probability in (0, 1) of the algorithms that read\n"
-            "                       it: %s (default 1/T)\n"
+            "  --gamma G            dp-ucb: failure probability in (0, 1) (default 1/T); the\n"
+            "                       EXP3 family: exploration rate in (0, 1] (default Auer et\n"
+            "                       al. 2002, Cor. 3.2). Read by: %s\n"
             "  --eps-arm E          per-arm tree budget of the algorithms that read it: %s;\n"
             "                       above an epsilon of the run it is refused (default epsilon)\n"
+            "  --tau N              exp3-tau's block length, in [1, T] (default ceil(T^(1/3)))\n"
+            "  --threshold B        dp-exp3-lap / ldp-exp3-lap: accept observations in\n"
+            "                       [-B, 1 + B], B > 0 (default ln(T)/epsilon)\n"
             "  --no-plots           write the CSV files only\n"
             "  --quiet              no progress line on stderr\n"
             "  -h, --help           print this help and exit\n"
@@ -140,7 +147,8 @@ static void usage(FILE *f)
     }
     fprintf(f,
             "\n"
-            "Regret is pseudo-regret from the true means; the interval is mean -/+\n"
+            "Regret is pseudo-regret from the true means (against a tossou2017 adversary:\n"
+            "regret against the best fixed arm); the interval is mean -/+\n"
             "t(0.975, n-1) sd/sqrt(n) over n trials. Central-DP noise is the fast textbook\n"
             "Laplace sampler (AGG_NOISE_FAST), allowed in simulation only.\n"
             "Exit status: 0 success, 1 runtime error (I/O, memory, gnuplot), 2 bad arguments.\n");
@@ -159,6 +167,8 @@ static const tool_option options[] = {
     {"kappa", TOOL_OPT_VALUE, offsetof(struct args, plan.kappa)},
     {"gamma", TOOL_OPT_VALUE, offsetof(struct args, plan.gamma)},
     {"eps-arm", TOOL_OPT_VALUE, offsetof(struct args, plan.eps_arm)},
+    {"tau", TOOL_OPT_VALUE, offsetof(struct args, plan.tau)},
+    {"threshold", TOOL_OPT_VALUE, offsetof(struct args, plan.threshold)},
     {"seed", TOOL_OPT_VALUE, offsetof(struct args, seed)},
     {"threads", TOOL_OPT_VALUE, offsetof(struct args, threads)},
     {"out", TOOL_OPT_VALUE, offsetof(struct args, out)},
@@ -313,6 +323,11 @@ static int summary_fn(const void *ctx, FILE *f)
     return simreport_write_summary(ctx, f);
 }
 
+static int robust_fn(const void *ctx, FILE *f)
+{
+    return simreport_write_robust(ctx, f);
+}
+
 /* A word of the command line as the shell would need it. */
 static void put_shell_word(FILE *f, const char *s)
 {
@@ -362,7 +377,12 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
     fprintf(f, "checkpoints: %zu, log-spaced, %u per decade, from %llu to %llu\n", p->n_checkpoints,
             SIMPLAN_PER_DECADE, (unsigned long long)p->checkpoints[0],
             (unsigned long long)p->checkpoints[p->n_checkpoints - 1]);
-    fprintf(f, "regret: pseudo-regret sum_t (mu* - mu(a_t)) from the true means\n");
+    if (p->inst[0].adv)
+        fprintf(f, "regret: against the best fixed arm in hindsight at each checkpoint, max_i "
+                   "sum_{s<=t} g_i,s - sum_{s<=t} (the learner's gain), realized gains; a switch "
+                   "gains 0 against the switching adversary\n");
+    else
+        fprintf(f, "regret: pseudo-regret sum_t (mu* - mu(a_t)) from the true means\n");
     fprintf(f, "statistics: mean over trials; 95%% interval mean -/+ t(0.975, n-1) sd/sqrt(n), "
                "Student t, n = trials (n = 1: the interval is the mean, sd 0)\n");
     fprintf(f, "central noise: AGG_NOISE_FAST (textbook inverse-CDF Laplace on a seeded "
@@ -381,8 +401,33 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
             simplan_format_double(e, sizeof e, p->eps_arm);
         fprintf(f, "dp-ucb: gamma = %s, eps_arm = %s\n", g, e);
     }
+    if (p->gamma == 0)
+        fprintf(f, "exp3 family: gamma = min(1, sqrt(K ln K / ((e-1) n))), n = T (exp3-tau: "
+                   "ceil(T/tau)) (policy default)\n");
+    fprintf(f, "dp-exp3-lap threshold b = ln(T)/epsilon; exp3-tau tau = ceil(T^(1/3)) (policy "
+               "defaults unless set below)\n");
+    if (p->tau)
+        fprintf(f, "tau (exp3-tau): %llu (--tau)\n", (unsigned long long)p->tau);
+    if (p->threshold > 0.0)
+        fprintf(f, "threshold (dp-exp3-lap, ldp-exp3-lap): %.17g (--threshold)\n", p->threshold);
+    fprintf(f,
+            "robust.csv: median of means over min(%u, trials) groups in trial order; GMD of "
+            "the trials <= and >= it\n",
+            SIMREPORT_MOM_GROUPS);
     for (size_t i = 0; i < p->n_inst; i++) {
         const simplan_instance *in = &p->inst[i];
+        if (in->adv) {
+            const agg_adv_params *ap = agg_adv_get_params(in->adv);
+            fprintf(f,
+                    "instance: %s k=%u adversary=%s det_const=%.17g det_period=%llu "
+                    "det_rest=%.17g stoch_first=%.17g stoch_rest=%.17g obl_eps=%.17g "
+                    "obl_period=%llu sw_sigma=%.17g sw_eps=%.17g source=%s\n",
+                    in->label, in->k, agg_adv_kind_name(ap->kind), ap->det_const,
+                    (unsigned long long)ap->det_period, ap->det_rest, ap->stoch_first,
+                    ap->stoch_rest, ap->obl_eps, (unsigned long long)ap->obl_period, ap->sw_sigma,
+                    ap->sw_eps, in->source);
+            continue;
+        }
         size_t need = simplan_env_text(in->env, NULL, 0) + 1;
         char *text = malloc(need);
         if (!text) {
@@ -643,6 +688,45 @@ static void print_claims(const simplan *p, const simreport *r)
     }
 }
 
+/* Claim A7 (Tossou & Dimitrakakis 2017, Sec. 4) on the median of means at T: DP-EXP3-Lap is
+ * "very competitive" with EXP3 against the oblivious and weaker adversaries (read here as within
+ * a factor 2), EXP3-tau is worse than DP-EXP3-Lap there, and EXP3-tau beats both against the
+ * switching-cost adversary. */
+static void print_claim_a7(const simplan *p, const simreport *r)
+{
+    size_t nj = p->n_checkpoints;
+    int header = 0;
+    for (size_t i = 0; i < p->n_inst; i++) {
+        const simplan_instance *in = &p->inst[i];
+        if (!in->adv)
+            continue;
+        long e = find_cfg(p, i, "exp3", 0, INFINITY), t = find_cfg(p, i, "exp3-tau", 0, INFINITY);
+        long d = -1;
+        for (size_t c = 0; c < p->n_cfg && d < 0; c++)
+            if (p->cfg[c].instance == i && strcmp(p->cfg[c].ops->name, "dp-exp3-lap") == 0)
+                d = (long)c;
+        if (e < 0 || t < 0 || d < 0)
+            continue;
+        if (!header) {
+            printf("\nclaim A7 (TD17 4): median of means of the regret at T\n");
+            header = 1;
+        }
+        double me = r->mom[(size_t)e * nj + nj - 1], md = r->mom[(size_t)d * nj + nj - 1],
+               mt = r->mom[(size_t)t * nj + nj - 1];
+        printf("  %-28s exp3 %.6g  dp-exp3-lap (epsilon %s) %.6g  exp3-tau %.6g\n", in->label, me,
+               p->cfg[d].eps_text, md, mt);
+        if (agg_adv_switch_costs(in->adv)) {
+            printf("    exp3-tau below both under switching costs: %s\n",
+                   mt < me && mt < md ? "holds" : "does not hold");
+        } else {
+            printf("    dp-exp3-lap / exp3 = %.3g (within 2x: %s); exp3-tau above dp-exp3-lap: "
+                   "%s\n",
+                   md / me, md <= 2.0 * me ? "holds" : "does not hold",
+                   mt > md ? "holds" : "does not hold");
+        }
+    }
+}
+
 static unsigned online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -723,6 +807,7 @@ int cmd_sim(int argc, char **argv)
     struct run_ctx run = {seconds, threads, plan.rounds_total};
     if (write_text(out, "regret.csv", regret_fn, &rep) ||
         write_text(out, "summary.csv", summary_fn, &rep) ||
+        write_text(out, "robust.csv", robust_fn, &rep) ||
         write_text(out, "meta.txt", meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
         goto done;
 
@@ -759,7 +844,9 @@ int cmd_sim(int argc, char **argv)
            threads, threads == 1 ? "" : "s");
     print_table(&plan, &rep);
     print_claims(&plan, &rep);
-    printf("\nwrote %s/regret.csv, %s/summary.csv, %s/meta.txt, %s/run.txt", out, out, out, out);
+    print_claim_a7(&plan, &rep);
+    printf("\nwrote %s/regret.csv, %s/summary.csv, %s/robust.csv, %s/meta.txt, %s/run.txt", out,
+           out, out, out, out);
     if (plots_ok)
         printf(", %ld figure%s in %s (PNG and SVG)", figures, figures == 1 ? "" : "s", plots_dir);
     printf("\n");
