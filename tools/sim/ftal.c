@@ -36,11 +36,11 @@ struct preset {
 };
 
 static const struct preset presets[] = {
-    {"smith2013-experts", AGG_PFTAL_FULL, "pftal", "ftal", {4, 16}, 2, 1000000, 50,
+    {"smith2013-experts", AGG_PFTAL_FULL, "pftal", "ftal", {4, 16}, 2, 1000000, 100,
      "private FTAL, full information (Smith & Thakurta 2013 Alg. 1, experts of their Table 1):\n"
      "p in {4,16} stochastic experts (mean losses 0.4 and 0.5), eps in {0.1,0.5,1,2} and\n"
      "nonprivate FTAL, a horizon sweep 1e3..1e6 with the log-log slope of regret against T"},
-    {"smith2013-bandit", AGG_PFTAL_BANDIT, "pftal-bandit", "ftal-bandit", {3, 5}, 2, 1000000, 50,
+    {"smith2013-bandit", AGG_PFTAL_BANDIT, "pftal-bandit", "ftal-bandit", {3, 5}, 2, 1000000, 100,
      "bandit private FTAL (Smith & Thakurta 2013 §3, one-point gradients) as a K-armed\n"
      "bandit on the simplex: K in {3,5}, the same losses, eps in {0.1,0.5,1,2} and nonprivate,\n"
      "a horizon sweep 1e3..1e6 with the log-log slope"},
@@ -593,8 +593,8 @@ int simftal_run(const simftal_args *a)
         double s_all = fit_slope(r, c, 0), s_last = fit_slope(r, c, r->n_h > 3 ? r->n_h - 3 : 0);
         printf(" %7.3f %7.3f\n", s_all, s_last);
     }
-    printf("\nclaim (Smith & Thakurta 2013, %s): private regret O~(%s / eps), a log-log slope\n"
-           "of at most %s plus polylog terms; slope 1 is linear regret (no learning).\n",
+    printf("\nclaim (Smith & Thakurta 2013, %s):\nprivate regret O~(%s / eps), a log-log "
+           "slope of at most %s plus polylog terms;\nslope 1 is linear regret (no learning).\n",
            p->mode == AGG_PFTAL_FULL ? "Table 1 experts row, Thm 4 via App. C"
                                      : "Thm 6 and §3, general convex via regularisation",
            p->mode == AGG_PFTAL_FULL ? "sqrt(p T)" : "T^{3/4}",
