@@ -323,8 +323,8 @@ ldpb_err agg_pftal_restore(agg_pftal *f, agg_rbuf *r)
     uint64_t rounds = agg_get_u64(r);
     uint8_t pending = agg_get_u8(r);
     if (r->bad || mode != (uint32_t)f->prm.mode || rp != p || horizon != f->prm.horizon ||
-        !same_f64(eps, f->prm.epsilon) || !same_f64(h, f->prm.h) ||
-        !same_f64(beta, f->prm.beta) || rounds > horizon || pending > 1 ||
+        !same_f64(eps, f->prm.epsilon) || !same_f64(h, f->prm.h) || !same_f64(beta, f->prm.beta) ||
+        rounds > horizon || pending > 1 ||
         (pending && (f->prm.mode != AGG_PFTAL_BANDIT || rounds == horizon)))
         return LDPB_ECORRUPT;
     double *buf = calloc(4 * (size_t)p, sizeof *buf);
@@ -399,8 +399,7 @@ ldpb_err agg_pftal_run_trial(const agg_pftal_game *g, const uint8_t seed[LDPB_RN
     double best = 1.0;
     for (uint32_t i = 0; err == LDPB_OK && i < p; i++) {
         if (!(g->means[i] >= 0 && g->means[i] <= 1))
-            err = agg_policy_refuse(errmsg, LDPB_ERANGE, "pftal game: means[%u] outside [0, 1]",
-                                    i);
+            err = agg_policy_refuse(errmsg, LDPB_ERANGE, "pftal game: means[%u] outside [0, 1]", i);
         else
             best = fmin(best, g->means[i]);
     }

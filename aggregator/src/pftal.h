@@ -26,8 +26,8 @@
  * the unit sphere of the plane, is in the simplex. The learner samples an arm I_t from w_hat_t and
  * sees only that arm's loss c_t[I_t], an unbiased estimate of <c_t, w_hat_t>; the value fed to the
  * estimate is h = c_t[I_t] + (H/2)||w_hat_t||^2 in [0, B], B = 1 + H/2, and the gradient estimate
- * g_t = ((p - 1)/beta) h u_t has norm at most (p - 1) B / beta, the tree's bound. The next centre is
- * Proj_{C_xi}(mean(w~_1..w~_t) - v_hat_t / (H t)). Euclidean projection commutes with the
+ * g_t = ((p - 1)/beta) h u_t has norm at most (p - 1) B / beta, the tree's bound. The next centre
+ * is Proj_{C_xi}(mean(w~_1..w~_t) - v_hat_t / (H t)). Euclidean projection commutes with the
  * homothety about c, so Proj_{C_xi}(y) = c + (1 - xi) (Proj_simplex(c + (y - c)/(1 - xi)) - c).
  * The tree runs in R^p: a component of the noise along (1, ..., 1) leaves the projection onto the
  * simplex unchanged (the projection is invariant under adding a multiple of that vector).

@@ -40,7 +40,8 @@ ldpb_err agg_vtree_new(agg_vtree **out, uint32_t dim, uint64_t horizon, double e
         return agg_policy_refuse(errmsg, LDPB_ERANGE, "vtree: horizon must be at least 1");
     if (!(epsilon > 0))
         return agg_policy_refuse(errmsg, LDPB_ERANGE,
-                                 "vtree: epsilon %g must be positive (INFINITY: no noise)", epsilon);
+                                 "vtree: epsilon %g must be positive (INFINITY: no noise)",
+                                 epsilon);
     if (!(l2_bound > 0) || !isfinite(l2_bound))
         return agg_policy_refuse(errmsg, LDPB_ERANGE,
                                  "vtree: L2 bound %g must be positive and finite", l2_bound);

@@ -14,8 +14,9 @@
  * seeded one in simulations and tests). The radius and direction are computed in floating point
  * from its uniforms (logarithms, Box-Muller), without the grid construction that protects the
  * scalar Laplace of docs/privacy.md §5 against floating-point attacks (Mironov 2012); nothing in
- * the daemon uses this tree yet, and a served PFTAL would need such a construction first. epsilon = INFINITY builds the same tree without noise,
- * the nonprivate baseline of the simulator; it draws nothing.
+ * the daemon uses this tree yet, and a served PFTAL would need such a construction first. epsilon =
+ * INFINITY builds the same tree without noise, the nonprivate baseline of the simulator; it draws
+ * nothing.
  *
  * The exact node sums are kept (the mechanism needs them); accessors that return them are for
  * tests and state files, never for an observer. Not thread-safe. */

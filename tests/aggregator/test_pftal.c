@@ -317,8 +317,8 @@ static void pftal_bandit_iterates_stay_feasible(void **state)
     agg_rand_seed_u64(&pol, 8);
     const double epss[2] = {1e-3, INFINITY};
     for (int v = 0; v < 2; v++) {
-        agg_pftal_params prm = {.mode = AGG_PFTAL_BANDIT, .p = P, .horizon = T,
-                                .epsilon = epss[v], .h = 1e-6};
+        agg_pftal_params prm = {
+            .mode = AGG_PFTAL_BANDIT, .p = P, .horizon = T, .epsilon = epss[v], .h = 1e-6};
         double r = agg_pftal_inner_radius(P);
         prm.beta = 0.999 * r;
         double xi = prm.beta / r, w_hat[P];
@@ -363,8 +363,7 @@ static void pftal_state_round_trips_mid_run(void **state)
     (void)state;
     enum { P = 4, T = 3000, CUT = 1234 };
     for (int mode = AGG_PFTAL_FULL; mode <= AGG_PFTAL_BANDIT; mode++) {
-        agg_pftal_params prm = {.mode = (agg_pftal_mode)mode, .p = P, .horizon = T,
-                                .epsilon = 0.7};
+        agg_pftal_params prm = {.mode = (agg_pftal_mode)mode, .p = P, .horizon = T, .epsilon = 0.7};
         agg_pftal_tune(&prm);
         fast_noise na, nb;
         fast_noise_init(&na, 21);
@@ -398,8 +397,7 @@ static void pftal_state_round_trips_mid_run(void **state)
                 assert_true(agg_rbuf_done(&r));
                 free(buf);
                 nb.rand = na.rand;
-                assert_int_equal(agg_noise_new(&nb.noise, AGG_NOISE_FAST, NULL, &nb.rand),
-                                 LDPB_OK);
+                assert_int_equal(agg_noise_new(&nb.noise, AGG_NOISE_FAST, NULL, &nb.rand), LDPB_OK);
                 pb = pa;
                 arm_b = arm;
             }

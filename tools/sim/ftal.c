@@ -36,11 +36,25 @@ struct preset {
 };
 
 static const struct preset presets[] = {
-    {"smith2013-experts", AGG_PFTAL_FULL, "pftal", "ftal", {4, 16}, 2, 1000000, 100,
+    {"smith2013-experts",
+     AGG_PFTAL_FULL,
+     "pftal",
+     "ftal",
+     {4, 16},
+     2,
+     1000000,
+     100,
      "private FTAL, full information (Smith & Thakurta 2013 Alg. 1, experts of their Table 1):\n"
      "p in {4,16} stochastic experts (mean losses 0.4 and 0.5), eps in {0.1,0.5,1,2} and\n"
      "nonprivate FTAL, a horizon sweep 1e3..1e6 with the log-log slope of regret against T"},
-    {"smith2013-bandit", AGG_PFTAL_BANDIT, "pftal-bandit", "ftal-bandit", {3, 5}, 2, 1000000, 100,
+    {"smith2013-bandit",
+     AGG_PFTAL_BANDIT,
+     "pftal-bandit",
+     "ftal-bandit",
+     {3, 5},
+     2,
+     1000000,
+     100,
      "bandit private FTAL (Smith & Thakurta 2013 §3, one-point gradients) as a K-armed\n"
      "bandit on the simplex: K in {3,5}, the same losses, eps in {0.1,0.5,1,2} and nonprivate,\n"
      "a horizon sweep 1e3..1e6 with the log-log slope"},
@@ -252,9 +266,8 @@ static int regret_csv(const struct run *r, FILE *f)
             simstat_compute(r->curve + c * r->trials * r->n_cp + j, (size_t)r->trials, r->n_cp,
                             NULL, &s);
             fprintf(f, "%s,%s,%s,%s,%u,%llu,%.6g,%.6g,%.6g,%llu\n", r->p->name, alg_name(r, c),
-                    mech_name(r, c), r->cfg[c].eps_text, r->cfg[c].k,
-                    (unsigned long long)r->cp[j], s.mean, s.lo, s.hi,
-                    (unsigned long long)r->trials);
+                    mech_name(r, c), r->cfg[c].eps_text, r->cfg[c].k, (unsigned long long)r->cp[j],
+                    s.mean, s.lo, s.hi, (unsigned long long)r->trials);
         }
     return ferror(f) ? -1 : 0;
 }
@@ -275,10 +288,10 @@ static int summary_csv(const struct run *r, FILE *f)
     for (size_t c = 0; c < r->n_cfg; c++)
         for (size_t h = 0; h < r->n_h; h++) {
             simstat s = final_stat(r, c, h, scratch);
-            fprintf(f, "%s,%s,%s,%s,%u,%llu,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n",
-                    r->p->name, alg_name(r, c), mech_name(r, c), r->cfg[c].eps_text, r->cfg[c].k,
-                    (unsigned long long)r->horizons[h], (unsigned long long)r->trials, s.mean,
-                    s.lo, s.hi, s.sd, s.median, s.min, s.max);
+            fprintf(f, "%s,%s,%s,%s,%u,%llu,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", r->p->name,
+                    alg_name(r, c), mech_name(r, c), r->cfg[c].eps_text, r->cfg[c].k,
+                    (unsigned long long)r->horizons[h], (unsigned long long)r->trials, s.mean, s.lo,
+                    s.hi, s.sd, s.median, s.min, s.max);
         }
     free(scratch);
     return ferror(f) ? -1 : 0;
@@ -291,14 +304,16 @@ static int meta_txt(const struct run *r, FILE *f)
                "# docs/sim.md (smith2013 presets) explains each line.\ncommand: ldpb");
     for (int i = 0; i < a->argc; i++)
         fprintf(f, " %s", a->argv[i]);
-    fprintf(f, "\npreset: %s\nseed: %s (streams as the engine's: trial i, purpose ENV losses, "
-               "POLICY directions and arms, NOISE tree noise)\n",
+    fprintf(f,
+            "\npreset: %s\nseed: %s (streams as the engine's: trial i, purpose ENV losses, "
+            "POLICY directions and arms, NOISE tree noise)\n",
             r->p->name, a->seed);
     fprintf(f, "trials: %llu\nhorizons:", (unsigned long long)r->trials);
     for (size_t h = 0; h < r->n_h; h++)
         fprintf(f, " %llu", (unsigned long long)r->horizons[h]);
-    fprintf(f, "\ninstance: stochastic experts, expert 0 mean loss %.2f, the others 0.5; every "
-               "expert's Bernoulli loss drawn every round\n",
+    fprintf(f,
+            "\ninstance: stochastic experts, expert 0 mean loss %.2f, the others 0.5; every "
+            "expert's Bernoulli loss drawn every round\n",
             0.5 - GAP);
     fprintf(f, "regret: pseudo-regret sum_t <means, w_t> - t min(means), w_t the played point "
                "(bandit: the point the arm is sampled from)\n");
@@ -376,9 +391,10 @@ static int plot_files(const struct run *r, const char dir[4200])
     if (!(f = fopen(path, "w")))
         return 1;
     double rate = r->p->mode == AGG_PFTAL_FULL ? 0.5 : 0.75;
-    fprintf(f, "# %s: mean final regret against the horizon T (95%% intervals), log-log, with\n"
-               "# the rate T^%.2f of Smith & Thakurta 2013 (dashed, through the eps = 1 point "
-               "at the largest T).\n",
+    fprintf(f,
+            "# %s: mean final regret against the horizon T (95%% intervals), log-log, with\n"
+            "# the rate T^%.2f of Smith & Thakurta 2013 (dashed, through the eps = 1 point "
+            "at the largest T).\n",
             r->p->name, rate);
     fprintf(f, "set logscale xy\nset key left top\nset grid\nset xlabel 'horizon T'\n"
                "set ylabel 'mean pseudo-regret at T'\n");
@@ -466,13 +482,12 @@ int simftal_run(const simftal_args *a)
     }
     if (a->ks && parse_ks(a->ks, ks, &n_ks, p->mode))
         goto out;
-    if (a->horizon &&
-        (simplan_parse_count(a->horizon, &T) || T < 10 || T > 100000000ULL)) {
+    if (a->horizon && (simplan_parse_count(a->horizon, &T) || T < 10 || T > 100000000ULL)) {
         usage_error("--horizon: give a whole number in [10, 1e8]:", a->horizon);
         goto out;
     }
-    if (a->trials && (simplan_parse_count(a->trials, &r->trials) || r->trials < 1 ||
-                      r->trials > 100000)) {
+    if (a->trials &&
+        (simplan_parse_count(a->trials, &r->trials) || r->trials < 1 || r->trials > 100000)) {
         usage_error("--trials: give a whole number in [1, 100000]:", a->trials);
         goto out;
     }
@@ -562,8 +577,10 @@ int simftal_run(const simftal_args *a)
             goto out;
         }
         if (!a->have_gnuplot || !a->have_gnuplot()) {
-            fprintf(stderr, "%s: warning: gnuplot not found on PATH; plots skipped (cd %s && "
-                            "gnuplot plots.gp)\n", PROG, plots);
+            fprintf(stderr,
+                    "%s: warning: gnuplot not found on PATH; plots skipped (cd %s && "
+                    "gnuplot plots.gp)\n",
+                    PROG, plots);
         } else if (a->run_gnuplot(plots) != 0) {
             fprintf(stderr, "%s: gnuplot failed; see %s/gnuplot.log\n", PROG, plots);
             goto out;
