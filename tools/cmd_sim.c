@@ -20,6 +20,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "commands.h"
+#include "ftal.h"
 #include "ldpb/rng.h"
 #include "plan.h"
 #include "plot.h"
@@ -138,6 +139,17 @@ static void usage(FILE *f)
     for (size_t i = 0; i < np; i++) {
         fprintf(f, "  %s\n", pi[i].name);
         const char *s = pi[i].summary;
+        while (*s) {
+            const char *nl = strchr(s, '\n');
+            size_t len = nl ? (size_t)(nl - s) : strlen(s);
+            fprintf(f, "      %.*s\n", (int)len, s);
+            s += len + (nl ? 1 : 0);
+        }
+    }
+    const char *fname;
+    for (size_t i = 0; simftal_preset_summary(i, &fname); i++) {
+        fprintf(f, "  %s\n", fname);
+        const char *s = simftal_preset_summary(i, &fname);
         while (*s) {
             const char *nl = strchr(s, '\n');
             size_t len = nl ? (size_t)(nl - s) : strlen(s);
@@ -727,6 +739,51 @@ static void print_claim_a7(const simplan *p, const simreport *r)
     }
 }
 
+static int gnuplot_on_path(void)
+{
+    return have_program("gnuplot");
+}
+
+/* The smith2013 presets run private FTAL, which is not a K-armed policy of the engine: their own
+ * loop (tools/sim/ftal.c) takes the options that apply and refuses the others. */
+static int run_ftal_preset(const struct args *a, int argc, char **argv, const char *seed,
+                           const char *out, unsigned threads)
+{
+    const char *bad = a->plan.means        ? "--means"
+                      : a->plan.laws       ? "--laws"
+                      : a->plan.algorithms ? "--algorithms"
+                      : a->plan.mechanisms ? "--mechanisms"
+                      : a->plan.kappa      ? "--kappa"
+                      : a->plan.gamma      ? "--gamma"
+                      : a->plan.eps_arm    ? "--eps-arm"
+                      : a->plan.tau        ? "--tau"
+                      : a->plan.threshold  ? "--threshold"
+                                           : NULL;
+    if (bad) {
+        char what[160];
+        snprintf(what, sizeof what,
+                 "%s does not apply to the smith2013 presets (they take --horizon, --trials, "
+                 "--epsilons, --k)",
+                 bad);
+        return tool_usage_error(PROG, what, NULL);
+    }
+    simftal_args fa = {.preset = a->plan.preset,
+                       .horizon = a->plan.horizon,
+                       .trials = a->plan.trials,
+                       .epsilons = a->plan.epsilons,
+                       .ks = a->plan.ks,
+                       .seed = seed,
+                       .out = out,
+                       .threads = threads,
+                       .no_plots = a->no_plots,
+                       .quiet = a->quiet,
+                       .argc = argc,
+                       .argv = argv,
+                       .have_gnuplot = gnuplot_on_path,
+                       .run_gnuplot = run_gnuplot};
+    return simftal_run(&fa);
+}
+
 static unsigned online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -761,6 +818,8 @@ int cmd_sim(int argc, char **argv)
         return tool_usage_error(PROG, "--out path is too long:", out);
 
     gsl_set_error_handler_off();
+    if (simftal_is_preset(a.plan.preset))
+        return run_ftal_preset(&a, argc, argv, seed_text, out, threads);
     ldpb_err err = simplan_build(&plan, &a.plan, errmsg);
     if (err) {
         fprintf(stderr, "%s: %s\n", PROG, errmsg);

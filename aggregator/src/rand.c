@@ -1073,3 +1073,14 @@ double agg_noise_laplace(agg_noise *n, double scale)
         return NAN;
     return scale * y;
 }
+
+double agg_noise_uniform_pos(agg_noise *n)
+{
+    if (n->kind == AGG_NOISE_FAST)
+        return agg_rand_uniform_pos(n->fast);
+    double u;
+    do
+        u = ldpb_rng_double(n->rng);
+    while (u == 0.0);
+    return u;
+}

@@ -79,5 +79,8 @@ void agg_noise_free(agg_noise *n);
 agg_noise_kind agg_noise_get_kind(const agg_noise *n);
 /* A Laplace(0, scale) draw, scale > 0 and finite. */
 double agg_noise_laplace(agg_noise *n, double scale);
+/* A uniform draw in (0, 1) from the same source (SECURE: 53 bits of the ChaCha20 stream, 0
+ * redrawn): the building block of the vector tree's Gamma radius and Gaussian direction. */
+double agg_noise_uniform_pos(agg_noise *n);
 
 #endif
