@@ -23,6 +23,8 @@ struct agg_store {
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
     char errmsg[AGG_STORE_ERRMAX];
+    agg_store_commit_hook commit_hook; /* tests only */
+    void *commit_hook_ctx;
 };
 
 #if defined(__GNUC__)
@@ -377,7 +379,17 @@ ldpb_err agg_store_begin(agg_store *s)
 
 ldpb_err agg_store_commit(agg_store *s)
 {
+    if (s->commit_hook && s->commit_hook(s->commit_hook_ctx)) {
+        say(s->errmsg, "COMMIT: failed by the test hook");
+        return LDPB_EIO;
+    }
     return step_done(s, s->commit, "COMMIT");
+}
+
+void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx)
+{
+    s->commit_hook = fn;
+    s->commit_hook_ctx = ctx;
 }
 
 void agg_store_rollback(agg_store *s)
