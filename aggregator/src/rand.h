@@ -80,4 +80,14 @@ agg_noise_kind agg_noise_get_kind(const agg_noise *n);
 /* A Laplace(0, scale) draw, scale > 0 and finite. */
 double agg_noise_laplace(agg_noise *n, double scale);
 
+/* Releases x plus Laplace noise of scale `scale`, where `sens` bounds how far one individual's
+ * data can move x (so the release is (sens/scale)-DP for that individual). FAST: x + Laplace,
+ * exactly as x + agg_noise_laplace(n, scale). SECURE: the floating-point-safe release of
+ * docs/privacy.md ("Central noise on a grid"): x is randomly rounded to a power-of-two grid and
+ * exact discrete Laplace noise of the same grid (common/'s sampler) is added, so *out is an exact
+ * multiple of that grid whose low bits carry nothing about x; the grid's rounding is paid for with
+ * a noise scale very slightly above `scale`. LDPB_EINVAL for NaN or non-finite x, sens or scale
+ * <= 0 or not finite; LDPB_ERANGE if |x| is beyond 2^52 grid steps; LDPB_ENOMEM. */
+ldpb_err agg_noise_release(agg_noise *n, double x, double sens, double scale, double *out);
+
 #endif
