@@ -10,8 +10,8 @@
  * publishes it to the served policy only after the COMMIT succeeds, so no assignment, status or
  * metric is computed from central-DP noise that a failed commit or a crash could discard and a
  * retry draw again (docs/aggregator.md, "Central noise is released once it is durable"). The
- * committer holds policy_mu only to copy the served state out and to publish; the observes and
- * the SQL run outside it, so assignments keep flowing during an fsync. */
+ * committer holds policy_mu only to copy the served state out and to publish (a pointer swap);
+ * the observes and the SQL run outside it, so assignments keep flowing during an fsync. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -127,12 +127,10 @@ struct agg_server {
     int *batch_status; /* per item: 0 new, 1 duplicate, else an ldpb_err to answer */
     uint8_t *save_buf, *snap_buf;
     size_t save_cap, snap_cap;
-    uint8_t *pub_buf; /* the last committed state, while it waits to be published */
-    size_t pub_cap, pub_len;
-    int publish_pending;
     agg_worker *cw;
     agg_store_counters committed;
-    agg_policy *next; /* the served state plus the batch, until its COMMIT publishes it */
+    agg_policy *next; /* the served state plus the batch, until its COMMIT publishes it (then
+                         the two instances swap) */
     ldpb_rng *next_rng, *next_noise_rng;
     agg_rand next_rand;
     agg_noise *next_noise; /* the only source of central noise in the service */
@@ -713,25 +711,6 @@ static void answer_report(agg_server *s, item *it, int status)
     sodium_memzero(&it->key, sizeof it->key);
 }
 
-/* Makes the last committed state (pub_buf) the served one. The served cursor restarts where the
- * saved state has it (as after a restart), so choices made during the commit may repeat once. */
-static ldpb_err publish(agg_server *s)
-{
-    pthread_mutex_lock(&s->policy_mu);
-    ldpb_err err = agg_policy_restore(s->policy, s->pub_buf, s->pub_len);
-    if (!err) {
-        s->policy_version = s->committed.policy_version;
-        s->publish_pending = 0;
-    }
-    pthread_mutex_unlock(&s->policy_mu);
-    if (err)
-        logf_(s, AGG_LOG_ERROR,
-              "cannot publish the committed policy state (%s): serving the previous one, and "
-              "refusing batches until it is published",
-              ldpb_strerror(err));
-    return err;
-}
-
 static agg_store_row row_of(const agg_server *s, const item *it)
 {
     agg_store_row r;
@@ -788,10 +767,6 @@ size_t agg_server_commit_batch(agg_server *s)
             n_dup += !is_new;
         }
     }
-    /* A publish that failed (out of memory) is retried first: every batch must start from the
-     * last committed state, or it would commit a state that misses the previous batch. */
-    if (!err && s->publish_pending)
-        err = publish(s);
     if (!err && n_new == 0) {
         /* Nothing to observe: the served state (its round-robin cursor included) is saved as it
          * is, and nothing is published. */
@@ -844,16 +819,16 @@ size_t agg_server_commit_batch(agg_server *s)
     }
     s->committed = c;
     if (observed) {
-        /* Durable now: publish. The committed bytes move to pub_buf (a swap, no copy). */
-        uint8_t *b = s->pub_buf;
-        size_t cap = s->pub_cap;
-        s->pub_buf = s->save_buf;
-        s->pub_cap = s->save_cap;
-        s->pub_len = save_len;
-        s->save_buf = b;
-        s->save_cap = cap;
-        s->publish_pending = 1;
-        (void)publish(s);
+        /* Durable now: publish by swapping the instances, O(1) under the lock. The old served
+         * instance becomes `next`, overwritten by the next batch's copy. The served cursor
+         * restarts where the copy had it (as after a restart, to the saved one), so choices
+         * made during the commit may repeat once. */
+        pthread_mutex_lock(&s->policy_mu);
+        agg_policy *p = s->policy;
+        s->policy = s->next;
+        s->next = p;
+        s->policy_version = c.policy_version;
+        pthread_mutex_unlock(&s->policy_mu);
     }
     atomic_store(&s->n_reports, c.reports);
     atomic_store(&s->n_duplicates, c.duplicates);
@@ -1444,7 +1419,6 @@ void agg_server_free(agg_server *s)
     free(s->batch_status);
     free(s->save_buf);
     free(s->snap_buf);
-    free(s->pub_buf);
     pthread_mutex_destroy(&s->seal_mu);
     pthread_mutex_destroy(&s->policy_mu);
     pthread_mutex_destroy(&s->queue_mu);
