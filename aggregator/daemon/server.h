@@ -118,8 +118,8 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *out);
 
 /* The number of arms, and the served policy's per-arm state (pulls, estimate, interval) into
  * arms[0..k) for k at least that number, under the policy lock (a scrape waits at most for the
- * committer's copy of the state). The served state is always a committed one. LDPB_ERANGE if k is too small; the
- * policy's describe() errors. */
+ * committer's copy of the state). The served state is always a committed one. LDPB_ERANGE if
+ * k is too small; the policy's describe() errors. */
 uint32_t agg_server_arms(const agg_server *s);
 ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k);
 
