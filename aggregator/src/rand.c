@@ -1021,6 +1021,9 @@ typedef struct release_shape {
     double sens, scale; /* the key */
     double c;           /* the unit, a power of two */
     int k;              /* S = 2^k grid steps per unit */
+    double to_steps;    /* 2^k / c, the value scale to grid steps (a power of two) */
+    double step;        /* c / 2^k = 1 / to_steps, the grid step on the value scale */
+    double unit_steps;  /* 2^k: the mechanism's unit-scale output to grid steps */
     ldpb_mech *m;       /* NULL: empty slot */
 } release_shape;
 
@@ -1153,20 +1156,23 @@ static ldpb_err release_shape_build(release_shape *r, double sens, double scale)
     r->scale = scale;
     r->c = c;
     r->k = k;
+    r->to_steps = ldexp(1.0, k) / c;
+    r->step = c / ldexp(1.0, k);
+    r->unit_steps = ldexp(1.0, k);
     r->m = m;
     return LDPB_OK;
 }
 
 ldpb_err agg_noise_release(agg_noise *n, double x, double sens, double scale, double *out)
 {
-    if (!n || !out || !(sens > 0) || !(scale > 0) || !(sens < INFINITY) || !(scale < INFINITY))
+    if (!n || !out || !(scale > 0) || !(scale < INFINITY))
         return LDPB_EINVAL;
     if (n->kind == AGG_NOISE_FAST) {
         /* the simulations' hot path: nothing more than the textbook draw */
         *out = x + agg_rand_laplace(n->fast, scale);
-        return isnan(*out) ? LDPB_EINVAL : LDPB_OK;
+        return LDPB_OK;
     }
-    if (!isfinite(x))
+    if (!(fabs(x) < INFINITY) || !(sens > 0) || !(sens < INFINITY))
         return LDPB_EINVAL;
     const release_shape *r = NULL;
     for (unsigned i = 0; i < RELEASE_MECHS && !r; i++)
@@ -1180,17 +1186,20 @@ ldpb_err agg_noise_release(agg_noise *n, double x, double sens, double scale, do
         n->rel_next = (n->rel_next + 1) % RELEASE_MECHS;
         r = slot;
     }
-    double v = nearbyint(ldexp(x / r->c, r->k)); /* x / c and the scaling by 2^k are exact */
-    if (!(fabs(v) < 0x1p52))
+    /* Multiplications by powers of two are exact; below 2^51 in magnitude, adding and removing
+     * 1.5 * 2^52 rounds to the nearest integer (ties to even) in the default rounding mode. */
+    double v = x * r->to_steps;
+    if (!(fabs(v) < 0x1p51))
         return LDPB_ERANGE;
+    v = (v + 0x1.8p52) - 0x1.8p52;
     /* The input 0 is a grid point: y = Z 2^-k exactly, Z the integer discrete Laplace noise. */
     double y = 0;
     ldpb_err err = ldpb_mech_privatize_unit(r->m, n->rng, 0.0, &y);
     if (err)
         return err;
-    double steps = v + ldexp(y, r->k); /* an integer, exact below 2^53 */
+    double steps = v + y * r->unit_steps; /* an integer, exact below 2^53 */
     if (!(fabs(steps) < 0x1p53))
         return LDPB_ERANGE;
-    *out = ldexp(steps, -r->k) * r->c;
+    *out = steps * r->step;
     return LDPB_OK;
 }
