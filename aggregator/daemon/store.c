@@ -33,6 +33,8 @@ struct agg_store {
     struct meta_row *pending_meta;
     size_t n_pending_meta;
     char errmsg[AGG_STORE_ERRMAX];
+    agg_store_commit_hook commit_hook; /* tests only */
+    void *commit_hook_ctx;
 };
 
 #define say(out, ...) ldpb_detailf((out), AGG_STORE_ERRMAX, __VA_ARGS__)
@@ -515,6 +517,10 @@ ldpb_err agg_store_commit(agg_store *s)
         say(s->errmsg, "COMMIT: database or disk is full (injected by agg_store_inject_disk_full)");
         return LDPB_EIO;
     }
+    if (s->commit_hook && s->commit_hook(s->commit_hook_ctx)) {
+        say(s->errmsg, "COMMIT: failed by the test hook");
+        return LDPB_EIO;
+    }
     ldpb_err err = step_done(s, s->commit, "COMMIT");
     if (!err) {
         s->decision_rows = (uint64_t)((int64_t)s->decision_rows + s->decision_delta);
@@ -524,6 +530,12 @@ ldpb_err agg_store_commit(agg_store *s)
         s->n_pending_meta = 0;
     }
     return err;
+}
+
+void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx)
+{
+    s->commit_hook = fn;
+    s->commit_hook_ctx = ctx;
 }
 
 void agg_store_rollback(agg_store *s)

@@ -156,8 +156,9 @@ static ldpb_err dp_se_choose(agg_policy *pp, agg_policy_env *env, uint32_t *arm)
 }
 
 /* The epoch end (Alg. 3): noise once per arm of S, then elimination with a strict >, then a fresh
- * epoch if more than one arm is left. */
-static void end_epoch(dp_se *p, agg_noise *noise)
+ * epoch if more than one arm is left. An error (the noise source's, practically impossible) leaves
+ * the epoch half ended: the caller must discard the state, as the server does. */
+static ldpb_err end_epoch(dp_se *p, agg_noise *noise)
 {
     double rr = (double)p->par.r;
     double scale = 1 / (p->eps * rr); /* r = ceil(R_e): docs/derivations.md 10 */
@@ -165,7 +166,10 @@ static void end_epoch(dp_se *p, agg_noise *noise)
     double best = -INFINITY;
     for (uint32_t i = 0; i < p->n_active; i++) {
         uint32_t a = p->active[i];
-        p->est[a] = p->sum[a] / rr + agg_noise_laplace(noise, scale);
+        /* One reward moves the mean of r by at most 1/r; released on a grid (docs/privacy.md). */
+        ldpb_err err = agg_noise_release(noise, p->sum[a] / rr, 1 / rr, scale, &p->est[a]);
+        if (err != LDPB_OK)
+            return err;
         p->radius[a] = p->par.h + p->par.c;
         if (p->est[a] > best)
             best = p->est[a];
@@ -181,7 +185,7 @@ static void end_epoch(dp_se *p, agg_noise *noise)
     p->n_active = kept;
     if (kept > 1) {
         start_epoch(p, p->epoch + 1);
-        return;
+        return LDPB_OK;
     }
     /* One arm left: no more epochs; it is pulled for the rest of the run. The last epoch's
      * number and parameters stay as they were. */
@@ -189,18 +193,20 @@ static void end_epoch(dp_se *p, agg_noise *noise)
     memset(p->sum, 0, p->base.cfg.k * sizeof *p->sum);
     p->n_full = 0;
     p->ptr = 0;
+    return LDPB_OK;
 }
 
 /* Adds a validated block to an arm of S and ends the epoch when it completes the last quota. */
-static void add_block(dp_se *p, agg_noise *noise, uint32_t arm, uint64_t count, double sum)
+static ldpb_err add_block(dp_se *p, agg_noise *noise, uint32_t arm, uint64_t count, double sum)
 {
     p->pulls[arm] += count;
     if (p->n_active == 1)
-        return;
+        return LDPB_OK;
     p->cnt[arm] += count;
     p->sum[arm] += sum;
     if (p->cnt[arm] == p->par.r && ++p->n_full == p->n_active)
-        end_epoch(p, noise);
+        return end_epoch(p, noise);
+    return LDPB_OK;
 }
 
 static ldpb_err dp_se_observe(agg_policy *pp, agg_policy_env *env, uint32_t arm, double obs)
@@ -217,8 +223,7 @@ static ldpb_err dp_se_observe(agg_policy *pp, agg_policy_env *env, uint32_t arm,
         p->pulls[arm]++;
         return LDPB_OK;
     }
-    add_block(p, env->noise, arm, 1, obs);
-    return LDPB_OK;
+    return add_block(p, env->noise, arm, 1, obs);
 }
 
 static const dp_se *as_dp_se(const agg_policy *p)
@@ -258,8 +263,7 @@ ldpb_err agg_dp_se_observe_block(agg_policy *pp, agg_policy_env *env, uint32_t a
         return LDPB_ERANGE;
     if (count == 0)
         return LDPB_OK;
-    add_block(p, env->noise, arm, count, sum);
-    return LDPB_OK;
+    return add_block(p, env->noise, arm, count, sum);
 }
 
 static ldpb_err dp_se_save(const agg_policy *pp, uint8_t *buf, size_t cap, size_t *len)
