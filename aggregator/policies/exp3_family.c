@@ -275,9 +275,16 @@ ldpb_err agg_exp3_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, doub
     case AGG_EXP3_LAP_CENTRAL:
         if (!env || !env->noise)
             return LDPB_EINVAL;
-        obs += agg_noise_laplace(env->noise, e->lap_scale);
-        if (isnan(obs))
-            return LDPB_ESTATE;
+        {
+            /* A gain in [0, 1] has sensitivity 1; the release is floating-point safe with the
+             * secure source (on a grid, docs/privacy.md 5.7) and the textbook draw in simulation.
+             */
+            ldpb_err err = agg_noise_release(env->noise, obs, 1.0, e->lap_scale, &obs);
+            if (err)
+                return err;
+            if (isnan(obs))
+                return LDPB_ESTATE;
+        }
         /* fall through */
     case AGG_EXP3_LAP_LOCAL:
         if (!(obs >= -e->b && obs <= 1.0 + e->b)) {
