@@ -94,8 +94,7 @@ static const option options[] = {
     {"beta", OPT_DBL, OFF(params.beta), "0", 0, 1, OPEN_MAX, NULL, "B",
      "confidence parameter beta in (0, 1); 0 = 1/horizon"},
     {"gamma", OPT_DBL, OFF(params.gamma), "0", 0, 1, OPEN_MAX, NULL, "G",
-     "in (0, 1): dp-ucb's failure probability (0 = 1/horizon), EXP3's exploration rate "
-     "(0 = from the horizon)"},
+     "dp-ucb failure probability, EXP3 exploration rate; in (0, 1), 0 = from the horizon"},
     {"eps_arm", OPT_DBL, OFF(params.eps_arm), "0", 0, 1e6, 0, NULL, "E",
      "per-arm tree budget, at most epsilon (a larger one is refused); 0 = epsilon"},
     {"tau", OPT_U64, OFF(params.tau), "0", 0, 4611686018427387904.0, 0, NULL, "N",
