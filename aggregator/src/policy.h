@@ -254,7 +254,8 @@ ldpb_err agg_policy_new(agg_policy **out, const char *name, const agg_policy_con
 ldpb_err agg_policy_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm);
 ldpb_err agg_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs);
 /* As agg_policy_observe, for an observation whose choice had probability prob (in (0, 1], else
- * LDPB_EINVAL): the op observe_with_propensity when the policy has it, else observe (prob unused). */
+ * LDPB_EINVAL): the op observe_with_propensity when the policy has it, else observe (prob is then
+ * unused). */
 ldpb_err agg_policy_observe_with_propensity(agg_policy *p, agg_policy_env *env, uint32_t arm,
                                             double obs, double prob);
 ldpb_err agg_policy_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len);
