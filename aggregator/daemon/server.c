@@ -393,13 +393,18 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     ldpb_err err = agg_policy_choose(s->policy, &env, &arm);
     if (!err) {
         t.policy_version = s->policy_version;
-        uint64_t m = s->mc_propensity ? s->cfg->propensity_samples : 0, hits = 0;
-        for (uint64_t i = 0; i < m && !err; i++) {
-            uint32_t again;
-            err = agg_policy_choose(s->policy, &env, &again);
-            hits += again == arm;
+        if (s->policy->ops->propensity) {
+            /* read under the same hold as the choice: another worker's choice would replace it */
+            err = agg_policy_propensity(s->policy, &t.propensity);
+        } else {
+            uint64_t m = s->mc_propensity ? s->cfg->propensity_samples : 0, hits = 0;
+            for (uint64_t i = 0; i < m && !err; i++) {
+                uint32_t again;
+                err = agg_policy_choose(s->policy, &env, &again);
+                hits += again == arm;
+            }
+            t.propensity = (double)(1 + hits) / (double)(1 + m);
         }
-        t.propensity = (double)(1 + hits) / (double)(1 + m);
     }
     pthread_mutex_unlock(&s->policy_mu);
     if (err) {
@@ -907,7 +912,8 @@ size_t agg_server_commit_batch(agg_server *s)
             if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
                 continue;
             observed = 1;
-            err = agg_policy_observe(s->next, &env, it->tok.arm, it->value);
+            err = agg_policy_observe_with_propensity(s->next, &env, it->tok.arm, it->value,
+                                                     it->tok.propensity);
             if (err)
                 logf_(s, AGG_LOG_ERROR, "the policy refused a validated report (arm %u): %s",
                       (unsigned)it->tok.arm, ldpb_strerror(err));
@@ -1169,10 +1175,11 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
         goto fail;
     }
-    /* Only a choice that is a pure draw can be repeated to estimate its probability; the
-     * others choose deterministically from their state (ties aside: propensity 1) or advance a
-     * round-robin pointer, which extra calls would disturb. */
-    s->mc_propensity = s->policy->ops->choose_is_draw;
+    /* A policy that knows the probability of its choice (the EXP3 family) logs it exactly.
+     * Otherwise only a choice that is a pure draw can be repeated to estimate its probability;
+     * the others choose deterministically from their state (ties aside: propensity 1) or advance
+     * a round-robin pointer, which extra calls would disturb. */
+    s->mc_propensity = s->policy->ops->choose_is_draw && !s->policy->ops->propensity;
     err = ldpb_rng_new_system(&s->policy_rng);
     if (!err)
         err = ldpb_rng_new_system(&s->noise_rng);
@@ -1256,6 +1263,13 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
           " assignments so far",
           cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->params.k,
           s->committed.reports, s->committed.assignments);
+    if (s->policy->ops->propensity)
+        logf_(s, AGG_LOG_INFO, "propensity: the policy's exact probability of each choice");
+    else if (s->mc_propensity)
+        logf_(s, AGG_LOG_INFO, "propensity: estimated from %" PRIu64 " extra draws per choice",
+              cfg->propensity_samples);
+    else
+        logf_(s, AGG_LOG_INFO, "propensity: 1 (the policy chooses deterministically)");
     *out = s;
     return LDPB_OK;
 fail:

@@ -25,9 +25,15 @@
  * report of an earlier block, in a service) is ignored; a block whose observations did not all
  * arrive is fed the average of those that did when the next block starts.
  *
- * Observations update with the probability of the arm under the current weights: in a sequential
- * game that is the probability it was chosen with; with delayed feedback (a service) it is the
- * probability at observation time. */
+ * observe() divides a gain by the arm's probability under the current weights: in a sequential
+ * game (the simulator) that is the probability it was chosen with. A service's reports arrive
+ * late and out of order, after other reports moved the weights, and g / p_now is then a biased
+ * estimate of the gain; observe_with_propensity() divides by the probability recorded at the
+ * choice (the daemon keeps it in the assignment), which keeps E[g 1{I = i} / p_i] = g_i. A
+ * probability below gamma / K, the least any arm ever has under this configuration, cannot come
+ * from one of its choices; it is raised to gamma / K, which caps one report's weight at K / gamma
+ * as in EXP3's analysis. EXP3-tau feeds a block once, with the probability of the block's draw,
+ * which no other update moves before the block is fed, so it has no use for the recorded one. */
 #include "exp3_family.h"
 
 #include <math.h>
@@ -202,13 +208,17 @@ static uint32_t draw(exp3 *e, agg_rand *rand, double *prob)
     return k - 1;
 }
 
-/* EXP3's update with gain g in [0, 1] for `arm`. */
-static void update(exp3 *e, uint32_t arm, double g)
+/* EXP3's update with gain g in [0, 1] for `arm` chosen with probability prob (0: the current). */
+static void update(exp3 *e, uint32_t arm, double g, double prob)
 {
     e->updates++;
     if (!(g > 0.0))
         return;
-    e->s[arm] += e->eta * g / prob_of(e, arm);
+    if (prob == 0.0)
+        prob = prob_of(e, arm);
+    else if (prob < e->mix)
+        prob = e->mix;
+    e->s[arm] += e->eta * g / prob;
     if (e->s[arm] - e->ref > SHIFT) {
         e->ref = e->s[arm];
         refresh_all(e);
@@ -225,7 +235,7 @@ static void feed_block(exp3 *e)
         return;
     e->block_fed = 1;
     if (e->block_obs > 0)
-        update(e, e->last_arm, e->block_sum / (double)e->block_obs);
+        update(e, e->last_arm, e->block_sum / (double)e->block_obs, 0.0);
 }
 
 ldpb_err agg_exp3_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm)
@@ -256,7 +266,7 @@ ldpb_err agg_exp3_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm)
     return LDPB_OK;
 }
 
-ldpb_err agg_exp3_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs)
+static ldpb_err observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs, double prob)
 {
     exp3 *e = (exp3 *)p;
     if (arm >= p->cfg.k || !isfinite(obs))
@@ -298,8 +308,21 @@ ldpb_err agg_exp3_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, doub
         break;
     }
     e->obs[arm]++;
-    update(e, arm, obs);
+    update(e, arm, obs, prob);
     return LDPB_OK;
+}
+
+ldpb_err agg_exp3_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs)
+{
+    return observe(p, env, arm, obs, 0.0);
+}
+
+ldpb_err agg_exp3_observe_with_propensity(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                          double obs, double prob)
+{
+    if (!(prob > 0.0 && prob <= 1.0))
+        return LDPB_EINVAL;
+    return observe(p, env, arm, obs, prob);
 }
 
 ldpb_err agg_exp3_propensity(const agg_policy *p, double *prob)

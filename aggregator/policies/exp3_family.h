@@ -24,6 +24,9 @@ ldpb_err agg_exp3_new(agg_policy **out, const agg_policy_config *cfg, const agg_
                       agg_exp3_kind kind, char errmsg[AGG_ERRMSG_MAX]);
 ldpb_err agg_exp3_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm);
 ldpb_err agg_exp3_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs);
+/* observe() with the probability recorded at the choice, in (0, 1] (exp3_family.c says why). */
+ldpb_err agg_exp3_observe_with_propensity(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                          double obs, double prob);
 ldpb_err agg_exp3_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len);
 ldpb_err agg_exp3_restore(agg_policy *p, const uint8_t *buf, size_t len);
 ldpb_err agg_exp3_describe(const agg_policy *p, agg_arm_status *arms, uint32_t k);
@@ -33,7 +36,7 @@ void agg_exp3_free(agg_policy *p);
 #define AGG_EXP3_OPS_SHARED                                                                        \
     .choose = agg_exp3_choose, .observe = agg_exp3_observe, .save = agg_exp3_save,                 \
     .restore = agg_exp3_restore, .describe = agg_exp3_describe, .free = agg_exp3_free,             \
-    .propensity = agg_exp3_propensity
+    .propensity = agg_exp3_propensity, .observe_with_propensity = agg_exp3_observe_with_propensity
 
 /* The distribution the next fresh draw would use, probs[0..k-1] (tests, status pages). */
 ldpb_err agg_exp3_probs(const agg_policy *p, double *probs, uint32_t k);

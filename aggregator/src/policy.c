@@ -316,6 +316,18 @@ ldpb_err agg_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, do
     return p->ops->observe(p, env, arm, obs);
 }
 
+ldpb_err agg_policy_observe_with_propensity(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                            double obs, double prob)
+{
+    if (!p || !env || !env->rand)
+        return LDPB_EINVAL;
+    if (arm >= p->cfg.k || !observation_valid(p, obs) || !(prob > 0.0 && prob <= 1.0))
+        return LDPB_EINVAL;
+    if (!p->ops->observe_with_propensity)
+        return p->ops->observe(p, env, arm, obs);
+    return p->ops->observe_with_propensity(p, env, arm, obs, prob);
+}
+
 ldpb_err agg_policy_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len)
 {
     if (!p || !len)

@@ -157,6 +157,12 @@ typedef struct agg_policy_ops {
     /* Optional (NULL when the policy cannot say): the exact probability with which the last
      * choose() picked the arm it returned, for a propensity log. LDPB_ESTATE before any choice. */
     ldpb_err (*propensity)(const agg_policy *p, double *prob);
+    /* Optional (NULL: observe() serves): observe with `prob`, the probability the arm was
+     * chosen with, recorded at the choice. A service's reports arrive late and out of order,
+     * after other observations moved the distribution, so an importance-weighted update must use
+     * the probability of its own choice, not the current one. prob is in (0, 1]. */
+    ldpb_err (*observe_with_propensity)(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                        double obs, double prob);
 } agg_policy_ops;
 
 /* Every implementation starts with this header so the generic wrappers can dispatch. */
@@ -247,6 +253,11 @@ ldpb_err agg_policy_new(agg_policy **out, const char *name, const agg_policy_con
                         char errmsg[AGG_ERRMSG_MAX]);
 ldpb_err agg_policy_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm);
 ldpb_err agg_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs);
+/* As agg_policy_observe, for an observation whose choice had probability prob (in (0, 1], else
+ * LDPB_EINVAL): the op observe_with_propensity when the policy has it, else observe (prob is then
+ * unused). */
+ldpb_err agg_policy_observe_with_propensity(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                            double obs, double prob);
 ldpb_err agg_policy_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len);
 ldpb_err agg_policy_restore(agg_policy *p, const uint8_t *buf, size_t len);
 ldpb_err agg_policy_describe(const agg_policy *p, agg_arm_status *arms, uint32_t k);
