@@ -23,6 +23,7 @@ extern const agg_policy_ops agg_policy_ldp_se;
 extern const agg_policy_ops agg_policy_dp_ucb;
 extern const agg_policy_ops agg_policy_dp_ucb_bound;
 extern const agg_policy_ops agg_policy_dp_se;
+extern const agg_policy_ops agg_policy_dp_se_doubling;
 
 /* One entry per line (the trailing comments keep clang-format from packing the table). */
 static const agg_policy_ops *const registry[] = {
@@ -36,6 +37,8 @@ static const agg_policy_ops *const registry[] = {
     &agg_policy_dp_ucb,       /* Mishra and Thakurta 2015 */
     &agg_policy_dp_ucb_bound, /* Tossou and Dimitrakakis 2016 */
     &agg_policy_dp_se,        /* Sajed and Sheffet 2019 */
+    /* the same under the doubling schedule (docs/derivations.md 10.1) */
+    &agg_policy_dp_se_doubling,
 };
 
 const agg_policy_ops *const *agg_policy_all(size_t *count)

@@ -915,7 +915,8 @@ void simplan_sim_configs(const simplan *plan, agg_sim_config *out)
         pc->mechanism = c->ops->model == AGG_MODEL_LOCAL ? c->mechanism : (ldpb_mech_kind)0;
         pc->epsilon = c->ops->model == AGG_MODEL_NONPRIVATE ? 1.0 : c->epsilon;
         pc->kappa = plan->kappa;
-        pc->beta = plan->beta;
+        /* beta = 1/T would tell a policy that runs without a horizon what T is. */
+        pc->beta = c->ops->params & AGG_PARAM_HORIZON ? plan->beta : 0;
         pc->gamma = plan->gamma;
         pc->eps_arm = plan->eps_arm;
         pc->horizon = plan->horizon;
