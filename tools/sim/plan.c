@@ -11,6 +11,7 @@
 
 #include "cli_text.h"
 #include "ldpb/mech_table.h"
+#include "nas.h"
 #include "plan.h"
 
 #define LIST_MAX  4096 /* items in one comma-separated option */
@@ -989,11 +990,13 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
     if (o->preset) {
         p = find_preset(o->preset);
         if (!p) {
-            const char *names[N_PRESETS];
-            char list[256];
+            /* The stopping experiment is a preset of `ldpb sim` too, run outside this plan. */
+            const char *names[N_PRESETS + 1];
+            char list[320];
             for (size_t i = 0; i < N_PRESETS; i++)
                 names[i] = presets[i].name;
-            name_list(list, sizeof list, names, N_PRESETS);
+            names[N_PRESETS] = SIMNAS_PRESET;
+            name_list(list, sizeof list, names, N_PRESETS + 1);
             return fail(errmsg, LDPB_EINVAL, "unknown preset '%s' (expected one of %s)",
                         tool_echo(e, sizeof e, o->preset), list);
         }
