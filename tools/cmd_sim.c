@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "ftal.h"
 #include "ldpb/rng.h"
+#include "nas.h"
 #include "plan.h"
 #include "plot.h"
 #include "report.h"
@@ -45,6 +46,7 @@ struct args {
     const char *seed;
     const char *threads;
     const char *out;
+    const char *gaps; /* sajed2019-nas only */
     int no_plots;
     int quiet;
 };
@@ -158,6 +160,19 @@ static void usage(FILE *f)
         }
     }
     fprintf(f,
+            "  %s\n"
+            "      a stopping experiment, not a regret run: DP-NAS and DP exponential NAS\n"
+            "      (SS19 Algs. 1, 2) on samples in {-1, +1} with mean Delta until they halt;\n"
+            "      --gaps LIST (Delta, each in [%g, 1), default %s) x --epsilons\n"
+            "      (default %s); --algorithms dp-nas,dp-exp-nas; alpha %g, beta %g;\n"
+            "      %llu trials. Writes DIR/%s (samples to stop against the rate of SS19\n"
+            "      Thm 3.3, wrong-decision and failure rates against beta), meta.txt,\n"
+            "      run.txt and plots/, but no regret.csv or summary.csv (no regret here);\n"
+            "      --means, --laws, --mechanisms, --k, --horizon, --kappa, --gamma and\n"
+            "      --eps-arm do not apply\n",
+            SIMNAS_PRESET, SIMNAS_GAP_MIN, SIMNAS_GAPS, SIMNAS_EPS, SIMNAS_ALPHA, SIMNAS_BETA,
+            (unsigned long long)SIMNAS_TRIALS, SIMNAS_CSV);
+    fprintf(f,
             "\n"
             "Regret is pseudo-regret from the true means (against a tossou2017 adversary:\n"
             "regret against the best fixed arm); the interval is mean -/+\n"
@@ -184,6 +199,7 @@ static const tool_option options[] = {
     {"seed", TOOL_OPT_VALUE, offsetof(struct args, seed)},
     {"threads", TOOL_OPT_VALUE, offsetof(struct args, threads)},
     {"out", TOOL_OPT_VALUE, offsetof(struct args, out)},
+    {"gaps", TOOL_OPT_VALUE, offsetof(struct args, gaps)},
     {"no-plots", TOOL_OPT_FLAG, offsetof(struct args, no_plots)},
     {"quiet", TOOL_OPT_FLAG, offsetof(struct args, quiet)},
 };
@@ -758,6 +774,7 @@ static int run_ftal_preset(const struct args *a, int argc, char **argv, const ch
                       : a->plan.eps_arm    ? "--eps-arm"
                       : a->plan.tau        ? "--tau"
                       : a->plan.threshold  ? "--threshold"
+                      : a->gaps            ? "--gaps"
                                            : NULL;
     if (bad) {
         char what[160];
@@ -782,6 +799,225 @@ static int run_ftal_preset(const struct args *a, int argc, char **argv, const ch
                        .have_gnuplot = gnuplot_on_path,
                        .run_gnuplot = run_gnuplot};
     return simftal_run(&fa);
+}
+
+struct nas_meta {
+    const simnas_plan *plan;
+    int argc;
+    char **argv;
+    const char *seed;
+};
+
+static int nas_meta_fn(const void *ctx, FILE *f)
+{
+    const struct nas_meta *m = ctx;
+    const simnas_plan *p = m->plan;
+    fprintf(f, "# ldpb sim: the parameters of this run (no dates, so a rerun gives the same\n"
+               "# file; wall time and date are in run.txt). docs/sim.md explains each line.\n");
+    fprintf(f, "command: ldpb");
+    for (int i = 0; i < m->argc; i++) {
+        fputc(' ', f);
+        put_shell_word(f, m->argv[i]);
+    }
+    fprintf(f, "\nversion: %s\npreset: %s\nseed: ", LDPB_VERSION_STRING, SIMNAS_PRESET);
+    put_shell_word(f, m->seed);
+    fprintf(f, " (trial i, cell pair p: samples stream (i, env, p), noise stream (i, noise, p))\n");
+    fprintf(f, "trials: %llu\nalpha: %.17g\nbeta: %.17g\nrange R: 1\n",
+            (unsigned long long)p->trials, p->alpha, p->beta);
+    fprintf(f, "samples: X in {-1, +1}, P(X = 1) = (1 + gap)/2, so E X = gap\n");
+    fprintf(f, "budget: ceil(2000 (t0 + t1 + t2)), the t_U of SS19 Thm 3.3; a trial that reaches "
+               "it counts as a failure\n");
+    fprintf(f, "noise: AGG_NOISE_FAST (simulation only)\n");
+    for (size_t c = 0; c < p->n_cell; c++)
+        fprintf(f, "cell %zu: %s gap=%s epsilon=%s rate=%.10g t_upper=%llu\n", c,
+                p->cell[c].algorithm, p->cell[c].gap_text, p->cell[c].eps_text, p->cell[c].rate,
+                (unsigned long long)p->cell[c].budget);
+    return ferror(f) ? -1 : 0;
+}
+
+struct nas_csv {
+    const simnas_plan *plan;
+    const simnas_stats *stats;
+};
+
+static int nas_csv_fn(const void *ctx, FILE *f)
+{
+    const struct nas_csv *c = ctx;
+    return simnas_write_csv(c->plan, c->stats, f);
+}
+
+/* The console report of the stopping experiment: the table, the fitted constant and slopes, and
+ * the claims (docs/sim.md). */
+static void nas_print(const simnas_plan *p, const simnas_stats *st)
+{
+    printf("%-11s %-6s %-6s %13s  %-27s %12s %8s %6s %6s %9s %9s\n", "algorithm", "gap", "eps",
+           "mean samples", "95% interval", "rate", "ratio", "wrong", "fail", "fail rate",
+           "upper 95%");
+    for (size_t c = 0; c < p->n_cell; c++) {
+        const simnas_cell *x = &p->cell[c];
+        const simnas_stats *s = &st[c];
+        char ci[64];
+        snprintf(ci, sizeof ci, "[%.6g, %.6g]", s->samples.lo, s->samples.hi);
+        printf("%-11s %-6s %-6s %13.6g  %-27s %12.6g %8.4g %6llu %6llu %9.4g %9.3g\n", x->algorithm,
+               x->gap_text, x->eps_text, s->samples.mean, ci, x->rate, s->ratio,
+               (unsigned long long)s->wrong,
+               (unsigned long long)(p->trials - s->halted + s->inexact), s->failure, s->failure_hi);
+    }
+    printf(
+        "\nrate = t0 + t1 + t2 of SS19 Thm 3.3 (R = 1, alpha %g, beta %g); ratio = mean / rate\n",
+        p->alpha, p->beta);
+    for (size_t a = 0; a < p->n_alg; a++) {
+        const char *alg = p->cell[a * p->n_gap * p->n_eps].algorithm;
+        double lo, hi, cst = simnas_constant(p, st, a, &lo, &hi);
+        printf("\n%s: samples = C (t0 + t1 + t2) with C = %.4g (geometric mean); every cell "
+               "within [%.3g, %.3g] x C\n",
+               alg, cst, lo, hi);
+        if (p->n_gap > 1) {
+            printf("  log-log slope in 1/gap:    ");
+            for (size_t e = 0; e < p->n_eps; e++) {
+                double m, t;
+                simnas_slope_gap(p, st, a, e, &m, &t);
+                printf(" eps %s: %.3f (theory %.3f)%s", p->cell[e].eps_text, m, t,
+                       e + 1 < p->n_eps ? ";" : "\n");
+            }
+        }
+        if (p->n_eps > 1) {
+            printf("  log-log slope in 1/eps:    ");
+            for (size_t g = 0; g < p->n_gap; g++) {
+                double m, t;
+                simnas_slope_eps(p, st, a, g, &m, &t);
+                printf(" gap %s: %.3f (theory %.3f)%s", p->cell[g * p->n_eps].gap_text, m, t,
+                       g + 1 < p->n_gap ? ";" : "\n");
+            }
+        }
+    }
+    uint64_t n = 0, wrong = 0, fails = 0, late = 0;
+    double worst_hi = 0;
+    for (size_t c = 0; c < p->n_cell; c++) {
+        n += p->trials;
+        wrong += st[c].wrong;
+        fails += p->trials - st[c].halted + st[c].inexact;
+        late += p->trials - st[c].halted;
+        worst_hi = fmax(worst_hi, st[c].failure_hi);
+    }
+    printf("\nclaim (SS19 Thm 3.1, Cor. 3.2): each rule errs (halts outside alpha |mu|, or not by "
+           "t_U) with probability <= beta = %g\n",
+           p->beta);
+    printf("  %llu of %llu trials failed (%llu with the wrong sign, %llu not halted by t_U); the "
+           "largest per-cell upper 95%% bound is %.3g: %s\n",
+           (unsigned long long)fails, (unsigned long long)n, (unsigned long long)wrong,
+           (unsigned long long)late, worst_hi, worst_hi <= p->beta ? "holds" : "not shown");
+}
+
+static int run_nas(const struct args *a, int argc, char **argv, unsigned threads,
+                   const char *seed_text, const char *out)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } na[] = {{"means", offsetof(struct args, plan.means)},
+              {"laws", offsetof(struct args, plan.laws)},
+              {"mechanisms", offsetof(struct args, plan.mechanisms)},
+              {"k", offsetof(struct args, plan.ks)},
+              {"horizon", offsetof(struct args, plan.horizon)},
+              {"kappa", offsetof(struct args, plan.kappa)},
+              {"gamma", offsetof(struct args, plan.gamma)},
+              {"eps-arm", offsetof(struct args, plan.eps_arm)},
+              {"tau", offsetof(struct args, plan.tau)},
+              {"threshold", offsetof(struct args, plan.threshold)}};
+    for (size_t i = 0; i < sizeof na / sizeof na[0]; i++)
+        if (*(const char *const *)((const char *)a + na[i].off)) {
+            fprintf(stderr, "%s: --%s does not apply to --preset %s (a stopping experiment)\n",
+                    PROG, na[i].name, SIMNAS_PRESET);
+            return EXIT_USAGE;
+        }
+    simnas_plan plan;
+    simnas_opts o = {a->plan.algorithms, a->plan.epsilons, a->gaps, a->plan.trials};
+    char errmsg[SIMPLAN_ERRMSG_MAX], plots_dir[PATH_BYTES], data_dir[PATH_BYTES + 8];
+    ldpb_err err = simnas_build(&plan, &o, errmsg);
+    if (err) {
+        fprintf(stderr, "%s: %s\n", PROG, errmsg);
+        simnas_fini(&plan);
+        return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+    }
+    int rc = EXIT_RUNTIME;
+    simnas_trial *trials = calloc(plan.n_cell * (size_t)plan.trials, sizeof *trials);
+    simnas_stats *stats = calloc(plan.n_cell, sizeof *stats);
+    if (!trials || !stats) {
+        fprintf(stderr, "%s: %s\n", PROG, ldpb_strerror(LDPB_ENOMEM));
+        goto done;
+    }
+    snprintf(plots_dir, sizeof plots_dir, "%s/plots", out);
+    snprintf(data_dir, sizeof data_dir, "%s/data", plots_dir);
+    if (make_dirs(out) != 0 || (!a->no_plots && (make_dirs(plots_dir) || make_dirs(data_dir)))) {
+        fprintf(stderr, "%s: cannot create the output directory %s: %s\n", PROG, out,
+                strerror(errno));
+        goto done;
+    }
+    uint8_t seed[LDPB_RNG_SEED_BYTES];
+    ldpb_rng_seed_from_text(seed, seed_text);
+    double t0 = now_seconds();
+    char msg[AGG_ERRMSG_MAX];
+    err = simnas_run(&plan, seed, threads, trials, msg);
+    double seconds = now_seconds() - t0;
+    if (err) {
+        fprintf(stderr, "%s: simulation failed: %s\n", PROG, msg[0] ? msg : ldpb_strerror(err));
+        goto done;
+    }
+    if (simnas_reduce(&plan, trials, stats) != LDPB_OK) {
+        fprintf(stderr, "%s: %s\n", PROG, ldpb_strerror(LDPB_ENOMEM));
+        goto done;
+    }
+    uint64_t samples = 0;
+    for (size_t i = 0; i < plan.n_cell * (size_t)plan.trials; i++)
+        samples += trials[i].samples;
+    struct nas_csv csv = {&plan, stats};
+    struct nas_meta meta = {&plan, argc, argv, seed_text};
+    struct run_ctx run = {seconds, threads, samples};
+    if (write_text(out, SIMNAS_CSV, nas_csv_fn, &csv) ||
+        write_text(out, "meta.txt", nas_meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
+        goto done;
+    long figures = 0;
+    int plots_ok = 0;
+    if (!a->no_plots) {
+        figures = simnas_write_plots(&plan, stats, plots_dir, errmsg, sizeof errmsg);
+        if (figures < 0) {
+            fprintf(stderr, "%s: %s\n", PROG, errmsg);
+            goto done;
+        }
+        if (!have_program("gnuplot")) {
+            fprintf(stderr,
+                    "%s: warning: gnuplot not found on PATH; plots skipped (the CSV file is "
+                    "written; to draw later: cd %s && gnuplot %s)\n",
+                    PROG, plots_dir, SIMPLOT_SCRIPT);
+        } else {
+            int st = run_gnuplot(plots_dir);
+            if (st != 0) {
+                fprintf(stderr, "%s: gnuplot failed (status %d); see %s/gnuplot.log\n", PROG, st,
+                        plots_dir);
+                goto done;
+            }
+            plots_ok = 1;
+        }
+    }
+    printf("%s: %s, %zu cells x %llu trial%s, seed '%s': %.1f s on %u thread%s\n\n", PROG,
+           SIMNAS_PRESET, plan.n_cell, (unsigned long long)plan.trials, plan.trials == 1 ? "" : "s",
+           seed_text, seconds, threads, threads == 1 ? "" : "s");
+    nas_print(&plan, stats);
+    printf("\nwrote %s/%s, %s/meta.txt, %s/run.txt", out, SIMNAS_CSV, out, out);
+    if (plots_ok)
+        printf(", %ld figure%s in %s (PNG and SVG)", figures, figures == 1 ? "" : "s", plots_dir);
+    printf("\n");
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    free(trials);
+    free(stats);
+    simnas_fini(&plan);
+    return rc;
 }
 
 static unsigned online_cpus(void)
@@ -816,6 +1052,10 @@ int cmd_sim(int argc, char **argv)
         return tool_usage_error(PROG, "--out needs a directory name", NULL);
     if (strlen(out) > PATH_BYTES - 64)
         return tool_usage_error(PROG, "--out path is too long:", out);
+    if (a.plan.preset && strcmp(a.plan.preset, SIMNAS_PRESET) == 0)
+        return run_nas(&a, argc, argv, threads, seed_text, out);
+    if (a.gaps)
+        return tool_usage_error(PROG, "--gaps applies to --preset " SIMNAS_PRESET " only", NULL);
 
     gsl_set_error_handler_off();
     if (simftal_is_preset(a.plan.preset))

@@ -90,9 +90,10 @@ static const option options[] = {
     {"allow_nonprivate", OPT_BOOL, OFF(allow_nonprivate), "false", 0, 0, 0, NULL, NULL,
      "allow mode = nonprivate (clients then send raw rewards to a non-private policy)"},
     {"horizon", OPT_U64, OFF(params.horizon), "0", 0, 4611686018427387904.0, 0, NULL, "T",
-     "the horizon T; 0 = unknown (dp-ucb refuses it; se, ldp-se and dp-se need it for beta = 0)"},
+     "the horizon T; 0 = unknown (dp-ucb refuses it, se and ldp-se need it for beta = 0, dp-se "
+     "then runs the doubling schedule)"},
     {"beta", OPT_DBL, OFF(params.beta), "0", 0, 1, OPEN_MAX, NULL, "B",
-     "confidence parameter beta in (0, 1); 0 = 1/horizon"},
+     "confidence parameter beta in (0, 1); 0 = 1/horizon (2^-j in phase j of dp-se's doubling)"},
     {"gamma", OPT_DBL, OFF(params.gamma), "0", 0, 1, OPEN_MAX, NULL, "G",
      "dp-ucb failure probability, EXP3 exploration rate; in (0, 1), 0 = from the horizon"},
     {"eps_arm", OPT_DBL, OFF(params.eps_arm), "0", 0, 1e6, 0, NULL, "E",

@@ -28,6 +28,7 @@ extern const agg_policy_ops agg_policy_exp3;
 extern const agg_policy_ops agg_policy_dp_exp3_lap;
 extern const agg_policy_ops agg_policy_ldp_exp3_lap;
 extern const agg_policy_ops agg_policy_exp3_tau;
+extern const agg_policy_ops agg_policy_dp_se_doubling;
 
 /* One entry per line (the trailing comments keep clang-format from packing the table). */
 static const agg_policy_ops *const registry[] = {
@@ -45,6 +46,8 @@ static const agg_policy_ops *const registry[] = {
     &agg_policy_dp_exp3_lap,  /* Tossou & Dimitrakakis 2017, Alg. 1, central */
     &agg_policy_ldp_exp3_lap, /* the same on the clients' Laplace reports */
     &agg_policy_exp3_tau,     /* Tossou & Dimitrakakis 2017, Sec. 3.2 */
+    /* the same under the doubling schedule (docs/derivations.md 10.1) */
+    &agg_policy_dp_se_doubling,
 };
 
 const agg_policy_ops *const *agg_policy_all(size_t *count)

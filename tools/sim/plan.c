@@ -12,6 +12,7 @@
 #include "cli_text.h"
 #include "ldpb/mech_table.h"
 #include "exp3_family.h"
+#include "nas.h"
 #include "plan.h"
 
 #define LIST_MAX  4096 /* items in one comma-separated option */
@@ -977,7 +978,8 @@ void simplan_sim_configs(const simplan *plan, agg_sim_config *out)
         pc->mechanism = c->ops->model == AGG_MODEL_LOCAL ? c->mechanism : (ldpb_mech_kind)0;
         pc->epsilon = c->ops->model == AGG_MODEL_NONPRIVATE ? 1.0 : c->epsilon;
         pc->kappa = plan->kappa;
-        pc->beta = plan->beta;
+        /* beta = 1/T would tell a policy that runs without a horizon what T is. */
+        pc->beta = c->ops->params & AGG_PARAM_HORIZON ? plan->beta : 0;
         pc->gamma = plan->gamma;
         pc->eps_arm = plan->eps_arm;
         pc->horizon = plan->horizon;
@@ -1053,11 +1055,13 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
     if (o->preset) {
         p = find_preset(o->preset);
         if (!p) {
-            const char *names[N_PRESETS];
-            char list[256];
+            /* The stopping experiment is a preset of `ldpb sim` too, run outside this plan. */
+            const char *names[N_PRESETS + 1];
+            char list[320];
             for (size_t i = 0; i < N_PRESETS; i++)
                 names[i] = presets[i].name;
-            name_list(list, sizeof list, names, N_PRESETS);
+            names[N_PRESETS] = SIMNAS_PRESET;
+            name_list(list, sizeof list, names, N_PRESETS + 1);
             return fail(errmsg, LDPB_EINVAL, "unknown preset '%s' (expected one of %s)",
                         tool_echo(e, sizeof e, o->preset), list);
         }
