@@ -547,7 +547,8 @@ static void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
  * goes out exactly once, after the last report is durable (or refused), on whichever thread
  * that is. */
 typedef struct slot_result {
-    int status; /* 0 counted, 1 duplicate, else an ldpb_err */
+    int status;    /* the committer's answer: 0 counted, 1 duplicate, else an ldpb_err */
+    uint32_t code; /* nonzero: refused before the committer (LDPB_EINVAL is 1, hence apart) */
     uint8_t id_len;
     uint8_t id[LDPB_WIRE_ID_MAX];
 } slot_result;
@@ -619,8 +620,8 @@ static void collector_send(agg_server *s, agg_worker *w, collector *c)
     env.has_request_id = c->has_request_id;
     env.request_id = c->request_id;
     if (!c->is_batch) {
-        int st = c->slots[0].status;
-        if (st != 0 && st != 1) {
+        int st = c->slots[0].code ? (int)c->slots[0].code : c->slots[0].status;
+        if (c->slots[0].code || (st != 0 && st != 1)) {
             const char *reason = st == LDPB_EEXPIRED
                                      ? "the assignment has expired; ask for a new one"
                                  : st == LDPB_EBUSY
@@ -665,13 +666,14 @@ static void collector_send(agg_server *s, agg_worker *w, collector *c)
             res[i] = init;
             res[i].assignment_id.data = (uint8_t *)r->id;
             res[i].assignment_id.len = r->id_len;
-            if (r->status == 1) {
+            uint32_t code = r->code ? r->code : r->status > 1 ? (uint32_t)r->status : 0;
+            if (code) {
+                res[i].has_code = 1;
+                res[i].code = code;
+                count_error(s, (ldpb_err)code);
+            } else if (r->status == 1) {
                 res[i].has_duplicate = 1;
                 res[i].duplicate = 1;
-            } else if (r->status != 0) {
-                res[i].has_code = 1;
-                res[i].code = (uint32_t)r->status;
-                count_error(s, (ldpb_err)r->status);
             }
             ptrs[i] = &res[i];
         }
@@ -761,7 +763,7 @@ static void do_report_and_assign(agg_server *s, agg_worker *w, agg_reply_to to,
     atomic_fetch_add(&c->left, 1);
     if (!enqueue(s, &it, s->q_cap)) {
         atomic_fetch_sub(&c->left, 1);
-        c->slots[0].status = LDPB_EBUSY;
+        c->slots[0].code = LDPB_EBUSY;
     }
     collector_settle(s, w, c, UINT32_MAX, 0);
 }
@@ -786,7 +788,7 @@ static void do_report_batch(agg_server *s, agg_worker *w, agg_reply_to to,
         set_slot_id(c, i, b->reports[i]);
         ldpb_err err = prepare_report(s, b->reports[i], &it, reason);
         if (err) {
-            c->slots[i].status = err;
+            c->slots[i].code = (uint32_t)err;
             continue;
         }
         it.coll = c;
@@ -794,7 +796,7 @@ static void do_report_batch(agg_server *s, agg_worker *w, agg_reply_to to,
         atomic_fetch_add(&c->left, 1);
         if (!enqueue(s, &it, s->q_cap)) {
             atomic_fetch_sub(&c->left, 1);
-            c->slots[i].status = LDPB_EBUSY;
+            c->slots[i].code = LDPB_EBUSY;
         }
     }
     collector_settle(s, w, c, UINT32_MAX, 0);
