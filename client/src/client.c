@@ -302,7 +302,7 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     if ((err = ldpb_ledger_open(&c->ledger, opts->ledger_path, &lo)) != LDPB_OK)
         goto fail;
 
-    if (opts->queue_path &&
+    if ((opts->queue_path || opts->queue_in_memory) &&
         (err = rq_open(&c->queue, opts->queue_path, LDPB_CLIENT_QUEUE_MAX)) != LDPB_OK)
         goto fail;
     if ((err = open_socket(c, opts->timeout_ms)) != LDPB_OK)
@@ -1166,7 +1166,7 @@ ldpb_err ldpb_client_queue_report(ldpb_client *c, const ldpb_assignment *a, doub
         return LDPB_EINVAL;
     c->errmsg[0] = '\0';
     if (!c->queue)
-        return setf(c, LDPB_EINVAL, "this handle has no report queue (opts.queue_path)");
+        return setf(c, LDPB_EINVAL, "this handle has no report queue (opts.queue_path or queue_in_memory)");
     if (!a)
         return setf(c, LDPB_EINVAL, "no assignment (a is NULL)");
     if (!isfinite(reward))
@@ -1300,7 +1300,7 @@ ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *s
         return LDPB_EINVAL;
     c->errmsg[0] = '\0';
     if (!c->queue)
-        return setf(c, LDPB_EINVAL, "this handle has no report queue (opts.queue_path)");
+        return setf(c, LDPB_EINVAL, "this handle has no report queue (opts.queue_path or queue_in_memory)");
     if (max_batch == 0)
         max_batch = LDPB_CLIENT_BATCH_MAX;
     if (max_batch > LDPB_CLIENT_BATCH_MAX)

@@ -79,6 +79,10 @@ ldpb_err rq_open(rq **out, const char *path, size_t max)
     rq *q = calloc(1, sizeof *q);
     if (!q)
         return LDPB_ENOMEM;
+    if (!path) {
+        *out = q;
+        return LDPB_OK;
+    }
     size_t plen = strlen(path);
     q->path = malloc(plen + 1);
     q->tmp = malloc(plen + 5);
@@ -141,6 +145,8 @@ static int fsync_dir(const char *path)
 
 ldpb_err rq_save(rq *q)
 {
+    if (!q->path)
+        return LDPB_OK;
     size_t len = file_size(q->n);
     uint8_t *b = calloc(1, len);
     if (!b)

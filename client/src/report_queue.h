@@ -21,13 +21,14 @@ typedef struct rq_entry {
 } rq_entry;
 
 typedef struct rq {
-    char *path;
+    char *path; /* NULL: in memory only */
     char *tmp;
     rq_entry *e;
     size_t n, cap;
 } rq;
 
-/* Opens the queue at `path`, loading it if the file exists. Errors: LDPB_ENOMEM, LDPB_EIO (cannot
+/* Opens the queue at `path`, loading it if the file exists; NULL: in memory only (rq_save does
+ * nothing). Errors: LDPB_ENOMEM, LDPB_EIO (cannot
  * read), LDPB_ECORRUPT (not a queue file, a bad checksum, more than `max` entries). */
 ldpb_err rq_open(rq **out, const char *path, size_t max);
 /* Writes the queue durably. LDPB_EIO on failure (the file then holds the previous queue). */

@@ -95,6 +95,9 @@ typedef struct ldpb_client_opts {
      * privatized, until ldpb_client_flush delivers them in batches; it survives restarts. Like
      * the ledger file, one handle at a time. */
     const char *queue_path;
+    /* Nonzero with queue_path NULL: the queue lives in memory only and is lost with the handle,
+     * as the in-memory ledger; for simulations and load generators only. */
+    int queue_in_memory;
 } ldpb_client_opts;
 
 /* The mechanism an assignment asks for. Values equal ldpb_mech_kind where they overlap and the
