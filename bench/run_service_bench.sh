@@ -15,7 +15,9 @@
 #   STATE_ROOT  where the state directories go (default: mktemp -d under TMPDIR or /tmp)
 #   KEEP        1: keep the logs and state directories and print where they are
 #   CPU_CLIENTS clients of the CPU-per-report runs (default 256)
-#   CPU_MODES   which of them (default "two-trips report-and-assign batch16 batch256")
+#   CPU_MODES   which of them (default "two-trips report-and-assign batch16 batch256
+#               prefill16 prefill256"; prefillN: every client first queues max(2N, 256)
+#               reports, then all send them in batches of N, and only that phase is measured)
 #   RAA_RATES   offered loads of the open-loop runs with one round trip per report (default 10000)
 #   DOS         0: skip the last part, bench_dos_flood (an honest client under a garbage flood and
 #               under an equal-rate flood of frames under fresh random client keys, in one run)
@@ -156,25 +158,48 @@ echo "# daemon CPU per durable report, $cpu_clients clients, $seconds s each (CP
 echo "# process only; loadgen runs beside it on the same cores)"
 printf '%-18s %11s %12s %10s %13s %13s\n' mode "reports/s" "reports" "cpu s" "us/report" \
     "us/assignment"
-for mode in ${CPU_MODES:-two-trips report-and-assign batch16 batch256}; do
+for mode in ${CPU_MODES:-two-trips report-and-assign batch16 batch256 prefill16 prefill256}; do
     case $mode in
-    batch*) margs="--batch ${mode#batch}" ;;
-    *) margs="--mode $mode" ;;
+    batch*) margs="--batch ${mode#batch} --duration $seconds" ;;
+    prefill*)
+        b=${mode#prefill}
+        p=$((2 * b > 256 ? 2 * b : 256))
+        margs="--batch $b --prefill $p"
+        ;;
+    *) margs="--mode $mode --duration $seconds" ;;
     esac
     start_daemon
     out="$work/loadgen-cpu-$mode.txt"
     c0=$(cpu_us "$daemon_pid")
-    # shellcheck disable=SC2086 # margs is two words on purpose
+    # shellcheck disable=SC2086 # margs is several words on purpose
     "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
-        --clients "$cpu_clients" --duration "$seconds" $margs \
-        --means 0.9,0.8,0.7,0.6,0.5 >"$out" 2>&1 || true
+        --clients "$cpu_clients" $margs --means 0.9,0.8,0.7,0.6,0.5 >"$out" 2>"$out.err" &
+    lg_pid=$!
+    case $mode in
+    prefill*)
+        # The batch phase alone: from the announced second of quiet to the end.
+        until grep -q 'prefill done' "$out.err" 2>/dev/null || ! kill -0 "$lg_pid" 2>/dev/null; do
+            sleep 0.05
+        done
+        sleep 0.3
+        c0=$(cpu_us "$daemon_pid")
+        ;;
+    esac
+    wait "$lg_pid" || true
     c1=$(cpu_us "$daemon_pid")
     reports=$(awk '/^daemon reports/ { gsub(/[(+,]/, "", $6); print $6; exit }' "$out")
     assigned=$(field "$out" "assignments" 2)
-    awk -v m="$mode" -v t="$(field "$out" "throughput" 2)" -v r="${reports:-0}" \
+    tput=$(field "$out" "throughput" 2)
+    case $mode in
+    prefill*)
+        assigned=0 # none in the measured phase
+        tput=$(field "$out" "batch phase" 3)
+        ;;
+    esac
+    awk -v m="$mode" -v t="$tput" -v r="${reports:-0}" \
         -v a="${assigned:-0}" -v c="$((c1 - c0))" 'BEGIN {
-        printf "%-18s %11s %12d %10.2f %13.1f %13.1f\n", m, t, r, c / 1e6,
-            r > 0 ? c / r : 0, a > 0 ? c / a : 0 }'
+        printf "%-18s %11s %12d %10.2f %13.1f %13s\n", m, t, r, c / 1e6,
+            (r > 0 ? c / r : 0), (a > 0 ? sprintf("%.1f", c / a) : "-") }'
     stop_daemon
 done
 
@@ -193,7 +218,7 @@ e1=$(cpu_us "$echo_pid")
 wait "$echo_pid" 2>/dev/null || true
 awk -v c="$((e1 - e0))" '/^round trips\/s/ { r = $3; rt = $3 * substr($4, 2) }
     END { printf "%-18s %11s %12.0f %10.2f %13.1f %13s\n", "echo (round trip)", r, rt, c / 1e6,
-        rt > 0 ? c / rt : 0, "-" }' "$work/echo-client.txt"
+        (rt > 0 ? c / rt : 0), "-" }' "$work/echo-client.txt"
 echo "# echo: the bare nanomsg REP server's CPU per round trip (reports column: round trips;"
 echo "# reports/s column: round trips/s over the measured seconds)."
 echo "# load average after: $(cat /proc/loadavg)"

@@ -153,6 +153,12 @@ struct run {
     uint32_t device_reports;
     int raa;        /* --mode report-and-assign: one round trip per report */
     uint32_t batch; /* --batch N: reports queued, then sent N to a frame; 0 off */
+    /* --prefill: every client first queues `prefill` reports (an assignment each), then, once
+     * all have, they all send theirs in batches; the batch phase is timed apart */
+    uint64_t prefill;
+    uint32_t filled;
+    uint64_t phase2_start_ns;
+    atomic_uint_fast64_t phase2_end_ns;
     int allow_raw;
     int seeded;
     uint8_t seed[LDPB_RNG_SEED_BYTES];
@@ -340,9 +346,65 @@ static void raa_loop(worker *w, ldpb_client *c)
 /* --batch N: each round takes N assignments (one request each), queues their reports (the
  * values privatized through the ledger) and sends them in one frame; the report latency is that
  * frame's round trip. A round stops early at the end of the run or of the device. */
+static void prefill_loop(worker *w, ldpb_client *c)
+{
+    struct run *r = w->run;
+    uint64_t queued = 0;
+    while (queued < r->prefill && !atomic_load(&stop_signal) && !atomic_load(&r->fatal)) {
+        w->rounds++;
+        ldpb_assignment a;
+        if (take_assignment(w, c, &a) != 0)
+            continue;
+        double reward = agg_env_sample(r->env, a.arm, &w->env_rand);
+        ldpb_err err = ldpb_client_queue_report(c, &a, reward);
+        if (err) {
+            note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
+            continue;
+        }
+        w->pulls[a.arm]++;
+        queued++;
+    }
+    /* The last client to arrive announces the batch phase and leaves a second of quiet, so
+     * that an observer (bench/run_service_bench.sh) can read the aggregator's CPU in between. */
+    pthread_mutex_lock(&r->mu);
+    if (++r->filled == r->ready) {
+        fprintf(stderr, "%s: prefill done: %" PRIu64 " reports queued per client; batches in 1 s\n",
+                PROG, r->prefill);
+        fflush(stderr);
+        struct timespec quiet = {1, 0};
+        nanosleep(&quiet, NULL);
+        r->phase2_start_ns = now_ns();
+        pthread_cond_broadcast(&r->cv);
+    }
+    while (r->filled < r->ready)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    while (ldpb_client_queued(c) > 0) {
+        ldpb_flush_stats st;
+        uint64_t t0 = now_ns();
+        ldpb_err err = ldpb_client_flush(c, r->batch, &st);
+        uint64_t t1 = now_ns();
+        w->frames += (st.acked + st.duplicates + st.refused + r->batch - 1) / r->batch;
+        w->acked += st.acked;
+        if (err) {
+            note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
+            break;
+        }
+        hist_add(&w->report_h, t1 - t0);
+    }
+    uint64_t end = now_ns(), prev = atomic_load(&r->phase2_end_ns);
+    while (end > prev && !atomic_compare_exchange_weak(&r->phase2_end_ns, &prev, end))
+        ;
+    ldpb_client_free(c);
+}
+
 static void batch_loop(worker *w, ldpb_client *c)
 {
     struct run *r = w->run;
+    if (r->prefill) {
+        prefill_loop(w, c);
+        return;
+    }
     uint64_t on_device = 0;
     int stop = 0;
     while (!stop) {
@@ -414,6 +476,12 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&r->mu);
 
     uint64_t on_device = 0;
+    if (!ok && r->prefill) { /* the prefill barrier counts this client as arrived */
+        pthread_mutex_lock(&r->mu);
+        if (++r->filled == r->ready)
+            pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
     if (ok && (r->batch || r->raa)) {
         if (r->batch)
             batch_loop(w, c);
@@ -472,7 +540,7 @@ static void *worker_main(void *arg)
 
 struct args {
     const char *connect, *server_key, *clients, *reports, *duration, *means, *laws, *seed, *timeout,
-        *device_reports, *rate, *mode, *batch;
+        *device_reports, *rate, *mode, *batch, *prefill;
 };
 
 static const tool_option options[] = {
@@ -489,6 +557,7 @@ static const tool_option options[] = {
     {"rate", TOOL_OPT_VALUE, offsetof(struct args, rate)},
     {"mode", TOOL_OPT_VALUE, offsetof(struct args, mode)},
     {"batch", TOOL_OPT_VALUE, offsetof(struct args, batch)},
+    {"prefill", TOOL_OPT_VALUE, offsetof(struct args, prefill)},
 };
 
 static void usage(FILE *f)
@@ -497,7 +566,7 @@ static void usage(FILE *f)
             "usage: ldpb loadgen --connect URL --server-key FILE [--clients N] [--reports M]\n"
             "                    [--duration S] [--means LIST | --laws LIST] [--seed S]\n"
             "                    [--timeout-ms MS] [--device-reports R] [--rate R]\n"
-            "                    [--mode two-trips|report-and-assign] [--batch N]\n"
+            "                    [--mode two-trips|report-and-assign] [--batch N [--prefill P]]\n"
             "\n"
             "Drives a running ldpb-aggregator with N simulated devices at once, each a thread\n"
             "with its own ldpb_client (the real client library over the real transport). A\n"
@@ -536,6 +605,9 @@ static void usage(FILE *f)
             "                        for the next assignment, one round trip per report\n"
             "  --batch N             take N assignments, queue their reports, send them in one\n"
             "                        frame (report_batch), [1, %u]; not with --mode\n"
+            "  --prefill P           with --batch: every client first queues P reports, then all\n"
+            "                        send theirs in batches at once; that phase is timed on its\n"
+            "                        own (its throughput and the report latency of a flush)\n"
             "  -h, --help            print this help and exit\n"
             "\n"
             "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
@@ -744,6 +816,11 @@ int cmd_loadgen(int argc, char **argv)
         return tool_usage_error(PROG, "--mode must be two-trips or report-and-assign, not", a.mode);
     if (a.batch && parse_uint("--batch", a.batch, 1, LDPB_CLIENT_BATCH_MAX, &batch))
         return EXIT_USAGE;
+    uint64_t prefill = 0;
+    if (a.prefill && (!a.batch || parse_uint("--prefill", a.prefill, 1, LDPB_CLIENT_QUEUE_MAX,
+                                             &prefill)))
+        return a.batch ? EXIT_USAGE
+                       : tool_usage_error(PROG, "--prefill needs --batch", NULL);
     if (a.batch && a.mode)
         return tool_usage_error(PROG, "--batch sends its own frames: give it without --mode",
                                 NULL);
@@ -853,6 +930,8 @@ int cmd_loadgen(int argc, char **argv)
     run->device_reports = (uint32_t)device_reports;
     run->raa = raa;
     run->batch = (uint32_t)batch;
+    run->prefill = prefill;
+    atomic_init(&run->phase2_end_ns, 0);
     /* Central and non-private aggregators assign RAW: the devices opt in to sending rewards. */
     run->allow_raw = strcmp(before.model, "local") != 0;
     run->seeded = a.seed != NULL;
@@ -1003,6 +1082,11 @@ int cmd_loadgen(int argc, char **argv)
                 run->raa ? "report-and-assign (one round trip per report)"
                          : "two-trips (assign, then report)");
     fprintf(f, "reports acked   %" PRIu64 "\n", t.acked);
+    if (run->prefill && run->phase2_start_ns) {
+        double p2 = (double)(atomic_load(&run->phase2_end_ns) - run->phase2_start_ns) / 1e9;
+        fprintf(f, "batch phase     %.0f reports/s acked over %.3f s (after the prefill)\n",
+                p2 > 0 ? (double)t.acked / p2 : 0.0, p2);
+    }
     fprintf(f, "assignments     %" PRIu64 "\n", t.assigned);
     fprintf(f, "wall time       %.3f s\n", wall);
     if (run->interval_ns > 0.0)
