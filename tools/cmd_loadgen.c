@@ -817,13 +817,11 @@ int cmd_loadgen(int argc, char **argv)
     if (a.batch && parse_uint("--batch", a.batch, 1, LDPB_CLIENT_BATCH_MAX, &batch))
         return EXIT_USAGE;
     uint64_t prefill = 0;
-    if (a.prefill && (!a.batch || parse_uint("--prefill", a.prefill, 1, LDPB_CLIENT_QUEUE_MAX,
-                                             &prefill)))
-        return a.batch ? EXIT_USAGE
-                       : tool_usage_error(PROG, "--prefill needs --batch", NULL);
+    if (a.prefill &&
+        (!a.batch || parse_uint("--prefill", a.prefill, 1, LDPB_CLIENT_QUEUE_MAX, &prefill)))
+        return a.batch ? EXIT_USAGE : tool_usage_error(PROG, "--prefill needs --batch", NULL);
     if (a.batch && a.mode)
-        return tool_usage_error(PROG, "--batch sends its own frames: give it without --mode",
-                                NULL);
+        return tool_usage_error(PROG, "--batch sends its own frames: give it without --mode", NULL);
     if (a.rate) {
         char e[ECHO_MAX + 4];
         if (parse_number(a.rate, strlen(a.rate), &rate) != 0 || !(rate > 0.0 && rate <= RATE_MAX)) {
@@ -1074,8 +1072,9 @@ int cmd_loadgen(int argc, char **argv)
     fprintf(f, "rounds          %" PRIu64 " played%s\n", t.rounds,
             interrupted ? " (interrupted)" : "");
     if (run->batch)
-        fprintf(f, "mode            batches of up to %" PRIu32 " reports a frame (%" PRIu64
-                   " frames)\n",
+        fprintf(f,
+                "mode            batches of up to %" PRIu32 " reports a frame (%" PRIu64
+                " frames)\n",
                 run->batch, t.frames);
     else
         fprintf(f, "mode            %s\n",

@@ -622,13 +622,12 @@ static void collector_send(agg_server *s, agg_worker *w, collector *c)
     if (!c->is_batch) {
         int st = c->slots[0].code ? (int)c->slots[0].code : c->slots[0].status;
         if (c->slots[0].code || (st != 0 && st != 1)) {
-            const char *reason = st == LDPB_EEXPIRED
-                                     ? "the assignment has expired; ask for a new one"
-                                 : st == LDPB_EBUSY
-                                     ? "the aggregator's commit queue is full; retry later"
-                                     : "the report could not be stored; retry";
-            send_sealed_error(s, w, c->to, c->client_pk, &c->key, c->request_id,
-                              c->has_request_id, (ldpb_err)st, reason);
+            const char *reason =
+                st == LDPB_EEXPIRED ? "the assignment has expired; ask for a new one"
+                : st == LDPB_EBUSY  ? "the aggregator's commit queue is full; retry later"
+                                    : "the report could not be stored; retry";
+            send_sealed_error(s, w, c->to, c->client_pk, &c->key, c->request_id, c->has_request_id,
+                              (ldpb_err)st, reason);
             return;
         }
         Ldpb__V1__AckAndAssignment aa = LDPB__V1__ACK_AND_ASSIGNMENT__INIT;
@@ -699,8 +698,7 @@ static void collector_settle(agg_server *s, agg_worker *w, struct collector *c, 
 }
 
 /* Checks one report of a request and fills `it` for the committer; an error with `reason`. */
-static ldpb_err prepare_report(agg_server *s, const Ldpb__V1__Report *r, item *it,
-                               char reason[256])
+static ldpb_err prepare_report(agg_server *s, const Ldpb__V1__Report *r, item *it, char reason[256])
 {
     memset(it, 0, sizeof *it);
     ldpb_err err =
@@ -770,9 +768,8 @@ static void do_report_and_assign(agg_server *s, agg_worker *w, agg_reply_to to,
 
 /* Each report of the batch is checked, queued and answered on its own; the one reply lists
  * every result in the batch's order. */
-static void do_report_batch(agg_server *s, agg_worker *w, agg_reply_to to,
-                            const uint8_t *client_pk, const ldpb_seal_key *key,
-                            const Ldpb__V1__Envelope *req)
+static void do_report_batch(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                            const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
 {
     const Ldpb__V1__ReportBatch *b = req->report_batch;
     collector *c = collector_new((uint32_t)b->n_reports, client_pk, key, req, to);
@@ -1238,6 +1235,7 @@ size_t agg_server_commit_batch(agg_server *s)
     atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
     atomic_store(&s->n_reports, c.reports);
     atomic_store(&s->n_duplicates, c.duplicates);
+    atomic_fetch_add(&s->n_batches, 1);
     atomic_fetch_add(&s->n_batch_items, n);
     uint64_t took = mono_us() - t0;
     atomic_fetch_add(&s->commit_us, took);

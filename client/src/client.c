@@ -77,8 +77,8 @@ struct ldpb_client {
     uint64_t next_request_id;
     mech_slot mechs[MECH_CACHE];
     unsigned mech_next; /* the slot replaced on the next miss (round robin) */
-    rq *queue;  /* NULL without opts.queue_path */
-    int no_raa; /* the aggregator answered report_and_assign with LDPB_ENOTSUP */
+    rq *queue;          /* NULL without opts.queue_path */
+    int no_raa;         /* the aggregator answered report_and_assign with LDPB_ENOTSUP */
     char errmsg[ERRMSG_BYTES];
     uint8_t req_pt[REQ_PT_CAP];
     uint8_t send_buf[SEND_CAP];
@@ -1166,7 +1166,8 @@ ldpb_err ldpb_client_queue_report(ldpb_client *c, const ldpb_assignment *a, doub
         return LDPB_EINVAL;
     c->errmsg[0] = '\0';
     if (!c->queue)
-        return setf(c, LDPB_EINVAL, "this handle has no report queue (opts.queue_path or queue_in_memory)");
+        return setf(c, LDPB_EINVAL,
+                    "this handle has no report queue (opts.queue_path or queue_in_memory)");
     if (!a)
         return setf(c, LDPB_EINVAL, "no assignment (a is NULL)");
     if (!isfinite(reward))
@@ -1300,7 +1301,8 @@ ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *s
         return LDPB_EINVAL;
     c->errmsg[0] = '\0';
     if (!c->queue)
-        return setf(c, LDPB_EINVAL, "this handle has no report queue (opts.queue_path or queue_in_memory)");
+        return setf(c, LDPB_EINVAL,
+                    "this handle has no report queue (opts.queue_path or queue_in_memory)");
     if (max_batch == 0)
         max_batch = LDPB_CLIENT_BATCH_MAX;
     if (max_batch > LDPB_CLIENT_BATCH_MAX)

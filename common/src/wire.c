@@ -382,8 +382,7 @@ static ldpb_err check_ack_and_assignment(const Ldpb__V1__AckAndAssignment *m, ch
 static ldpb_err check_report_batch(const Ldpb__V1__ReportBatch *m, char *detail)
 {
     if (m->n_reports == 0 || m->n_reports > LDPB_WIRE_BATCH_MAX) {
-        say(detail, "report_batch has %zu reports, not 1 to %u", m->n_reports,
-            LDPB_WIRE_BATCH_MAX);
+        say(detail, "report_batch has %zu reports, not 1 to %u", m->n_reports, LDPB_WIRE_BATCH_MAX);
         return m->n_reports ? LDPB_ERANGE : LDPB_EINVAL;
     }
     if (!m->reports)
@@ -442,13 +441,11 @@ ldpb_err ldpb_envelope_check(const Ldpb__V1__Envelope *env, char *detail)
     case LDPB__V1__ENVELOPE__BODY_ERROR:
         return env->error ? check_error(env->error, detail) : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN:
-        return env->report_and_assign
-                   ? check_report_and_assign(env->report_and_assign, detail)
-                   : missing_body(detail);
+        return env->report_and_assign ? check_report_and_assign(env->report_and_assign, detail)
+                                      : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT:
-        return env->ack_and_assignment
-                   ? check_ack_and_assignment(env->ack_and_assignment, detail)
-                   : missing_body(detail);
+        return env->ack_and_assignment ? check_ack_and_assignment(env->ack_and_assignment, detail)
+                                       : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_REPORT_BATCH:
         return env->report_batch ? check_report_batch(env->report_batch, detail)
                                  : missing_body(detail);

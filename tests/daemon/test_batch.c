@@ -82,9 +82,9 @@ static double db_value(const dt_daemon *d, const uint8_t *id, size_t id_len)
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM reports WHERE assignment_id = ?",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "SELECT value FROM reports WHERE assignment_id = ?", -1, &st, NULL),
+        SQLITE_OK);
     sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
     double v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : -1.0;
     sqlite3_finalize(st);
@@ -287,8 +287,8 @@ static void test_batch_results_each_their_own(void **state)
     }
     /* recs[FRESH] is counted before the batch */
     dt_reply r;
-    assert_int_equal(dt_report(&c, recs[FRESH].id, recs[FRESH].id_len,
-                               LDPB__V1__MECHANISM__LINEAR, 1.0, 1, 0, 0, &r),
+    assert_int_equal(dt_report(&c, recs[FRESH].id, recs[FRESH].id_len, LDPB__V1__MECHANISM__LINEAR,
+                               1.0, 1, 0, 0, &r),
                      0);
     int dup = -1;
     assert_true(dt_is_ack(&r, &dup));
@@ -301,9 +301,9 @@ static void test_batch_results_each_their_own(void **state)
     b[FRESH] = recs[FRESH];             /* 5: already counted */
     b[FRESH + 1] = recs[0];             /* 6: the same as 0, in the same batch */
     memset(&b[FRESH + 2], 0, sizeof b[0]);
-    b[FRESH + 2].id_len = 16;           /* 7: never issued */
+    b[FRESH + 2].id_len = 16; /* 7: never issued */
     memset(b[FRESH + 2].id, 0xab, 16);
-    b[FRESH + 3] = recs[1];             /* 8: sent with another epsilon, below */
+    b[FRESH + 3] = recs[1]; /* 8: sent with another epsilon, below */
     size_t n = FRESH + 4;
     Ldpb__V1__Report *reps = calloc(n, sizeof *reps);
     Ldpb__V1__Report **ptrs = calloc(n, sizeof *ptrs);

@@ -196,8 +196,7 @@ LDPB_API ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assig
  * LDPB_CLIENT_QUEUE_MAX reports: flush first; nothing was charged), LDPB_EIO (the queue file
  * could not be written: the charge stands, the value is in the ledger, queue it again later),
  * and the privatization errors of ldpb_client_report. */
-LDPB_API ldpb_err ldpb_client_queue_report(ldpb_client *c, const ldpb_assignment *a,
-                                           double reward);
+LDPB_API ldpb_err ldpb_client_queue_report(ldpb_client *c, const ldpb_assignment *a, double reward);
 
 /* What ldpb_client_flush did. */
 typedef struct ldpb_flush_stats {
