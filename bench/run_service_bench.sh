@@ -14,6 +14,11 @@
 #   TRANSPORT   tcp or ipc (default tcp: tcp://127.0.0.1)
 #   STATE_ROOT  where the state directories go (default: mktemp -d under TMPDIR or /tmp)
 #   KEEP        1: keep the logs and state directories and print where they are
+#   CPU_CLIENTS clients of the CPU-per-report runs (default 256)
+#   CPU_MODES   which of them (default "two-trips report-and-assign batch16 batch256
+#               prefill16 prefill256"; prefillN: every client first queues max(2N, 256)
+#               reports, then all send them in batches of N, and only that phase is measured)
+#   RAA_RATES   offered loads of the open-loop runs with one round trip per report (default 10000)
 #   DOS         0: skip the last part, bench_dos_flood (an honest client under a garbage flood and
 #               under an equal-rate flood of frames under fresh random client keys, in one run)
 # Simulated devices keep their privacy ledgers in memory (loadgen's, and said in its output).
@@ -31,7 +36,7 @@ transport=${TRANSPORT:-tcp}
 if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-ninja -C "$build" ldpb ldpb-aggregator bench_dos_flood >"$build/run_service_bench.log" 2>&1 ||
+ninja -C "$build" ldpb ldpb-aggregator bench_dos_flood bench_nn_echo >"$build/run_service_bench.log" 2>&1 ||
     { cat "$build/run_service_bench.log" >&2; exit 1; }
 ldpb=$build/tools/ldpb
 aggregator=$build/aggregator/daemon/ldpb-aggregator
@@ -122,9 +127,100 @@ for rate in $rates; do
     row open "$rate_clients" "$rate" "$out"
     stop_daemon
 done
+for rate in ${RAA_RATES:-10000}; do
+    start_daemon
+    out="$work/loadgen-raa-rate-$rate.txt"
+    "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+        --clients "$rate_clients" --rate "$rate" --duration "$seconds" --mode report-and-assign \
+        --means 0.9,0.8,0.7,0.6,0.5 >"$out" 2>&1 || true
+    row open1 "$rate_clients" "$rate" "$out"
+    stop_daemon
+done
 echo
 echo "# closed: every client starts its next round when the last one is acked; open: rounds start"
 echo "# at the offered rate in all (--rate); reports/s below the offered rate means it was not reached."
+echo "# open1: open loop with one round trip per report (--mode report-and-assign): the report"
+echo "# latency is that round trip (the ack and the next assignment)."
+
+# cpu_us PID: the process's user + system CPU so far, in microseconds (/proc/PID/stat fields 14
+# and 15, in clock ticks).
+tck=$(getconf CLK_TCK)
+cpu_us() { awk -v t="$tck" '{ sub(/^.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e6 / t }' "/proc/$1/stat"; }
+
+# The daemon's CPU per durable report, per protocol shape: the CPU the aggregator process spent
+# during the run (utime + stime delta) over the reports it counted (its status before and
+# after) and over the assignments loadgen received. Every report needs an assignment, so the
+# per-report figure includes the assignments' share; the batched runs still take their
+# assignments one request each.
+cpu_clients=${CPU_CLIENTS:-256}
+echo
+echo "# daemon CPU per durable report, $cpu_clients clients, $seconds s each (CPU of the aggregator"
+echo "# process only; loadgen runs beside it on the same cores)"
+printf '%-18s %11s %12s %10s %13s %13s\n' mode "reports/s" "reports" "cpu s" "us/report" \
+    "us/assignment"
+for mode in ${CPU_MODES:-two-trips report-and-assign batch16 batch256 prefill16 prefill256}; do
+    case $mode in
+    batch*) margs="--batch ${mode#batch} --duration $seconds" ;;
+    prefill*)
+        b=${mode#prefill}
+        p=$((2 * b > 256 ? 2 * b : 256))
+        margs="--batch $b --prefill $p"
+        ;;
+    *) margs="--mode $mode --duration $seconds" ;;
+    esac
+    start_daemon
+    out="$work/loadgen-cpu-$mode.txt"
+    c0=$(cpu_us "$daemon_pid")
+    # shellcheck disable=SC2086 # margs is several words on purpose
+    "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+        --clients "$cpu_clients" $margs --means 0.9,0.8,0.7,0.6,0.5 >"$out" 2>"$out.err" &
+    lg_pid=$!
+    case $mode in
+    prefill*)
+        # The batch phase alone: from the announced second of quiet to the end.
+        until grep -q 'prefill done' "$out.err" 2>/dev/null || ! kill -0 "$lg_pid" 2>/dev/null; do
+            sleep 0.05
+        done
+        sleep 0.3
+        c0=$(cpu_us "$daemon_pid")
+        ;;
+    esac
+    wait "$lg_pid" || true
+    c1=$(cpu_us "$daemon_pid")
+    reports=$(awk '/^daemon reports/ { gsub(/[(+,]/, "", $6); print $6; exit }' "$out")
+    assigned=$(field "$out" "assignments" 2)
+    tput=$(field "$out" "throughput" 2)
+    case $mode in
+    prefill*)
+        assigned=0 # none in the measured phase
+        tput=$(field "$out" "batch phase" 3)
+        ;;
+    esac
+    awk -v m="$mode" -v t="$tput" -v r="${reports:-0}" \
+        -v a="${assigned:-0}" -v c="$((c1 - c0))" 'BEGIN {
+        printf "%-18s %11s %12d %10.2f %13.1f %13s\n", m, t, r, c / 1e6,
+            (r > 0 ? c / r : 0), (a > 0 ? sprintf("%.1f", c / a) : "-") }'
+    stop_daemon
+done
+
+# The bare transport in the same script run: bench_nn_echo's server process (a REP socket
+# echoing request-sized messages) and its client process, the server's CPU per round trip.
+echo_url="tcp://127.0.0.1:$((port + run + 1))"
+[ "$transport" = ipc ] && echo_url="ipc://$work/echo.sock"
+"$build/bench/bench_nn_echo" --role server --url "$echo_url" --seconds "$((seconds + 2))" \
+    >"$work/echo-server.txt" 2>&1 &
+echo_pid=$!
+sleep 0.5
+e0=$(cpu_us "$echo_pid")
+"$build/bench/bench_nn_echo" --role client --url "$echo_url" --clients "$cpu_clients" \
+    --seconds "$seconds" >"$work/echo-client.txt" 2>&1 || true
+e1=$(cpu_us "$echo_pid")
+wait "$echo_pid" 2>/dev/null || true
+awk -v c="$((e1 - e0))" '/^round trips\/s/ { r = $3; rt = $3 * substr($4, 2) }
+    END { printf "%-18s %11s %12.0f %10.2f %13.1f %13s\n", "echo (round trip)", r, rt, c / 1e6,
+        (rt > 0 ? c / rt : 0), "-" }' "$work/echo-client.txt"
+echo "# echo: the bare nanomsg REP server's CPU per round trip (reports column: round trips;"
+echo "# reports/s column: round trips/s over the measured seconds)."
 echo "# load average after: $(cat /proc/loadavg)"
 if [ "${DOS:-1}" != 0 ]; then
     echo

@@ -151,6 +151,14 @@ struct run {
     uint64_t reports; /* rounds to play in all; 0 with --duration alone: until the deadline */
     uint32_t timeout_ms;
     uint32_t device_reports;
+    int raa;        /* --mode report-and-assign: one round trip per report */
+    uint32_t batch; /* --batch N: reports queued, then sent N to a frame; 0 off */
+    /* --prefill: every client first queues `prefill` reports (an assignment each), then, once
+     * all have, they all send theirs in batches; the batch phase is timed apart */
+    uint64_t prefill;
+    uint32_t filled;
+    uint64_t phase2_start_ns;
+    atomic_uint_fast64_t phase2_end_ns;
     int allow_raw;
     int seeded;
     uint8_t seed[LDPB_RNG_SEED_BYTES];
@@ -175,6 +183,7 @@ typedef struct worker {
     ldpb_rng *noise; /* seeded privacy noise with --seed, else NULL (the client's system RNG) */
     hist assign_h, report_h;
     uint64_t rounds, assigned, acked, devices;
+    uint64_t frames; /* report frames sent with --batch */
     uint64_t *pulls; /* acked reports per arm */
     uint64_t errors[OP_COUNT][ERR_SLOTS];
     char first_msg[ERR_SLOTS][ERR_MSG];
@@ -212,6 +221,7 @@ static int device_new(worker *w, ldpb_client **out)
     o.allow_raw = r->allow_raw;
     o.timeout_ms = r->timeout_ms;
     o.rng = w->noise;
+    o.queue_in_memory = r->batch > 0; /* simulated devices, as their ledgers */
     ldpb_err err = ldpb_client_new(out, &o);
     if (err) {
         char msg[ERR_MSG];
@@ -246,6 +256,209 @@ static void wait_for_slot(struct run *r)
             break;
 }
 
+/* Replaces the device when it has played its reports; 0 on success. */
+static int next_device(worker *w, ldpb_client **c, uint64_t *on_device)
+{
+    if (*on_device < w->run->device_reports)
+        return 0;
+    ldpb_client_free(*c);
+    *c = NULL;
+    *on_device = 0;
+    if (device_new(w, c) != 0) {
+        atomic_store(&w->run->fatal, 1);
+        return -1;
+    }
+    return 0;
+}
+
+/* Asks for an assignment, timed and checked; 0 on success. */
+static int take_assignment(worker *w, ldpb_client *c, ldpb_assignment *a)
+{
+    uint64_t t0 = now_ns();
+    ldpb_err err = ldpb_client_assign(c, NULL, 0, a);
+    uint64_t t1 = now_ns();
+    if (err) {
+        note_error(w, OP_ASSIGN, err, ldpb_client_errmsg(c));
+        return -1;
+    }
+    hist_add(&w->assign_h, t1 - t0);
+    w->assigned++;
+    if (a->arm >= w->run->k) {
+        char msg[ERR_MSG];
+        snprintf(msg, sizeof msg, "the aggregator assigned arm %" PRIu32 " of %" PRIu32, a->arm,
+                 w->run->k);
+        note_error(w, OP_ASSIGN, LDPB_EPROTO, msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* --mode report-and-assign: each round reports the current assignment and receives the next
+ * in one request; a device's last report (or one after a failure) goes alone, and the next
+ * round starts with an assignment of its own. The report latency is the whole round trip. */
+static void raa_loop(worker *w, ldpb_client *c)
+{
+    struct run *r = w->run;
+    uint64_t on_device = 0;
+    int have = 0;
+    ldpb_assignment a, next;
+    while (!should_stop(w)) {
+        if (!have && next_device(w, &c, &on_device) != 0)
+            break;
+        if (r->interval_ns > 0.0)
+            wait_for_slot(r);
+        w->rounds++;
+        if (!have && take_assignment(w, c, &a) != 0)
+            continue;
+        double reward = agg_env_sample(r->env, a.arm, &w->env_rand);
+        on_device++;
+        int last = on_device >= r->device_reports;
+        int acked = 0;
+        uint64_t t0 = now_ns();
+        ldpb_err err = last ? ldpb_client_report(c, &a, reward)
+                            : ldpb_client_report_and_assign(c, &a, reward, NULL, 0, &next, &acked);
+        uint64_t t1 = now_ns();
+        acked = last ? err == LDPB_OK : acked;
+        have = 0;
+        if (acked) {
+            hist_add(&w->report_h, t1 - t0);
+            w->acked++;
+            w->pulls[a.arm]++;
+        }
+        if (err) {
+            note_error(w, acked ? OP_ASSIGN : OP_REPORT, err, ldpb_client_errmsg(c));
+            continue;
+        }
+        if (!last) {
+            w->assigned++;
+            if (next.arm >= r->k) {
+                note_error(w, OP_ASSIGN, LDPB_EPROTO, "the aggregator assigned an unknown arm");
+                continue;
+            }
+            a = next;
+            have = 1;
+        }
+    }
+    /* The worker frees the device it was given; this loop may have replaced it. */
+    ldpb_client_free(c);
+}
+
+/* --batch N: each round takes N assignments (one request each), queues their reports (the
+ * values privatized through the ledger) and sends them in one frame; the report latency is that
+ * frame's round trip. A round stops early at the end of the run or of the device. */
+static void prefill_loop(worker *w, ldpb_client *c)
+{
+    struct run *r = w->run;
+    uint64_t queued = 0;
+    while (queued < r->prefill && !atomic_load(&stop_signal) && !atomic_load(&r->fatal)) {
+        w->rounds++;
+        ldpb_assignment a;
+        if (take_assignment(w, c, &a) != 0)
+            continue;
+        double reward = agg_env_sample(r->env, a.arm, &w->env_rand);
+        ldpb_err err = ldpb_client_queue_report(c, &a, reward);
+        if (err) {
+            note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
+            continue;
+        }
+        w->pulls[a.arm]++;
+        queued++;
+    }
+    /* The last client to arrive announces the batch phase and leaves a second of quiet, so
+     * that an observer (bench/run_service_bench.sh) can read the aggregator's CPU in between. */
+    pthread_mutex_lock(&r->mu);
+    if (++r->filled == r->ready) {
+        fprintf(stderr, "%s: prefill done: %" PRIu64 " reports queued per client; batches in 1 s\n",
+                PROG, r->prefill);
+        fflush(stderr);
+        struct timespec quiet = {1, 0};
+        nanosleep(&quiet, NULL);
+        r->phase2_start_ns = now_ns();
+        pthread_cond_broadcast(&r->cv);
+    }
+    while (r->filled < r->ready)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    while (ldpb_client_queued(c) > 0) {
+        ldpb_flush_stats st;
+        uint64_t t0 = now_ns();
+        ldpb_err err = ldpb_client_flush(c, r->batch, &st);
+        uint64_t t1 = now_ns();
+        w->frames += (st.acked + st.duplicates + st.refused + r->batch - 1) / r->batch;
+        w->acked += st.acked;
+        if (err) {
+            note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
+            break;
+        }
+        hist_add(&w->report_h, t1 - t0);
+    }
+    uint64_t end = now_ns(), prev = atomic_load(&r->phase2_end_ns);
+    while (end > prev && !atomic_compare_exchange_weak(&r->phase2_end_ns, &prev, end))
+        ;
+    ldpb_client_free(c);
+}
+
+static void batch_loop(worker *w, ldpb_client *c)
+{
+    struct run *r = w->run;
+    if (r->prefill) {
+        prefill_loop(w, c);
+        return;
+    }
+    uint64_t on_device = 0;
+    int stop = 0;
+    while (!stop) {
+        if (next_device(w, &c, &on_device) != 0)
+            break;
+        uint32_t queued = 0;
+        while (queued < r->batch && on_device < r->device_reports) {
+            if (should_stop(w)) {
+                stop = 1;
+                break;
+            }
+            if (r->interval_ns > 0.0)
+                wait_for_slot(r);
+            w->rounds++;
+            ldpb_assignment a;
+            if (take_assignment(w, c, &a) != 0)
+                continue;
+            double reward = agg_env_sample(r->env, a.arm, &w->env_rand);
+            on_device++;
+            ldpb_err err = ldpb_client_queue_report(c, &a, reward);
+            if (err) {
+                note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
+                continue;
+            }
+            w->pulls[a.arm]++; /* taken back below for the reports not acked */
+            queued++;
+        }
+        if (!queued)
+            continue;
+        ldpb_flush_stats st;
+        uint64_t t0 = now_ns();
+        ldpb_err err = ldpb_client_flush(c, r->batch, &st);
+        uint64_t t1 = now_ns();
+        w->frames++;
+        if (err)
+            note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
+        else
+            hist_add(&w->report_h, t1 - t0);
+        w->acked += st.acked;
+        if (st.acked < queued) {
+            /* Which arms went unacked is not known per report here: the pulls then count the
+             * reports queued, and the errors say how many failed. */
+            char msg[ERR_MSG];
+            snprintf(msg, sizeof msg,
+                     "%zu of a batch of %" PRIu32 " not acknowledged (%zu duplicates, %zu "
+                     "refused, %zu left queued)",
+                     (size_t)(queued - st.acked), queued, st.duplicates, st.refused, st.left);
+            if (!err)
+                note_error(w, OP_REPORT, LDPB_EBUSY, msg);
+        }
+    }
+    ldpb_client_free(c);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -263,7 +476,20 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&r->mu);
 
     uint64_t on_device = 0;
-    while (ok && !should_stop(w)) {
+    if (!ok && r->prefill) { /* the prefill barrier counts this client as arrived */
+        pthread_mutex_lock(&r->mu);
+        if (++r->filled == r->ready)
+            pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
+    if (ok && (r->batch || r->raa)) {
+        if (r->batch)
+            batch_loop(w, c);
+        else
+            raa_loop(w, c);
+        c = NULL; /* freed there (it may have been replaced) */
+    }
+    while (ok && !r->batch && !r->raa && !should_stop(w)) {
         if (on_device >= r->device_reports) {
             ldpb_client_free(c);
             c = NULL;
@@ -314,7 +540,7 @@ static void *worker_main(void *arg)
 
 struct args {
     const char *connect, *server_key, *clients, *reports, *duration, *means, *laws, *seed, *timeout,
-        *device_reports, *rate;
+        *device_reports, *rate, *mode, *batch, *prefill;
 };
 
 static const tool_option options[] = {
@@ -329,6 +555,9 @@ static const tool_option options[] = {
     {"timeout-ms", TOOL_OPT_VALUE, offsetof(struct args, timeout)},
     {"device-reports", TOOL_OPT_VALUE, offsetof(struct args, device_reports)},
     {"rate", TOOL_OPT_VALUE, offsetof(struct args, rate)},
+    {"mode", TOOL_OPT_VALUE, offsetof(struct args, mode)},
+    {"batch", TOOL_OPT_VALUE, offsetof(struct args, batch)},
+    {"prefill", TOOL_OPT_VALUE, offsetof(struct args, prefill)},
 };
 
 static void usage(FILE *f)
@@ -337,6 +566,7 @@ static void usage(FILE *f)
             "usage: ldpb loadgen --connect URL --server-key FILE [--clients N] [--reports M]\n"
             "                    [--duration S] [--means LIST | --laws LIST] [--seed S]\n"
             "                    [--timeout-ms MS] [--device-reports R] [--rate R]\n"
+            "                    [--mode two-trips|report-and-assign] [--batch N [--prefill P]]\n"
             "\n"
             "Drives a running ldpb-aggregator with N simulated devices at once, each a thread\n"
             "with its own ldpb_client (the real client library over the real transport). A\n"
@@ -370,13 +600,22 @@ static void usage(FILE *f)
             "  --rate R              start at most R rounds per second in all, (0, %g]\n"
             "                        (open loop: latency at a given load); default: as fast\n"
             "                        as the clients go\n"
+            "  --mode M              two-trips (default): an assign request, then a report\n"
+            "                        request; report-and-assign: each report carries the request\n"
+            "                        for the next assignment, one round trip per report\n"
+            "  --batch N             take N assignments, queue their reports, send them in one\n"
+            "                        frame (report_batch), [1, %u]; not with --mode\n"
+            "  --prefill P           with --batch: every client first queues P reports, then all\n"
+            "                        send theirs in batches at once; that phase is timed on its\n"
+            "                        own (its throughput and the report latency of a flush)\n"
             "  -h, --help            print this help and exit\n"
             "\n"
             "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
             "anyway), the run was interrupted, or the aggregator cannot be reached; 2 bad\n"
             "arguments, or --means/--laws with another arm count than the aggregator's.\n",
             CLIENTS_MAX, CLIENTS_DEFAULT, REPORTS_DEFAULT, DURATION_MAX_S, TIMEOUT_MAX_MS,
-            TIMEOUT_DEFAULT_MS, DEVICE_REPORTS_MAX, DEVICE_REPORTS_DEF, RATE_MAX);
+            TIMEOUT_DEFAULT_MS, DEVICE_REPORTS_MAX, DEVICE_REPORTS_DEF, RATE_MAX,
+            LDPB_CLIENT_BATCH_MAX);
 }
 
 /* Returns -1 to go on, else an exit status (0 after --help). */
@@ -493,7 +732,7 @@ static void print_latency(FILE *f, const char *name, const hist *h)
 
 struct totals {
     hist assign_h, report_h;
-    uint64_t rounds, assigned, acked, devices, failed;
+    uint64_t rounds, assigned, acked, devices, failed, frames;
     uint64_t *pulls;
     uint64_t errors[OP_COUNT][ERR_SLOTS];
     const char *first_msg[ERR_SLOTS];
@@ -569,6 +808,20 @@ int cmd_loadgen(int argc, char **argv)
         }
     }
     double rate = 0.0;
+    int raa = 0;
+    uint64_t batch = 0;
+    if (a.mode && strcmp(a.mode, "report-and-assign") == 0)
+        raa = 1;
+    else if (a.mode && strcmp(a.mode, "two-trips") != 0)
+        return tool_usage_error(PROG, "--mode must be two-trips or report-and-assign, not", a.mode);
+    if (a.batch && parse_uint("--batch", a.batch, 1, LDPB_CLIENT_BATCH_MAX, &batch))
+        return EXIT_USAGE;
+    uint64_t prefill = 0;
+    if (a.prefill &&
+        (!a.batch || parse_uint("--prefill", a.prefill, 1, LDPB_CLIENT_QUEUE_MAX, &prefill)))
+        return a.batch ? EXIT_USAGE : tool_usage_error(PROG, "--prefill needs --batch", NULL);
+    if (a.batch && a.mode)
+        return tool_usage_error(PROG, "--batch sends its own frames: give it without --mode", NULL);
     if (a.rate) {
         char e[ECHO_MAX + 4];
         if (parse_number(a.rate, strlen(a.rate), &rate) != 0 || !(rate > 0.0 && rate <= RATE_MAX)) {
@@ -673,6 +926,10 @@ int cmd_loadgen(int argc, char **argv)
     run->reports = reports;
     run->timeout_ms = (uint32_t)timeout;
     run->device_reports = (uint32_t)device_reports;
+    run->raa = raa;
+    run->batch = (uint32_t)batch;
+    run->prefill = prefill;
+    atomic_init(&run->phase2_end_ns, 0);
     /* Central and non-private aggregators assign RAW: the devices opt in to sending rewards. */
     run->allow_raw = strcmp(before.model, "local") != 0;
     run->seeded = a.seed != NULL;
@@ -777,6 +1034,7 @@ int cmd_loadgen(int argc, char **argv)
         t.assigned += w->assigned;
         t.acked += w->acked;
         t.devices += w->devices;
+        t.frames += w->frames;
         for (uint32_t arm = 0; arm < k; arm++)
             t.pulls[arm] += w->pulls[arm];
         for (int op = 0; op < OP_COUNT; op++)
@@ -813,7 +1071,21 @@ int cmd_loadgen(int argc, char **argv)
             run->seeded ? "seeded from --seed (simulation only)" : "the system's secure generator");
     fprintf(f, "rounds          %" PRIu64 " played%s\n", t.rounds,
             interrupted ? " (interrupted)" : "");
+    if (run->batch)
+        fprintf(f,
+                "mode            batches of up to %" PRIu32 " reports a frame (%" PRIu64
+                " frames)\n",
+                run->batch, t.frames);
+    else
+        fprintf(f, "mode            %s\n",
+                run->raa ? "report-and-assign (one round trip per report)"
+                         : "two-trips (assign, then report)");
     fprintf(f, "reports acked   %" PRIu64 "\n", t.acked);
+    if (run->prefill && run->phase2_start_ns) {
+        double p2 = (double)(atomic_load(&run->phase2_end_ns) - run->phase2_start_ns) / 1e9;
+        fprintf(f, "batch phase     %.0f reports/s acked over %.3f s (after the prefill)\n",
+                p2 > 0 ? (double)t.acked / p2 : 0.0, p2);
+    }
     fprintf(f, "assignments     %" PRIu64 "\n", t.assigned);
     fprintf(f, "wall time       %.3f s\n", wall);
     if (run->interval_ns > 0.0)

@@ -89,6 +89,10 @@ typedef struct item {
     uint64_t request_id;
     int has_request_id;
     agg_reply_to to;
+    /* Non-NULL: the report is one of a report_and_assign or a report_batch, whose one reply the
+     * collector sends once its last report is answered (key and to above are then unused). */
+    struct collector *coll;
+    uint32_t slot;
 } item;
 
 struct agg_worker {
@@ -100,6 +104,8 @@ struct agg_worker {
     Ldpb__V1__ArmStatus *arm_msgs;
     Ldpb__V1__ArmStatus **arm_ptrs;
     uint32_t arms_cap;
+    /* Non-NULL while do_assign runs for a report_and_assign: its reply is kept, not sent. */
+    struct collector *capture;
 };
 
 struct agg_server {
@@ -232,6 +238,9 @@ static void count_error(agg_server *s, ldpb_err code)
 
 /* ---- replies ----------------------------------------------------------------------------- */
 
+struct collector;
+static void capture_reply(struct collector *c, const Ldpb__V1__Envelope *env);
+
 static void send_plain_error(agg_server *s, agg_worker *w, agg_reply_to to, ldpb_err code,
                              const char *reason)
 {
@@ -250,6 +259,10 @@ static void send_sealed(agg_server *s, agg_worker *w, agg_reply_to to,
                         const uint8_t client_pk[LDPB_KEY_BYTES], const ldpb_seal_key *key,
                         Ldpb__V1__Envelope *env)
 {
+    if (w->capture) {
+        capture_reply(w->capture, env);
+        return;
+    }
     size_t enc_len = 0, len = 0;
     char detail[LDPB_DETAIL_BYTES];
     ldpb_err err = ldpb_envelope_encode(env, w->enc, sizeof w->enc, &enc_len, detail);
@@ -540,6 +553,266 @@ static void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     }
 }
 
+/* ---- report_and_assign and report_batch ---------------------------------------------------- */
+
+/* One reply for several reports (a batch) or for a report and an assignment. The worker that
+ * receives the request holds one reference until it has queued every report, and each queued
+ * report holds one; whoever drops the last sends the reply and frees the collector, so the reply
+ * goes out exactly once, after the last report is durable (or refused), on whichever thread
+ * that is. */
+typedef struct slot_result {
+    int status;    /* the committer's answer: 0 counted, 1 duplicate, else an ldpb_err */
+    uint32_t code; /* nonzero: refused before the committer (LDPB_EINVAL is 1, hence apart) */
+    uint8_t id_len;
+    uint8_t id[LDPB_WIRE_ID_MAX];
+} slot_result;
+
+typedef struct collector {
+    atomic_uint left;
+    int is_batch;
+    uint8_t client_pk[LDPB_KEY_BYTES];
+    ldpb_seal_key key;
+    uint64_t request_id;
+    int has_request_id;
+    agg_reply_to to;
+    /* report_and_assign: what do_assign answered, captured */
+    int captured;
+    Ldpb__V1__Assignment a;
+    uint8_t a_id[AGG_TOKEN_BYTES];
+    uint32_t err_code;
+    char err_reason[LDPB_WIRE_STRING_MAX + 1];
+    uint32_t n;
+    slot_result slots[];
+} collector;
+
+static void capture_reply(struct collector *c, const Ldpb__V1__Envelope *env)
+{
+    c->captured = 1;
+    if (env->body_case == LDPB__V1__ENVELOPE__BODY_ASSIGNMENT && env->assignment &&
+        env->assignment->assignment_id.len == AGG_TOKEN_BYTES) {
+        c->a = *env->assignment;
+        memcpy(c->a_id, env->assignment->assignment_id.data, AGG_TOKEN_BYTES);
+        c->a.assignment_id.data = c->a_id;
+        c->a.base.n_unknown_fields = 0;
+        c->a.base.unknown_fields = NULL;
+        return;
+    }
+    c->err_code = LDPB_EPROTO;
+    snprintf(c->err_reason, sizeof c->err_reason, "no assignment");
+    if (env->body_case == LDPB__V1__ENVELOPE__BODY_ERROR && env->error) {
+        c->err_code = env->error->code;
+        snprintf(c->err_reason, sizeof c->err_reason, "%s", env->error->reason);
+    }
+}
+
+static collector *collector_new(uint32_t n, const uint8_t *client_pk, const ldpb_seal_key *key,
+                                const Ldpb__V1__Envelope *req, agg_reply_to to)
+{
+    collector *c = calloc(1, sizeof *c + (size_t)n * sizeof(slot_result));
+    if (!c)
+        return NULL;
+    atomic_init(&c->left, 1);
+    c->n = n;
+    memcpy(c->client_pk, client_pk, LDPB_KEY_BYTES);
+    c->key = *key;
+    c->request_id = req->request_id;
+    c->has_request_id = req->has_request_id;
+    c->to = to;
+    return c;
+}
+
+static void collector_free(collector *c)
+{
+    sodium_memzero(&c->key, sizeof c->key);
+    free(c);
+}
+
+static void collector_send(agg_server *s, agg_worker *w, collector *c)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = c->has_request_id;
+    env.request_id = c->request_id;
+    if (!c->is_batch) {
+        int st = c->slots[0].code ? (int)c->slots[0].code : c->slots[0].status;
+        if (c->slots[0].code || (st != 0 && st != 1)) {
+            const char *reason =
+                st == LDPB_EEXPIRED ? "the assignment has expired; ask for a new one"
+                : st == LDPB_EBUSY  ? "the aggregator's commit queue is full; retry later"
+                                    : "the report could not be stored; retry";
+            send_sealed_error(s, w, c->to, c->client_pk, &c->key, c->request_id, c->has_request_id,
+                              (ldpb_err)st, reason);
+            return;
+        }
+        Ldpb__V1__AckAndAssignment aa = LDPB__V1__ACK_AND_ASSIGNMENT__INIT;
+        Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;
+        Ldpb__V1__Error e = LDPB__V1__ERROR__INIT;
+        env.body_case = LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT;
+        env.ack_and_assignment = &aa;
+        aa.ack = &ack;
+        ack.assignment_id.data = c->slots[0].id;
+        ack.assignment_id.len = c->slots[0].id_len;
+        ack.has_duplicate = 1;
+        ack.duplicate = st == 1;
+        if (!c->err_code) {
+            aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ASSIGNMENT;
+            aa.assignment = &c->a;
+        } else {
+            aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ERROR;
+            aa.error = &e;
+            e.code = c->err_code;
+            e.reason = c->err_reason;
+        }
+        send_sealed(s, w, c->to, c->client_pk, &c->key, &env);
+        return;
+    }
+    Ldpb__V1__BatchAck ba = LDPB__V1__BATCH_ACK__INIT;
+    Ldpb__V1__ReportResult *res = calloc(c->n, sizeof *res);
+    Ldpb__V1__ReportResult **ptrs = calloc(c->n, sizeof *ptrs);
+    if (!res || !ptrs) {
+        send_sealed_error(s, w, c->to, c->client_pk, &c->key, c->request_id, c->has_request_id,
+                          LDPB_ENOMEM, "out of memory for the batch's reply; retry");
+    } else {
+        for (uint32_t i = 0; i < c->n; i++) {
+            const slot_result *r = &c->slots[i];
+            Ldpb__V1__ReportResult init = LDPB__V1__REPORT_RESULT__INIT;
+            res[i] = init;
+            res[i].assignment_id.data = (uint8_t *)r->id;
+            res[i].assignment_id.len = r->id_len;
+            uint32_t code = r->code ? r->code : r->status > 1 ? (uint32_t)r->status : 0;
+            if (code) {
+                res[i].has_code = 1;
+                res[i].code = code;
+                count_error(s, (ldpb_err)code);
+            } else if (r->status == 1) {
+                res[i].has_duplicate = 1;
+                res[i].duplicate = 1;
+            }
+            ptrs[i] = &res[i];
+        }
+        env.body_case = LDPB__V1__ENVELOPE__BODY_BATCH_ACK;
+        env.batch_ack = &ba;
+        ba.n_results = c->n;
+        ba.results = ptrs;
+        send_sealed(s, w, c->to, c->client_pk, &c->key, &env);
+    }
+    free(res);
+    free(ptrs);
+}
+
+static void collector_settle(agg_server *s, agg_worker *w, struct collector *c, uint32_t slot,
+                             int status)
+{
+    if (slot < c->n)
+        c->slots[slot].status = status;
+    if (atomic_fetch_sub(&c->left, 1) != 1)
+        return;
+    collector_send(s, w, c);
+    collector_free(c);
+}
+
+/* Checks one report of a request and fills `it` for the committer; an error with `reason`. */
+static ldpb_err prepare_report(agg_server *s, const Ldpb__V1__Report *r, item *it, char reason[256])
+{
+    memset(it, 0, sizeof *it);
+    ldpb_err err =
+        agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it->tok);
+    if (err == LDPB_ENOTFOUND)
+        snprintf(reason, 256, "unknown assignment (not issued by this aggregator, or corrupted)");
+    else if (err)
+        snprintf(reason, 256, "cannot verify the assignment id");
+    if (!err)
+        err = check_report(s, &it->tok, r, &it->value, reason);
+    if (err)
+        return err;
+    it->kind = ITEM_REPORT;
+    it->at_ms = ldpb_seal_now_ms();
+    it->expired = it->at_ms > it->tok.expires_at_ms;
+    memcpy(it->id, r->assignment_id.data, AGG_TOKEN_BYTES);
+    return LDPB_OK;
+}
+
+static void set_slot_id(collector *c, uint32_t i, const Ldpb__V1__Report *r)
+{
+    size_t n = r->assignment_id.len < LDPB_WIRE_ID_MAX ? r->assignment_id.len : LDPB_WIRE_ID_MAX;
+    memcpy(c->slots[i].id, r->assignment_id.data, n);
+    c->slots[i].id_len = (uint8_t)n;
+}
+
+/* The report is checked first and the assignment chosen before the report is queued, so a
+ * refused report costs no assignment; the reply waits for the commit as a Report's does. */
+static void do_report_and_assign(agg_server *s, agg_worker *w, agg_reply_to to,
+                                 const uint8_t *client_pk, const ldpb_seal_key *key,
+                                 const Ldpb__V1__Envelope *req)
+{
+    const Ldpb__V1__ReportAndAssign *ra = req->report_and_assign;
+    char reason[256];
+    item it;
+    ldpb_err err = prepare_report(s, ra->report, &it, reason);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          reason);
+        return;
+    }
+    collector *c = collector_new(1, client_pk, key, req, to);
+    if (!c) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_ENOMEM, "out of memory; retry");
+        return;
+    }
+    set_slot_id(c, 0, ra->report);
+    Ldpb__V1__Envelope areq = LDPB__V1__ENVELOPE__INIT;
+    areq.protocol_version = LDPB_PROTOCOL_VERSION;
+    areq.has_request_id = req->has_request_id;
+    areq.request_id = req->request_id;
+    areq.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    areq.assign_request = ra->next;
+    w->capture = c;
+    do_assign(s, w, to, client_pk, key, &areq);
+    w->capture = NULL;
+    it.coll = c;
+    it.slot = 0;
+    atomic_fetch_add(&c->left, 1);
+    if (!enqueue(s, &it, s->q_cap)) {
+        atomic_fetch_sub(&c->left, 1);
+        c->slots[0].code = LDPB_EBUSY;
+    }
+    collector_settle(s, w, c, UINT32_MAX, 0);
+}
+
+/* Each report of the batch is checked, queued and answered on its own; the one reply lists
+ * every result in the batch's order. */
+static void do_report_batch(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                            const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
+{
+    const Ldpb__V1__ReportBatch *b = req->report_batch;
+    collector *c = collector_new((uint32_t)b->n_reports, client_pk, key, req, to);
+    if (!c) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_ENOMEM, "out of memory; retry");
+        return;
+    }
+    c->is_batch = 1;
+    for (uint32_t i = 0; i < c->n; i++) {
+        char reason[256];
+        item it;
+        set_slot_id(c, i, b->reports[i]);
+        ldpb_err err = prepare_report(s, b->reports[i], &it, reason);
+        if (err) {
+            c->slots[i].code = (uint32_t)err;
+            continue;
+        }
+        it.coll = c;
+        it.slot = i;
+        atomic_fetch_add(&c->left, 1);
+        if (!enqueue(s, &it, s->q_cap)) {
+            atomic_fetch_sub(&c->left, 1);
+            c->slots[i].code = LDPB_EBUSY;
+        }
+    }
+    collector_settle(s, w, c, UINT32_MAX, 0);
+}
+
 /* ---- status ------------------------------------------------------------------------------ */
 
 static const char *model_name(agg_model m)
@@ -722,15 +995,23 @@ void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t 
     case LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST:
         do_status(s, w, to, pk, &key, env);
         break;
+    case LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN:
+        do_report_and_assign(s, w, to, pk, &key, env);
+        break;
+    case LDPB__V1__ENVELOPE__BODY_REPORT_BATCH:
+        do_report_batch(s, w, to, pk, &key, env);
+        break;
     case LDPB__V1__ENVELOPE__BODY_ASSIGNMENT:
     case LDPB__V1__ENVELOPE__BODY_ACK:
     case LDPB__V1__ENVELOPE__BODY_STATUS:
     case LDPB__V1__ENVELOPE__BODY_ERROR:
+    case LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT:
+    case LDPB__V1__ENVELOPE__BODY_BATCH_ACK:
     case LDPB__V1__ENVELOPE__BODY__NOT_SET:
     case _LDPB__V1__ENVELOPE__BODY__CASE_IS_INT_SIZE:
         send_sealed_error(s, w, to, pk, &key, request_id, has_request_id, LDPB_EPROTO,
-                          "not a request: the server accepts assign_request, report and "
-                          "status_request");
+                          "not a request: the server accepts assign_request, report, "
+                          "status_request, report_and_assign and report_batch");
         break;
     }
 done:
@@ -757,8 +1038,15 @@ static ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, siz
     return err;
 }
 
+static void collector_settle(agg_server *s, agg_worker *w, struct collector *c, uint32_t slot,
+                             int status);
+
 static void answer_report(agg_server *s, item *it, int status)
 {
+    if (it->coll) {
+        collector_settle(s, s->cw, it->coll, it->slot, status);
+        return;
+    }
     if (status == 0 || status == 1) {
         Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
         Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;

@@ -21,6 +21,7 @@
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
 #include "ldpb/wire.h"
+#include "report_queue.h"
 
 _Static_assert(LDPB_CLIENT_KEY_BYTES == LDPB_KEY_BYTES, "key size");
 _Static_assert(LDPB_ASSIGNMENT_ID_MAX == LDPB_WIRE_ID_MAX, "assignment id size");
@@ -44,7 +45,7 @@ _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB__V1__MECHANISM__LINEAR 
 
 /* The largest request: an AssignRequest with LDPB_WIRE_CONTEXT_MAX doubles encodes to about
  * 2.1 KB (a Report to about 100 bytes). */
-#define REQ_PT_CAP 4096u
+#define REQ_PT_CAP LDPB_PLAINTEXT_MAX /* a report batch takes up to a whole frame */
 #define SEND_CAP   (REQ_PT_CAP + LDPB_FRAME_SEALED_OVERHEAD)
 /* The largest reply a client can expect is an Error with a reason of LDPB_WIRE_STRING_MAX bytes,
  * about 1.2 KB sealed; a longer frame is refused without being opened. The receive buffer has one
@@ -76,6 +77,8 @@ struct ldpb_client {
     uint64_t next_request_id;
     mech_slot mechs[MECH_CACHE];
     unsigned mech_next; /* the slot replaced on the next miss (round robin) */
+    rq *queue;          /* NULL without opts.queue_path */
+    int no_raa;         /* the aggregator answered report_and_assign with LDPB_ENOTSUP */
     char errmsg[ERRMSG_BYTES];
     uint8_t req_pt[REQ_PT_CAP];
     uint8_t send_buf[SEND_CAP];
@@ -299,6 +302,9 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     if ((err = ldpb_ledger_open(&c->ledger, opts->ledger_path, &lo)) != LDPB_OK)
         goto fail;
 
+    if ((opts->queue_path || opts->queue_in_memory) &&
+        (err = rq_open(&c->queue, opts->queue_path, LDPB_CLIENT_QUEUE_MAX)) != LDPB_OK)
+        goto fail;
     if ((err = open_socket(c, opts->timeout_ms)) != LDPB_OK)
         goto fail;
     /* A random start, so that a reply recorded from an earlier handle (same persistent key, ids
@@ -320,6 +326,7 @@ void ldpb_client_free(ldpb_client *c)
         while (nn_close(c->sock) != 0 && nn_errno() == EINTR)
             ;
     ldpb_ledger_close(c->ledger);
+    rq_close(c->queue);
     for (size_t i = 0; i < MECH_CACHE; i++)
         ldpb_mech_free(c->mechs[i].mech);
     ldpb_rng_free(c->sys_rng);
@@ -811,6 +818,47 @@ static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double re
     return LDPB_OK;
 }
 
+static void entry_of(rq_entry *e, const ldpb_assignment *a, double value, int is_bit)
+{
+    memset(e, 0, sizeof *e);
+    memcpy(e->id, a->id, a->id_len);
+    e->id_len = (uint8_t)a->id_len;
+    e->mechanism = (uint8_t)a->mechanism;
+    e->is_bit = is_bit != 0;
+    e->epsilon = a->epsilon;
+    e->value = value;
+}
+
+static void report_of(Ldpb__V1__Report *rep, const rq_entry *e)
+{
+    Ldpb__V1__Report init = LDPB__V1__REPORT__INIT;
+    *rep = init;
+    rep->assignment_id.data = (uint8_t *)e->id;
+    rep->assignment_id.len = e->id_len;
+    rep->mechanism = (Ldpb__V1__Mechanism)e->mechanism;
+    rep->epsilon = e->epsilon;
+    if (e->is_bit) {
+        rep->value_case = LDPB__V1__REPORT__VALUE_BIT;
+        rep->bit = e->value != 0.0;
+    } else {
+        rep->value_case = LDPB__V1__REPORT__VALUE_REAL;
+        rep->real = e->value;
+    }
+}
+
+/* A report that got no answer waits in the queue, if there is one and it has room; otherwise
+ * (as without a queue) the ledger keeps the value for the app's own retry. The call's error
+ * stands either way: the report is not acknowledged. */
+static void queue_unanswered(ldpb_client *c, const rq_entry *e)
+{
+    if (!c->queue || rq_has(c->queue, e->id, e->id_len) || c->queue->n >= LDPB_CLIENT_QUEUE_MAX)
+        return;
+    if (rq_push(c->queue, e) != LDPB_OK)
+        return;
+    if (rq_save(c->queue) != LDPB_OK)
+        sodium_memzero(&c->queue->e[--c->queue->n], sizeof(rq_entry));
+}
+
 ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward)
 {
     if (!c)
@@ -842,6 +890,8 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
         rep.value_case = LDPB__V1__REPORT__VALUE_REAL;
         rep.real = value;
     }
+    rq_entry qe;
+    entry_of(&qe, a, value, is_bit);
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
     env.protocol_version = LDPB_PROTOCOL_VERSION;
     env.has_request_id = 1;
@@ -854,12 +904,17 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
     err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
     sodium_memzero(&rep, sizeof rep);
     sodium_memzero(&value, sizeof value);
-    if (err)
+    if (err) {
+        sodium_memzero(&qe, sizeof qe);
         return setf(c, err, "encoding the report: %s", detail);
+    }
     Ldpb__V1__Envelope *reply = NULL;
     reply_buf rb = own_buf(c);
     err = exchange(c, pt_len, env.request_id, &rb, &reply);
     sodium_memzero(c->req_pt, pt_len);
+    if (err == LDPB_ETIMEDOUT || err == LDPB_ETRANSPORT)
+        queue_unanswered(c, &qe);
+    sodium_memzero(&qe, sizeof qe);
     if (err) {
         if (err == LDPB_ETIMEDOUT && ldpb_mech_desc_of((int)a->mechanism)->local) {
             char prev[ERRMSG_BYTES];
@@ -963,4 +1018,317 @@ void ldpb_status_clear(ldpb_status *st)
         return;
     free(st->arms);
     memset(st, 0, sizeof *st);
+}
+
+/* ---- one round trip per report ------------------------------------------------------------ */
+
+/* The largest epsilon this client will take next, as ldpb_client_assign offers it; 0 if none. */
+static double offer_of(ldpb_client *c)
+{
+    ldpb_ledger_opts lo = ldpb_ledger_get_opts(c->ledger);
+    double offer = c->epsilon_cap;
+    if (lo.per_report_cap < offer)
+        offer = lo.per_report_cap;
+    double left = ldpb_ledger_remaining(c->ledger);
+    return left < offer ? left : offer;
+}
+
+/* An older aggregator: the same report, then an assignment, in two round trips. */
+static ldpb_err report_then_assign(ldpb_client *c, const ldpb_assignment *a, double reward,
+                                   const double *context, size_t n_context, ldpb_assignment *next,
+                                   int *acked)
+{
+    ldpb_err err = ldpb_client_report(c, a, reward);
+    if (err)
+        return err;
+    if (acked)
+        *acked = 1;
+    return ldpb_client_assign(c, context, n_context, next);
+}
+
+ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a, double reward,
+                                       const double *context, size_t n_context,
+                                       ldpb_assignment *next, int *acked)
+{
+    if (next)
+        memset(next, 0, sizeof *next);
+    if (acked)
+        *acked = 0;
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!a || !next)
+        return setf(c, LDPB_EINVAL, "no assignment (a or next is NULL)");
+    if (!isfinite(reward))
+        return setf(c, LDPB_EINVAL, "the reward is not a finite number");
+    if (n_context && !context)
+        return setf(c, LDPB_EINVAL, "context is NULL with n_context %zu", n_context);
+    if (n_context > LDPB_CLIENT_CONTEXT_MAX)
+        return setf(c, LDPB_ERANGE, "context has %zu values, more than %u", n_context,
+                    LDPB_CLIENT_CONTEXT_MAX);
+    for (size_t i = 0; i < n_context; i++)
+        if (!isfinite(context[i]))
+            return setf(c, LDPB_EINVAL, "context[%zu] is not a finite number", i);
+    if (c->no_raa)
+        return report_then_assign(c, a, reward, context, n_context, next, acked);
+    ldpb_err err = check_assignment(c, a, LDPB_EINVAL);
+    if (err)
+        return err;
+    double value = 0.0;
+    int is_bit = 0;
+    if ((err = report_value(c, a, reward, &value, &is_bit)) != LDPB_OK)
+        return err;
+    rq_entry qe;
+    entry_of(&qe, a, value, is_bit);
+    sodium_memzero(&value, sizeof value);
+
+    Ldpb__V1__Report rep;
+    report_of(&rep, &qe);
+    Ldpb__V1__AssignRequest req = LDPB__V1__ASSIGN_REQUEST__INIT;
+    req.n_context = n_context;
+    req.context = (double *)context;
+    /* Offered after the charge above, so the cap already counts this report. */
+    double offer = offer_of(c);
+    if (offer > 0.0) {
+        req.has_max_epsilon = 1;
+        req.max_epsilon = offer;
+    }
+    Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
+    ra.report = &rep;
+    ra.next = &req;
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+    env.report_and_assign = &ra;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    sodium_memzero(&rep, sizeof rep);
+    if (err) {
+        sodium_memzero(&qe, sizeof qe);
+        return setf(c, err, "encoding the report: %s", detail);
+    }
+    Ldpb__V1__Envelope *reply = NULL;
+    reply_buf rb = own_buf(c);
+    err = exchange(c, pt_len, env.request_id, &rb, &reply);
+    sodium_memzero(c->req_pt, pt_len);
+    if (err == LDPB_ETIMEDOUT || err == LDPB_ETRANSPORT)
+        queue_unanswered(c, &qe);
+    sodium_memzero(&qe, sizeof qe);
+    if (err == LDPB_ENOTSUP) {
+        /* The value is in the ledger now: the fallback's report resends it, never a new draw. */
+        c->no_raa = 1;
+        return report_then_assign(c, a, reward, context, n_context, next, acked);
+    }
+    if (err)
+        return err;
+    const Ldpb__V1__AckAndAssignment *aa = reply->ack_and_assignment;
+    if (reply->body_case != LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT)
+        err = setf(c, LDPB_EPROTO, "the server answered a report_and_assign with %s",
+                   body_name((int)reply->body_case));
+    else if (aa->ack->assignment_id.len != a->id_len ||
+             memcmp(aa->ack->assignment_id.data, a->id, a->id_len) != 0)
+        err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
+    if (err) {
+        ldpb_envelope_free(reply);
+        return err;
+    }
+    if (acked)
+        *acked = 1;
+    if (aa->next_case == LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ERROR) {
+        char text[LDPB_WIRE_STRING_MAX + 1];
+        ldpb_err e = ldpb_wire_err_from_code(aa->error->code);
+        sanitize(text, sizeof text, aa->error->reason, strlen(aa->error->reason));
+        err = setf(c, e, "the report was acknowledged; no next assignment (%s): %s",
+                   ldpb_errname(e), text);
+    } else {
+        Ldpb__V1__Envelope one = LDPB__V1__ENVELOPE__INIT;
+        one.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+        one.assignment = aa->assignment;
+        err = take_assignment(c, &one, next);
+    }
+    ldpb_envelope_free(reply);
+    return err;
+}
+
+/* ---- the report queue and batches ---------------------------------------------------------- */
+
+size_t ldpb_client_queued(const ldpb_client *c)
+{
+    return c && c->queue ? c->queue->n : 0;
+}
+
+ldpb_err ldpb_client_queue_report(ldpb_client *c, const ldpb_assignment *a, double reward)
+{
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!c->queue)
+        return setf(c, LDPB_EINVAL,
+                    "this handle has no report queue (opts.queue_path or queue_in_memory)");
+    if (!a)
+        return setf(c, LDPB_EINVAL, "no assignment (a is NULL)");
+    if (!isfinite(reward))
+        return setf(c, LDPB_EINVAL, "the reward is not a finite number");
+    ldpb_err err = check_assignment(c, a, LDPB_EINVAL);
+    if (err)
+        return err;
+    if (rq_has(c->queue, a->id, a->id_len))
+        return LDPB_OK;
+    if (c->queue->n >= LDPB_CLIENT_QUEUE_MAX)
+        return setf(c, LDPB_EBUSY, "the report queue holds %u reports, its limit: flush first",
+                    LDPB_CLIENT_QUEUE_MAX);
+    double value = 0.0;
+    int is_bit = 0;
+    if ((err = report_value(c, a, reward, &value, &is_bit)) != LDPB_OK)
+        return err;
+    rq_entry qe;
+    entry_of(&qe, a, value, is_bit);
+    sodium_memzero(&value, sizeof value);
+    err = rq_push(c->queue, &qe);
+    sodium_memzero(&qe, sizeof qe);
+    if (err)
+        return setf(c, err, "out of memory for the report queue");
+    if (rq_save(c->queue) != LDPB_OK) {
+        sodium_memzero(&c->queue->e[--c->queue->n], sizeof(rq_entry));
+        return setf(c, LDPB_EIO,
+                    "cannot write the report queue %s; the spend stays in the ledger and "
+                    "queueing this assignment again queues the same value",
+                    c->queue->path);
+    }
+    return LDPB_OK;
+}
+
+/* A per-report code after which resending cannot succeed: the report leaves the queue. */
+static int final_code(uint32_t code)
+{
+    ldpb_err e = ldpb_wire_err_from_code(code);
+    return e != LDPB_EBUSY && e != LDPB_EIO && e != LDPB_ENOMEM;
+}
+
+/* Sends the first `k` queued reports as one batch and applies the per-report results. */
+static ldpb_err flush_one(ldpb_client *c, size_t k, const reply_buf *rb, ldpb_flush_stats *st,
+                          size_t *removed)
+{
+    *removed = 0;
+    Ldpb__V1__Report *reps = calloc(k, sizeof *reps);
+    Ldpb__V1__Report **ptrs = calloc(k, sizeof *ptrs);
+    if (!reps || !ptrs) {
+        free(reps);
+        free(ptrs);
+        return setf(c, LDPB_ENOMEM, "out of memory for a batch");
+    }
+    for (size_t i = 0; i < k; i++) {
+        report_of(&reps[i], &c->queue->e[i]);
+        ptrs[i] = &reps[i];
+    }
+    Ldpb__V1__ReportBatch b = LDPB__V1__REPORT_BATCH__INIT;
+    b.n_reports = k;
+    b.reports = ptrs;
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
+    env.report_batch = &b;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    sodium_memzero(reps, k * sizeof *reps);
+    free(reps);
+    free(ptrs);
+    if (err)
+        return setf(c, err, "encoding the batch: %s", detail);
+    Ldpb__V1__Envelope *reply = NULL;
+    err = exchange(c, pt_len, env.request_id, rb, &reply);
+    sodium_memzero(c->req_pt, pt_len);
+    if (err)
+        return err;
+    const Ldpb__V1__BatchAck *ba = reply->batch_ack;
+    if (reply->body_case != LDPB__V1__ENVELOPE__BODY_BATCH_ACK)
+        err = setf(c, LDPB_EPROTO, "the server answered a report_batch with %s",
+                   body_name((int)reply->body_case));
+    else if (ba->n_results != k)
+        err = setf(c, LDPB_EPROTO, "%zu results for a batch of %zu reports", ba->n_results, k);
+    for (size_t i = 0; !err && i < k; i++) {
+        const rq_entry *e = &c->queue->e[i];
+        if (ba->results[i]->assignment_id.len != e->id_len ||
+            memcmp(ba->results[i]->assignment_id.data, e->id, e->id_len) != 0)
+            err = setf(c, LDPB_EPROTO, "result %zu of the batch names another assignment", i);
+    }
+    if (err) {
+        ldpb_envelope_free(reply);
+        return err;
+    }
+    /* Keep what must be resent, in order; drop the rest. */
+    size_t kept = 0;
+    for (size_t i = 0; i < k; i++) {
+        const Ldpb__V1__ReportResult *r = ba->results[i];
+        uint32_t code = r->has_code ? r->code : 0;
+        if (code == 0) {
+            if (r->has_duplicate && r->duplicate)
+                st->duplicates++;
+            else
+                st->acked++;
+        } else if (final_code(code)) {
+            st->refused++;
+        } else {
+            c->queue->e[kept++] = c->queue->e[i];
+        }
+    }
+    ldpb_envelope_free(reply);
+    rq *q = c->queue;
+    memmove(q->e + kept, q->e + k, (q->n - k) * sizeof *q->e);
+    *removed = k - kept;
+    q->n -= *removed;
+    sodium_memzero(q->e + q->n, *removed * sizeof *q->e);
+    if (rq_save(q) != LDPB_OK)
+        return setf(c, LDPB_EIO,
+                    "cannot rewrite the report queue %s; delivered reports may be sent again "
+                    "(they are then acknowledged as duplicates)",
+                    q->path);
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *stats)
+{
+    ldpb_flush_stats st = {0, 0, 0, 0};
+    if (stats)
+        *stats = st;
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!c->queue)
+        return setf(c, LDPB_EINVAL,
+                    "this handle has no report queue (opts.queue_path or queue_in_memory)");
+    if (max_batch == 0)
+        max_batch = LDPB_CLIENT_BATCH_MAX;
+    if (max_batch > LDPB_CLIENT_BATCH_MAX)
+        return setf(c, LDPB_ERANGE, "batches of %zu reports, more than %u", max_batch,
+                    LDPB_CLIENT_BATCH_MAX);
+    reply_buf rb = {malloc(LDPB_FRAME_MAX + 1), LDPB_FRAME_MAX, malloc(LDPB_PLAINTEXT_MAX),
+                    LDPB_PLAINTEXT_MAX};
+    ldpb_err err = LDPB_OK;
+    if (!rb.frame || !rb.pt)
+        err = setf(c, LDPB_ENOMEM, "out of memory for the batch reply");
+    /* A frame that leaves some reports queued (busy, or not stored) ends the call: they stay at
+     * the front, for the next flush. */
+    while (!err && c->queue->n > 0) {
+        size_t k = c->queue->n < max_batch ? c->queue->n : max_batch;
+        size_t removed = 0;
+        err = flush_one(c, k, &rb, &st, &removed);
+        if (!err && removed < k)
+            err = setf(c, LDPB_EBUSY,
+                       "the aggregator asked to retry %zu reports later (busy, or it could not "
+                       "store them)",
+                       k - removed);
+    }
+    free(rb.frame);
+    free(rb.pt);
+    st.left = c->queue->n;
+    if (stats)
+        *stats = st;
+    return err;
 }

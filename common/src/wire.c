@@ -344,6 +344,77 @@ static ldpb_err missing_body(char *detail)
     return LDPB_EINVAL;
 }
 
+static ldpb_err check_error(const Ldpb__V1__Error *e, char *detail)
+{
+    if (e->code == 0) {
+        say(detail, "error.code is 0");
+        return LDPB_EINVAL;
+    }
+    return check_string(e->reason, "error.reason", detail);
+}
+
+static ldpb_err check_report_and_assign(const Ldpb__V1__ReportAndAssign *m, char *detail)
+{
+    if (!m->report || !m->next)
+        return missing_body(detail);
+    ldpb_err err = check_report(m->report, detail);
+    return err ? err : check_assign_request(m->next, detail);
+}
+
+static ldpb_err check_ack_and_assignment(const Ldpb__V1__AckAndAssignment *m, char *detail)
+{
+    if (!m->ack)
+        return missing_body(detail);
+    ldpb_err err = check_id(&m->ack->assignment_id, "ack", detail);
+    if (err)
+        return err;
+    switch ((int)m->next_case) {
+    case LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ASSIGNMENT:
+        return m->assignment ? check_assignment(m->assignment, detail) : missing_body(detail);
+    case LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ERROR:
+        return m->error ? check_error(m->error, detail) : missing_body(detail);
+    default:
+        say(detail, "ack_and_assignment has neither an assignment nor an error");
+        return LDPB_EINVAL;
+    }
+}
+
+static ldpb_err check_report_batch(const Ldpb__V1__ReportBatch *m, char *detail)
+{
+    if (m->n_reports == 0 || m->n_reports > LDPB_WIRE_BATCH_MAX) {
+        say(detail, "report_batch has %zu reports, not 1 to %u", m->n_reports, LDPB_WIRE_BATCH_MAX);
+        return m->n_reports ? LDPB_ERANGE : LDPB_EINVAL;
+    }
+    if (!m->reports)
+        return missing_body(detail);
+    for (size_t i = 0; i < m->n_reports; i++) {
+        if (!m->reports[i])
+            return missing_body(detail);
+        ldpb_err err = check_report(m->reports[i], detail);
+        if (err)
+            return err;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_batch_ack(const Ldpb__V1__BatchAck *m, char *detail)
+{
+    if (m->n_results == 0 || m->n_results > LDPB_WIRE_BATCH_MAX) {
+        say(detail, "batch_ack has %zu results, not 1 to %u", m->n_results, LDPB_WIRE_BATCH_MAX);
+        return m->n_results ? LDPB_ERANGE : LDPB_EINVAL;
+    }
+    if (!m->results)
+        return missing_body(detail);
+    for (size_t i = 0; i < m->n_results; i++) {
+        if (!m->results[i])
+            return missing_body(detail);
+        ldpb_err err = check_id(&m->results[i]->assignment_id, "batch_ack.results", detail);
+        if (err)
+            return err;
+    }
+    return LDPB_OK;
+}
+
 ldpb_err ldpb_envelope_check(const Ldpb__V1__Envelope *env, char *detail)
 {
     if (!env)
@@ -368,13 +439,18 @@ ldpb_err ldpb_envelope_check(const Ldpb__V1__Envelope *env, char *detail)
     case LDPB__V1__ENVELOPE__BODY_STATUS:
         return env->status ? check_status(env->status, detail) : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_ERROR:
-        if (!env->error)
-            return missing_body(detail);
-        if (env->error->code == 0) {
-            say(detail, "error.code is 0");
-            return LDPB_EINVAL;
-        }
-        return check_string(env->error->reason, "error.reason", detail);
+        return env->error ? check_error(env->error, detail) : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN:
+        return env->report_and_assign ? check_report_and_assign(env->report_and_assign, detail)
+                                      : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT:
+        return env->ack_and_assignment ? check_ack_and_assignment(env->ack_and_assignment, detail)
+                                       : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_REPORT_BATCH:
+        return env->report_batch ? check_report_batch(env->report_batch, detail)
+                                 : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_BATCH_ACK:
+        return env->batch_ack ? check_batch_ack(env->batch_ack, detail) : missing_body(detail);
     default:
         say(detail, "envelope has no body");
         return LDPB_EINVAL;
@@ -526,6 +602,8 @@ static const struct {
 } repeated_limits[] = {
     {&ldpb__v1__assign_request__descriptor, 1, LDPB_WIRE_CONTEXT_MAX},
     {&ldpb__v1__status__descriptor, 5, LDPB_WIRE_ARMS_MAX},
+    {&ldpb__v1__report_batch__descriptor, 1, LDPB_WIRE_BATCH_MAX},
+    {&ldpb__v1__batch_ack__descriptor, 1, LDPB_WIRE_BATCH_MAX},
 };
 
 static size_t repeated_limit(const ProtobufCMessageDescriptor *msg, uint32_t id)

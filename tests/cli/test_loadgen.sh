@@ -183,6 +183,44 @@ check "wrong key: exit 1 (got $rc)" test "$rc" = 1
 check "wrong key: names the key (got: $(cat err))" grep -q 'LDPB_ECRYPTO.*aggregator.pub' err
 check "wrong key: nothing on stdout" test ! -s out
 
+# --- one round trip per report (--mode report-and-assign), and batches (--batch, --prefill) ---
+for opt in mode batch prefill; do
+    check "--help documents --$opt" sh -c "'$LDPB' loadgen --help | grep -q -- '--$opt\\b'"
+done
+usage_case "--mode must be two-trips or report-and-assign, not" "${C[@]}" --mode fast
+usage_case '--batch 513 outside' "${C[@]}" --batch 513
+usage_case '--prefill needs --batch' "${C[@]}" --prefill 8
+usage_case '--batch sends its own frames' "${C[@]}" --batch 4 --mode two-trips
+
+before=$(daemon_reports "$IPC")
+run "${C[@]}" --clients 4 --reports 200 --mode report-and-assign --means 0.9,0.5,0.2
+check "report-and-assign: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+check "report-and-assign: 200 acked" test "$(field 'reports acked')" = 200
+check "report-and-assign: no errors" test "$(field errors)" = 0
+check "report-and-assign: the mode is shown" \
+    grep -qx 'mode            report-and-assign (one round trip per report)' out
+# each client's last report also brings an assignment the run ends without using
+check "report-and-assign: 200 to 204 assignments" \
+    awk '/^assignments/ { exit !($2 >= 200 && $2 <= 204) }' out
+check "report-and-assign: the daemon counted 200" \
+    test "$(daemon_reports "$IPC")" = $((before + 200))
+
+before=$(daemon_reports "$TCP")
+run --connect "$TCP" --server-key "$PUB" --clients 2 --reports 160 --batch 16 --means 0.9,0.5,0.2
+check "batch: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+check "batch: 160 acked" test "$(field 'reports acked')" = 160
+check "batch: no errors" test "$(field errors)" = 0
+check "batch: frames of up to 16" grep -qE '^mode +batches of up to 16 reports a frame \(1[0-9] frames\)$' out
+check "batch: the daemon counted 160" test "$(daemon_reports "$TCP")" = $((before + 160))
+
+before=$(daemon_reports "$IPC")
+run "${C[@]}" --clients 2 --batch 8 --prefill 24 --means 0.9,0.5,0.2
+check "prefill: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+check "prefill: 48 acked" test "$(field 'reports acked')" = 48
+check "prefill: announced on stderr" grep -q 'prefill done: 24 reports queued per client' err
+check "prefill: the batch phase is timed" grep -qE '^batch phase +[0-9]+ reports/s acked over [0-9.]+ s' out
+check "prefill: the daemon counted 48" test "$(daemon_reports "$IPC")" = $((before + 48))
+
 # --- the daemon drains and exits 0 on SIGTERM ------------------------------------------------
 stop_daemon
 

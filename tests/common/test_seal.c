@@ -971,6 +971,125 @@ static void check_example_frame(const char *want_hex, uint64_t t, ldpb_direction
     assert_memory_equal(frame, want, len);
 }
 
+/* docs/protocol.md section 9.1: one round trip per report and a report batch, byte for byte. */
+static const char example_raa_request_hex[] =
+    "4c4450420101dc2cca31e8e43bbd91dff7e475cca3347eb478107d5bd765aba4"
+    "ae4a30c35d44e86be5cf8b010000000102030405060708090a0b0c0d0e0f6bef"
+    "2747189cfaf1eb7985c2261e677213321da0aa5135283b63779142852c7d2e2c"
+    "affa4d853f59e4ae52fba29e73cf2669888abf26a1ef67ac1c61226d0b28dcbb"
+    "1c";
+static const char example_raa_reply_hex[] =
+    "4c4450420101dc2cca31e8e43bbd91dff7e475cca3347eb478107d5bd765aba4"
+    "ae4a30c35d44e26ce5cf8b010000011112131415161718191a1b1c1d1e1fb6d4"
+    "aa14cc5ba2cd709f05c6fc300399d42e8d2de566739d65e8ca4f82d78ec348b4"
+    "3b94e46e22d95f92813f0d0dd614dfc386741601ba5a7a471a2745ecb5802993"
+    "ef147de90754a3b4357443a089f1f066893ba7b0054d16400d55daad7f10";
+static const char example_batch_request_hex[] =
+    "4c4450420101dc2cca31e8e43bbd91dff7e475cca3347eb478107d5bd765aba4"
+    "ae4a30c35d44d06fe5cf8b010000000102030405060708090a0b0c0d0e0f3e60"
+    "630d387906914920bb2f9a42178fa3b02612491e7de56cd46e33cf7e93c6ada4"
+    "70a9c75934147e5f1c4f744d5a12f627bcc6d3de4a60e5e28ab6e8f06081ec45"
+    "7e12d9482abc2046c0c3843db0d9efc8de1aa59f96d7a7c00dfebdf46efde2c3"
+    "f3f1f7ea70e3c546e40a8461cf2afd0360c938ae12325eee";
+static const char example_batch_reply_hex[] =
+    "4c4450420101dc2cca31e8e43bbd91dff7e475cca3347eb478107d5bd765aba4"
+    "ae4a30c35d44ca70e5cf8b010000011112131415161718191a1b1c1d1e1f444d"
+    "95e4f8aa80ef8808ec7a28bdaa708af69f2fe1f90176878a0c2668adc404557e"
+    "b7a6ef66219bd0d481fe1dfe48912617c537b768824e236f734c4713b3d049be"
+    "9f6ca8101ab3dc63bddeb3d785adc9eebcf32abe4d";
+
+static void worked_example_round_trip_and_batch(void **state)
+{
+    (void)state;
+    uint8_t id0[16], id1[16], id2[16];
+    for (int i = 0; i < 16; i++) {
+        id0[i] = (uint8_t)i;
+        id1[i] = (uint8_t)(0x10 + i);
+        id2[i] = (uint8_t)(0x20 + i);
+    }
+    Ldpb__V1__Report r = LDPB__V1__REPORT__INIT;
+    r.assignment_id.data = id0;
+    r.assignment_id.len = 16;
+    r.mechanism = LDPB__V1__MECHANISM__LINEAR;
+    r.epsilon = 1.0;
+    r.value_case = LDPB__V1__REPORT__VALUE_BIT;
+    r.bit = 0;
+    Ldpb__V1__AssignRequest q = LDPB__V1__ASSIGN_REQUEST__INIT;
+    q.has_max_epsilon = 1;
+    q.max_epsilon = 1.0;
+    Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
+    ra.report = &r;
+    ra.next = &q;
+    Ldpb__V1__Envelope e = LDPB__V1__ENVELOPE__INIT;
+    e.protocol_version = 1;
+    e.has_request_id = 1;
+    e.request_id = 43;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+    e.report_and_assign = &ra;
+    check_example_frame(example_raa_request_hex, T0 + 1000, LDPB_DIR_TO_SERVER, 0x01, &e);
+
+    Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;
+    ack.assignment_id = r.assignment_id;
+    ack.has_duplicate = 1;
+    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
+    a.assignment_id.data = id1;
+    a.assignment_id.len = 16;
+    a.arm = 2;
+    a.mechanism = LDPB__V1__MECHANISM__LINEAR;
+    a.epsilon = 1.0;
+    a.expires_at_ms = T0 + 1250 + 3600000;
+    a.propensity = 0.5;
+    a.has_policy_version = 1;
+    a.policy_version = 7;
+    Ldpb__V1__AckAndAssignment aa = LDPB__V1__ACK_AND_ASSIGNMENT__INIT;
+    aa.ack = &ack;
+    aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ASSIGNMENT;
+    aa.assignment = &a;
+    Ldpb__V1__Envelope e2 = LDPB__V1__ENVELOPE__INIT;
+    e2.protocol_version = 1;
+    e2.has_request_id = 1;
+    e2.request_id = 43;
+    e2.body_case = LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT;
+    e2.ack_and_assignment = &aa;
+    check_example_frame(example_raa_reply_hex, T0 + 1250, LDPB_DIR_TO_CLIENT, 0x11, &e2);
+
+    Ldpb__V1__Report r1 = r, r2 = r;
+    r1.assignment_id.data = id1;
+    r1.bit = 1;
+    r2.assignment_id.data = id2;
+    Ldpb__V1__Report *rp[3] = {&r, &r1, &r2};
+    Ldpb__V1__ReportBatch b = LDPB__V1__REPORT_BATCH__INIT;
+    b.n_reports = 3;
+    b.reports = rp;
+    Ldpb__V1__Envelope e3 = LDPB__V1__ENVELOPE__INIT;
+    e3.protocol_version = 1;
+    e3.has_request_id = 1;
+    e3.request_id = 44;
+    e3.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
+    e3.report_batch = &b;
+    check_example_frame(example_batch_request_hex, T0 + 2000, LDPB_DIR_TO_SERVER, 0x01, &e3);
+
+    Ldpb__V1__ReportResult s0 = LDPB__V1__REPORT_RESULT__INIT, s1 = s0, s2 = s0;
+    s0.assignment_id = r.assignment_id;
+    s0.has_duplicate = 1;
+    s0.duplicate = 1;
+    s1.assignment_id = r1.assignment_id;
+    s2.assignment_id = r2.assignment_id;
+    s2.has_code = 1;
+    s2.code = LDPB_ENOTFOUND;
+    Ldpb__V1__ReportResult *sp[3] = {&s0, &s1, &s2};
+    Ldpb__V1__BatchAck ba = LDPB__V1__BATCH_ACK__INIT;
+    ba.n_results = 3;
+    ba.results = sp;
+    Ldpb__V1__Envelope e4 = LDPB__V1__ENVELOPE__INIT;
+    e4.protocol_version = 1;
+    e4.has_request_id = 1;
+    e4.request_id = 44;
+    e4.body_case = LDPB__V1__ENVELOPE__BODY_BATCH_ACK;
+    e4.batch_ack = &ba;
+    check_example_frame(example_batch_reply_hex, T0 + 2250, LDPB_DIR_TO_CLIENT, 0x11, &e4);
+}
+
 static void worked_example(void **state)
 {
     (void)state;
@@ -1112,6 +1231,7 @@ int main(void)
         cmocka_unit_test(derivation_budget_refuses_fresh_keys),
         cmocka_unit_test(allow_list_refuses_without_deriving),
         cmocka_unit_test(worked_example),
+        cmocka_unit_test(worked_example_round_trip_and_batch),
         cmocka_unit_test(constructors_out_of_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

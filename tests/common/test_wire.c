@@ -922,7 +922,8 @@ static void body_range_matches_the_schema(void **state)
         assert_int_equal(in_range, (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0);
         members += in_range;
     }
-    assert_int_equal(members, LDPB_WIRE_BODY_LAST - LDPB_WIRE_BODY_FIRST + 1);
+    assert_int_equal(members,
+                     LDPB_WIRE_BODY_LAST - LDPB_WIRE_BODY_FIRST + 1 - 4); /* 17-20 unused */
 }
 
 static void error_codes_map(void **state)

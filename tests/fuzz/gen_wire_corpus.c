@@ -35,7 +35,10 @@ static void write_file(const char *name, const uint8_t *p, size_t n)
 
 /* ---- the messages -------------------------------------------------------------------------- */
 
-enum { N_MSGS = 11 };
+/* Messages 0 to 10 are protocol 1's first kinds; 11 to 15 (report_and_assign, report batches)
+ * are sealed after every other frame seed, so the seeded nonces of the older seeds stay as they
+ * were. */
+enum { N_MSGS = 16, N_MSGS_FIRST = 11 };
 
 static uint8_t id16[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
@@ -52,6 +55,13 @@ static const char *encode_message(int i, uint8_t *out, size_t *len)
     Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
     Ldpb__V1__ArmStatus arms[3], *parms[3];
     Ldpb__V1__Error er = LDPB__V1__ERROR__INIT;
+    Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
+    Ldpb__V1__AckAndAssignment aa = LDPB__V1__ACK_AND_ASSIGNMENT__INIT;
+    Ldpb__V1__ReportBatch rb = LDPB__V1__REPORT_BATCH__INIT;
+    Ldpb__V1__BatchAck ba = LDPB__V1__BATCH_ACK__INIT;
+    static uint8_t ids[3][16];
+    Ldpb__V1__Report reps[3], *preps[3];
+    Ldpb__V1__ReportResult res[3], *pres[3];
     const char *name = NULL;
     e.protocol_version = LDPB_PROTOCOL_VERSION;
     e.has_request_id = 1;
@@ -153,6 +163,75 @@ static const char *encode_message(int i, uint8_t *out, size_t *len)
         er.code = LDPB_EEXPIRED;
         er.reason = "assignment expired";
         break;
+    case 11:
+        name = "report-and-assign";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+        e.report_and_assign = &ra;
+        ra.report = &r;
+        ra.next = &q;
+        r.mechanism = LDPB__V1__MECHANISM__LINEAR;
+        r.epsilon = 1.0;
+        r.value_case = LDPB__V1__REPORT__VALUE_BIT;
+        r.bit = 1;
+        q.has_max_epsilon = 1;
+        q.max_epsilon = 1.0;
+        break;
+    case 12:
+    case 13:
+        name = i == 12 ? "ack-and-assignment" : "ack-and-assignment-error";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT;
+        e.ack_and_assignment = &aa;
+        aa.ack = &ack;
+        if (i == 12) {
+            aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ASSIGNMENT;
+            aa.assignment = &a;
+            a.arm = 1;
+            a.mechanism = LDPB__V1__MECHANISM__LINEAR;
+            a.epsilon = 1.0;
+            a.expires_at_ms = T0 + 3600000;
+            a.propensity = 0.5;
+        } else {
+            aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ERROR;
+            aa.error = &er;
+            er.code = LDPB_EBUSY;
+            er.reason = "no assignments: the aggregator is low on disk space";
+        }
+        break;
+    case 14:
+    case 15:
+        for (int k = 0; k < 3; k++) {
+            memcpy(ids[k], id16, sizeof id16);
+            ids[k][15] = (uint8_t)(0x40 + k);
+            ldpb__v1__report__init(&reps[k]);
+            reps[k].assignment_id.data = ids[k];
+            reps[k].assignment_id.len = sizeof ids[k];
+            reps[k].mechanism = LDPB__V1__MECHANISM__LINEAR;
+            reps[k].epsilon = 1.0;
+            reps[k].value_case = LDPB__V1__REPORT__VALUE_BIT;
+            reps[k].bit = (uint32_t)(k & 1);
+            preps[k] = &reps[k];
+            ldpb__v1__report_result__init(&res[k]);
+            res[k].assignment_id = reps[k].assignment_id;
+            pres[k] = &res[k];
+        }
+        res[1].has_duplicate = 1;
+        res[1].duplicate = 1;
+        res[2].has_code = 1;
+        res[2].code = LDPB_ENOTFOUND;
+        if (i == 14) {
+            name = "report-batch";
+            e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
+            e.report_batch = &rb;
+            rb.n_reports = 3;
+            rb.reports = preps;
+        } else {
+            name = "batch-ack";
+            e.body_case = LDPB__V1__ENVELOPE__BODY_BATCH_ACK;
+            e.batch_ack = &ba;
+            ba.n_results = 3;
+            ba.results = pres;
+        }
+        break;
     default:
         name = "assign-request-empty";
         e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
@@ -241,7 +320,7 @@ static void frame_corpus(void)
     char name[128];
     size_t n, len;
     /* requests as the test client sends them, and the replies it receives */
-    for (int i = 0; i < N_MSGS; i++) {
+    for (int i = 0; i < N_MSGS_FIRST; i++) {
         const char *base = encode_message(i, pt, &n);
         int reply = i == 1 || i == 6 || i == 8 || i == 9;
         len = seal(frame, &server, &client, T0 + (uint64_t)i, reply, rng, pt, n);
@@ -275,6 +354,13 @@ static void frame_corpus(void)
                                      "client key not allowed") != LDPB_OK)
         die("plain error");
     write_file("plain-error", frame, len);
+    for (int i = N_MSGS_FIRST; i < N_MSGS; i++) {
+        const char *base = encode_message(i, pt, &n);
+        int reply = i == 12 || i == 13 || i == 15;
+        len = seal(frame, &server, &client, T0 + (uint64_t)i, reply, rng, pt, n);
+        snprintf(name, sizeof name, "%s-%s", reply ? "reply" : "request", base);
+        write_file(name, frame, len);
+    }
     ldpb_rng_free(rng);
     ldpb_keypair_wipe(&server);
     ldpb_keypair_wipe(&client);

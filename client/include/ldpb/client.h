@@ -41,6 +41,9 @@ extern "C" {
 #define LDPB_CLIENT_EPSILON_CAP_DEFAULT 1.0
 #define LDPB_CLIENT_URL_MAX             127u /* bytes, as nanomsg allows */
 #define LDPB_CLIENT_CONTEXT_MAX         256u /* values in a context vector */
+/* Reports the on-disk queue holds at most (opts.queue_path), and per batch frame at most. */
+#define LDPB_CLIENT_QUEUE_MAX 4096u
+#define LDPB_CLIENT_BATCH_MAX 512u
 
 typedef struct ldpb_client_opts {
     /* The aggregator's endpoint, "tcp://host:port" or "ipc://path"; copied. Required. */
@@ -85,6 +88,16 @@ typedef struct ldpb_client_opts {
      * simulations may inject a seeded generator; it is borrowed (it must outlive the handle and
      * must not be used by another thread meanwhile) and drives privacy noise only. */
     ldpb_rng *rng;
+    /* NULL (default): no report queue. A path: the device's report queue file, created when
+     * first needed (docs/client.md, "The report queue"). Reports queued with
+     * ldpb_client_queue_report, and reports whose ldpb_client_report (or _report_and_assign)
+     * got no answer, wait there, at most LDPB_CLIENT_QUEUE_MAX of them, with the value already
+     * privatized, until ldpb_client_flush delivers them in batches; it survives restarts. Like
+     * the ledger file, one handle at a time. */
+    const char *queue_path;
+    /* Nonzero with queue_path NULL: the queue lives in memory only and is lost with the handle,
+     * as the in-memory ledger; for simulations and load generators only. */
+    int queue_in_memory;
 } ldpb_client_opts;
 
 /* The mechanism an assignment asks for. Values equal ldpb_mech_kind where they overlap and the
@@ -160,6 +173,49 @@ LDPB_API ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size
  * holds this id with another mechanism or epsilon); LDPB_ETIMEDOUT keeps the spend: report again
  * later and the same value is resent. */
 LDPB_API ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward);
+
+/* One round trip per report: reports `reward` for `a` exactly as ldpb_client_report does
+ * (same privatization through the ledger, same value on every resend) and, in the same request,
+ * asks for the next assignment (context as for ldpb_client_assign), which fills *next when the
+ * call returns LDPB_OK. *acked (may be NULL) is set to 1 once the aggregator has acknowledged
+ * the report (durable, or a duplicate), 0 otherwise; an error with *acked == 1 means the report
+ * is done but no next assignment came (the aggregator's reason, or the client refused it as
+ * ldpb_client_assign would: LDPB_EBUDGET...), so ask with ldpb_client_assign later. An
+ * aggregator that does not know the request (LDPB_ENOTSUP, an older one) gets a Report and an
+ * AssignRequest instead, transparently, and the handle remembers it. Errors: those of
+ * ldpb_client_report and ldpb_client_assign. */
+LDPB_API ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a,
+                                                double reward, const double *context,
+                                                size_t n_context, ldpb_assignment *next,
+                                                int *acked);
+
+/* Privatizes `reward` for `a` through the ledger as ldpb_client_report does (durably charged
+ * first; a stored value is reused) and puts the report in the on-disk queue without sending
+ * anything; ldpb_client_flush sends it. A report already queued is not queued twice. Errors:
+ * LDPB_EINVAL (no queue_path, bad arguments), LDPB_EBUSY (the queue holds
+ * LDPB_CLIENT_QUEUE_MAX reports: flush first; nothing was charged), LDPB_EIO (the queue file
+ * could not be written: the charge stands, the value is in the ledger, queue it again later),
+ * and the privatization errors of ldpb_client_report. */
+LDPB_API ldpb_err ldpb_client_queue_report(ldpb_client *c, const ldpb_assignment *a, double reward);
+
+/* What ldpb_client_flush did. */
+typedef struct ldpb_flush_stats {
+    size_t acked;      /* acknowledged as durable */
+    size_t duplicates; /* acknowledged as already counted (a resend whose ack was lost) */
+    size_t refused;    /* refused for good (unknown or expired assignment, invalid): dropped */
+    size_t left;       /* still queued: no answer, or the aggregator said retry later */
+} ldpb_flush_stats;
+
+/* Sends the queued reports in batch frames of at most `max_batch` reports (0 means
+ * LDPB_CLIENT_BATCH_MAX; more is LDPB_ERANGE), one round trip per frame, and removes each report
+ * the aggregator answered for good; the queue file is rewritten after every frame. Values are
+ * sent exactly as queued: nothing is privatized again. Stops at the first frame without an
+ * answer (LDPB_ETIMEDOUT, the reports stay queued). *stats (may be NULL) says what happened.
+ * Errors: LDPB_EINVAL (NULL, no queue_path), those of the exchange, LDPB_EIO (queue file). */
+LDPB_API ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *stats);
+
+/* Reports waiting in the queue (0 without a queue_path). */
+LDPB_API size_t ldpb_client_queued(const ldpb_client *c);
 
 /* Bytes of the strings of a status (without the terminating NUL), as the wire allows. */
 #define LDPB_CLIENT_STATUS_STRING_MAX 1024u

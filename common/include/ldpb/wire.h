@@ -50,10 +50,15 @@ extern "C" {
 #define LDPB_WIRE_UNKNOWN_MAX    64u        /* fields of unknown number, in the whole Envelope */
 #define LDPB_WIRE_DEPTH_MAX      8u         /* message nesting (the schema needs 3) */
 #define LDPB_WIRE_DECODE_MEM_MAX (2u << 20) /* bytes one decode may allocate */
+/* Reports in one ReportBatch (and results in one BatchAck). A report takes at most 88 bytes on
+ * the wire (a 64-byte id and a double value), a result at most 73, so 512 of either fit
+ * LDPB_PLAINTEXT_MAX with room to spare (45056 bytes). */
+#define LDPB_WIRE_BATCH_MAX 512u
 /* Envelope fields numbered LDPB_WIRE_BODY_FIRST and above are message kinds (the body oneof);
- * this revision knows up to LDPB_WIRE_BODY_LAST. Fields 3 to 9 are for optional Envelope fields. */
+ * this revision knows 10 to 16 and 21 to 24 (LDPB_WIRE_BODY_LAST). Fields 3 to 9 are for
+ * optional Envelope fields. */
 #define LDPB_WIRE_BODY_FIRST 10u
-#define LDPB_WIRE_BODY_LAST  16u
+#define LDPB_WIRE_BODY_LAST  24u
 
 /* Size of the optional `detail` buffers below: one line naming the field and the bound. */
 #define LDPB_DETAIL_BYTES 160u

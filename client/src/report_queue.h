@@ -1,0 +1,43 @@
+/* The client's on-disk queue of reports waiting for the aggregator (docs/client.md, "The report
+ * queue"): privatized values only, written whole and atomically like the ledger (a fresh
+ * path.tmp, fsync, rename over path, fsync the directory), so a crash leaves either the old queue
+ * or the new one, never a mix. Internal to libldpb-client. */
+#ifndef LDPB_REPORT_QUEUE_H
+#define LDPB_REPORT_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ldpb/err.h"
+#include "ldpb/ledger.h"
+
+typedef struct rq_entry {
+    uint8_t id[LDPB_ASSIGNMENT_ID_MAX];
+    uint8_t id_len;
+    uint8_t mechanism; /* ldpb_client_mech */
+    uint8_t is_bit;    /* the value travels as Report.bit, else as Report.real */
+    double epsilon;
+    double value; /* as sent: privatized (or the unit-scale reward in RAW mode) */
+} rq_entry;
+
+typedef struct rq {
+    char *path; /* NULL: in memory only */
+    char *tmp;
+    rq_entry *e;
+    size_t n, cap;
+} rq;
+
+/* Opens the queue at `path`, loading it if the file exists; NULL: in memory only (rq_save does
+ * nothing). Errors: LDPB_ENOMEM, LDPB_EIO (cannot
+ * read), LDPB_ECORRUPT (not a queue file, a bad checksum, more than `max` entries). */
+ldpb_err rq_open(rq **out, const char *path, size_t max);
+/* Writes the queue durably. LDPB_EIO on failure (the file then holds the previous queue). */
+ldpb_err rq_save(rq *q);
+/* 1 if the queue holds an entry for this id. */
+int rq_has(const rq *q, const uint8_t *id, size_t id_len);
+/* Appends `e` in memory (rq_save makes it durable). LDPB_ENOMEM. */
+ldpb_err rq_push(rq *q, const rq_entry *e);
+/* Wipes and frees. Accepts NULL. */
+void rq_close(rq *q);
+
+#endif
