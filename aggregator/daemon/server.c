@@ -34,6 +34,7 @@
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
+#include "ldpb/secmem.h"
 #include "ldpb/wire.h"
 #include "metrics.h"
 #include "policy.h"
@@ -1393,7 +1394,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     }
     /* sodium_malloc: the struct holds the secret key and the token key, so its pages are locked
      * (never swapped), excluded from core dumps and wiped by sodium_free. */
-    agg_server *s = sodium_malloc(sizeof *s);
+    agg_server *s = ldpb_secmem_alloc(sizeof *s);
     if (!s)
         return LDPB_ENOMEM;
     memset(s, 0, sizeof *s);
@@ -1867,5 +1868,5 @@ void agg_server_free(agg_server *s)
     pthread_mutex_destroy(&s->policy_mu);
     pthread_mutex_destroy(&s->queue_mu);
     pthread_cond_destroy(&s->queue_cv);
-    sodium_free(s);
+    ldpb_secmem_free(s, sizeof *s);
 }

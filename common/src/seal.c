@@ -17,6 +17,7 @@
 
 #include "ldpb/detail.h"
 #include "ldpb/seal.h"
+#include "ldpb/secmem.h"
 
 _Static_assert(LDPB_KEY_BYTES == crypto_box_PUBLICKEYBYTES, "key size");
 _Static_assert(LDPB_KEY_BYTES == crypto_box_SECRETKEYBYTES, "key size");
@@ -361,7 +362,7 @@ void ldpb_keycache_free(ldpb_keycache *kc)
     free(kc->lru_next);
     index_fini(&kc->cache);
     index_fini(&kc->allow);
-    sodium_free(kc);
+    ldpb_secmem_free(kc, sizeof *kc);
 }
 
 ldpb_err ldpb_keycache_new(ldpb_keycache **out, const ldpb_keypair *server,
@@ -381,7 +382,7 @@ ldpb_err ldpb_keycache_new(ldpb_keycache **out, const ldpb_keypair *server,
         return LDPB_ECRYPTO;
     /* The handle (a copy of the server's secret key) and the derived keys are in sodium_malloc'd
      * memory: locked when RLIMIT_MEMLOCK allows, never in a core dump, wiped by sodium_free. */
-    ldpb_keycache *kc = sodium_malloc(sizeof *kc);
+    ldpb_keycache *kc = ldpb_secmem_alloc(sizeof *kc);
     if (!kc)
         return LDPB_ENOMEM;
     memset(kc, 0, sizeof *kc);
