@@ -2,7 +2,9 @@
  * through `ldpb relay` to ldpb-aggregator; the relay killed with SIGKILL and restarted under load;
  * and a malicious relay, played here by a REQ socket that speaks RELAY_BATCH directly to the
  * daemon, which drops, duplicates, reorders and alters inner frames. */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -12,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,16 +97,45 @@ static uint64_t daemon_reports(const dt_daemon *d)
     return reports;
 }
 
-static void setup(dt_daemon *d, relay_proc *r)
+static void setup_with(dt_daemon *d, relay_proc *r, const char *more)
 {
+    char conf[512];
+    snprintf(conf, sizeof conf, "arms = 3\nassignment_ttl_s = 600\nlog_level = warn\n%s",
+             more ? more : "");
     assert_int_equal(dt_daemon_init(d), 0);
-    assert_int_equal(dt_daemon_write_config(d, "arms = 3\nassignment_ttl_s = 600\n"
-                                               "log_level = warn\n"),
-                     0);
+    assert_int_equal(dt_daemon_write_config(d, conf), 0);
     assert_int_equal(dt_daemon_start(d, NULL, NULL), 0);
     memset(r, 0, sizeof *r);
     snprintf(r->url, sizeof r->url, "ipc://%s/relay.sock", d->dir);
     snprintf(r->log, sizeof r->log, "%s/relay.log", d->dir);
+}
+
+static void setup(dt_daemon *d, relay_proc *r)
+{
+    setup_with(d, r, NULL);
+}
+
+/* GET /metrics from 127.0.0.1:port into buf (NUL-terminated); returns the bytes read. */
+static size_t get_metrics(int port, char *buf, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {5, 0};
+    size_t len = 0;
+    static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
+        connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1))
+        for (ssize_t n; len + 1 < cap && (n = read(fd, buf + len, cap - 1 - len)) > 0;)
+            len += (size_t)n;
+    buf[len] = '\0';
+    if (fd >= 0)
+        close(fd);
+    return len;
 }
 
 /* ---- the client library through a relay ---------------------------------------------------- */
@@ -502,7 +535,10 @@ static void test_batch_waits_for_commit(void **state)
     (void)state;
     dt_daemon d;
     relay_proc unused;
-    setup(&d, &unused);
+    int mport = dt_free_port();
+    char more[64];
+    snprintf(more, sizeof more, "metrics = 127.0.0.1:%d\n", mport);
+    setup_with(&d, &unused, more);
     enum { N = 40 };
     static dt_client dev[N];
     static uint8_t frames[2 * N][LDPB_FRAME_MAX];
@@ -556,6 +592,10 @@ static void test_batch_waits_for_commit(void **state)
     }
     /* acked means durable: the count is there the moment the reply is */
     assert_int_equal(daemon_reports(&d) - before, N);
+    /* one batch; its inner frames count as requests like direct ones */
+    static char metrics[1 << 16];
+    assert_true(get_metrics(mport, metrics, sizeof metrics) > 0);
+    assert_non_null(strstr(metrics, "\nldpb_relay_batches_total 1\n"));
     /* and it survives a kill -9 */
     assert_int_equal(dt_daemon_signal_wait(&d, SIGKILL), 128 + SIGKILL);
     assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
