@@ -243,6 +243,19 @@ static void test_clients_through_relay(void **state)
     }
     assert_int_equal(done, DEV_THREADS * DEV_ROUNDS);
     assert_int_equal(daemon_reports(&d) - before, (uint64_t)done);
+    /* an oversized frame is refused by the relay itself, as the aggregator would */
+    dt_client big;
+    assert_int_equal(dt_client_open(&big, r.url, d.server.pk, 5000), 0);
+    uint8_t *junk = calloc(1, LDPB_FRAME_MAX + 100);
+    assert_non_null(junk);
+    memcpy(junk, "LDPB\x01\x01", 6);
+    dt_reply rep;
+    assert_int_equal(dt_client_raw(&big, junk, LDPB_FRAME_MAX + 100, &rep), 0);
+    assert_true(dt_is_error(&rep, 0, LDPB_EPROTO));
+    assert_string_equal(rep.reason, "frame of 65636 bytes exceeds the limit of 65536");
+    dt_reply_clear(&rep);
+    free(junk);
+    dt_client_close(&big);
     assert_int_equal(relay_stop(&r, SIGTERM), 0);
     unsigned long long batches = 0, frames = 0;
     relay_counts(&r, &batches, &frames);
