@@ -19,6 +19,9 @@
 #               prefill16 prefill256"; prefillN: every client first queues max(2N, 256)
 #               reports, then all send them in batches of N, and only that phase is measured)
 #   RAA_RATES   offered loads of the open-loop runs with one round trip per report (default 10000)
+#   RELAY_CLIENTS clients of the relayed runs (default 256; "" skips them): loadgen through
+#               `ldpb relay` (batches of up to 256 frames) against loadgen direct, with the daemon's
+#               CPU per report (utime+stime from /proc/PID/stat over the reports it counted)
 #   DOS         0: skip the last part, bench_dos_flood (an honest client under a garbage flood and
 #               under an equal-rate flood of frames under fresh random client keys, in one run)
 # Simulated devices keep their privacy ledgers in memory (loadgen's, and said in its output).
@@ -136,6 +139,52 @@ for rate in ${RAA_RATES:-10000}; do
     row open1 "$rate_clients" "$rate" "$out"
     stop_daemon
 done
+
+# cpu_us PID: the process's utime + stime so far, in microseconds.
+cpu_us() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.0f\n", ($14 + $15) * 1e6 / t }' "/proc/$1/stat"; }
+reports_of() {
+    "$ldpb" status --connect "$url" --server-key "$work/keys/aggregator.pub" --json |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])'
+}
+relay_clients=${RELAY_CLIENTS-256}
+if [ -n "$relay_clients" ]; then
+    echo
+    echo "# relayed: loadgen -> ldpb relay (--batch 256 --threads 2) -> aggregator, all on this machine;"
+    echo "# cpu/report: the process's utime+stime over the reports the daemon counted in the run"
+    printf '%-8s %7s %11s %13s %13s\n' run clients "reports/s" "daemon.us/rep" "relay.us/rep"
+    for via in direct relay; do
+        start_daemon
+        target=$url
+        relay_pid=
+        if [ "$via" = relay ]; then
+            target="ipc://$work/relay$run.sock"
+            "$ldpb" relay --listen "$target" --upstream "$url" --batch 256 --threads 2 \
+                2>"$work/relay$run.log" &
+            relay_pid=$!
+            sleep 0.5
+        fi
+        out="$work/loadgen-$via.txt"
+        r0=$(reports_of)
+        c0=$(cpu_us "$daemon_pid")
+        q0=0
+        if [ -n "$relay_pid" ]; then q0=$(cpu_us "$relay_pid"); fi
+        "$ldpb" loadgen --connect "$target" --server-key "$work/keys/aggregator.pub" \
+            --clients "$relay_clients" --duration "$seconds" --means 0.9,0.8,0.7,0.6,0.5 \
+            >"$out" 2>&1 || true
+        c1=$(cpu_us "$daemon_pid")
+        q1=0
+        if [ -n "$relay_pid" ]; then
+            q1=$(cpu_us "$relay_pid")
+            kill -TERM "$relay_pid" 2>/dev/null || true
+            wait "$relay_pid" 2>/dev/null || true
+        fi
+        r1=$(reports_of)
+        printf '%-8s %7s %11s %13s %13s\n' "$via" "$relay_clients" "$(field "$out" "throughput" 2)" \
+            "$(awk -v c=$((c1 - c0)) -v r=$((r1 - r0)) 'BEGIN { printf r ? "%.1f" : "-", c / r }')" \
+            "$(awk -v c=$((q1 - q0)) -v r=$((r1 - r0)) -v v="$via" 'BEGIN { printf (r && v == "relay") ? "%.1f" : "-", c / r }')"
+        stop_daemon
+    done
+fi
 echo
 echo "# closed: every client starts its next round when the last one is acked; open: rounds start"
 echo "# at the offered rate in all (--rate); reports/s below the offered rate means it was not reached."

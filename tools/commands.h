@@ -16,6 +16,7 @@ int cmd_keygen(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_loadgen(int argc, char **argv);
+int cmd_relay(int argc, char **argv);
 
 /* An aggregator's status as `ldpb status` fetches it (cmd_status.c, through ldpb_client_status);
  * `ldpb loadgen` uses it to check the arm count and the report total. */

@@ -19,6 +19,7 @@ static const struct {
     {"sim", cmd_sim, "simulate bandit algorithms: regret curves, summary, plots"},
     {"status", cmd_status, "print an aggregator's policy, totals and per-arm table"},
     {"loadgen", cmd_loadgen, "drive an aggregator with simulated devices; measure and learn"},
+    {"relay", cmd_relay, "forward device frames to an aggregator in batches"},
 };
 
 static void usage(FILE *out)

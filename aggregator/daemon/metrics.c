@@ -185,6 +185,9 @@ static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms
     COUNTER("ldpb_decisions_dropped_total", "Decisions not logged (queue full).",
             st.decisions_dropped);
     COUNTER("ldpb_send_failures_total", "Replies the transport could not send.", st.send_failures);
+    COUNTER("ldpb_relay_batches_total",
+            "Relay batches accepted (their inner frames count in ldpb_requests_total).",
+            st.relay_batches);
     EMIT("# HELP ldpb_assignments_paused 1 while no assignment is issued (commits fail, or "
          "state_dir is below min_free_mb).\n# TYPE ldpb_assignments_paused gauge\n"
          "ldpb_assignments_paused %" PRIu64 "\n",

@@ -33,6 +33,7 @@
 #include "ldpb/keyfile.h"
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
+#include "ldpb/relay.h"
 #include "ldpb/seal.h"
 #include "ldpb/secmem.h"
 #include "ldpb/wire.h"
@@ -107,6 +108,7 @@ struct agg_worker {
     uint32_t arms_cap;
     /* Non-NULL while do_assign runs for a report_and_assign: its reply is kept, not sent. */
     struct collector *capture;
+    ldpb_relay_entry relay_in[LDPB_RELAY_ENTRIES_MAX]; /* a relay batch's inner frames */
 };
 
 struct agg_server {
@@ -183,6 +185,7 @@ struct agg_server {
     atomic_uint_fast64_t n_batches, n_batch_items, n_commit_failures, commit_us;
     atomic_uint_fast64_t commit_hist[AGG_COMMIT_BUCKETS + 1]; /* per bucket, +Inf last */
     atomic_uint_fast64_t n_decisions_dropped, n_send_failures;
+    atomic_uint_fast64_t n_relay_batches;
     atomic_uint_fast64_t n_decisions_deleted, n_decision_rows, free_bytes;
 };
 
@@ -241,6 +244,17 @@ static void count_error(agg_server *s, ldpb_err code)
 
 struct collector;
 static void capture_reply(struct collector *c, const Ldpb__V1__Envelope *env);
+static void relay_collect(agg_server *s, agg_reply_to to, const uint8_t *frame, size_t len);
+
+/* Every reply leaves through here: an inner frame of a relay batch is answered into its batch's
+ * collector, anything else through the transport. */
+static void deliver(agg_server *s, agg_reply_to to, const uint8_t *frame, size_t len)
+{
+    if (to.tag & AGG_REPLY_RELAY)
+        relay_collect(s, to, frame, len);
+    else
+        s->send(s->send_ctx, to, frame, len);
+}
 
 static void send_plain_error(agg_server *s, agg_worker *w, agg_reply_to to, ldpb_err code,
                              const char *reason)
@@ -251,7 +265,7 @@ static void send_plain_error(agg_server *s, agg_worker *w, agg_reply_to to, ldpb
         LDPB_OK)
         (void)ldpb_frame_build_plain_error(w->frame, sizeof w->frame, &len, (uint32_t)code,
                                            ldpb_strerror(code));
-    s->send(s->send_ctx, to, w->frame, len);
+    deliver(s, to, w->frame, len);
 }
 
 /* Encodes `env` and seals it for the client; on an encoding failure answers with a sealed
@@ -290,7 +304,7 @@ static void send_sealed(agg_server *s, agg_worker *w, agg_reply_to to,
         send_plain_error(s, w, to, err, "cannot seal the reply");
         return;
     }
-    s->send(s->send_ctx, to, w->frame, len);
+    deliver(s, to, w->frame, len);
 }
 
 static void send_sealed_error(agg_server *s, agg_worker *w, agg_reply_to to,
@@ -907,8 +921,9 @@ static void seal_unlock(void *mu)
     pthread_mutex_unlock(mu);
 }
 
-void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t len,
-                       agg_reply_to to)
+/* One device frame, received directly or inside a relay batch: exactly one reply to `to`. */
+static void handle_frame(agg_server *s, agg_worker *w, const uint8_t *msg, size_t len,
+                         agg_reply_to to)
 {
     char detail[LDPB_DETAIL_BYTES] = "";
     ldpb_frame fr;
@@ -1019,6 +1034,128 @@ done:
     ldpb_envelope_free(env);
     sodium_memzero(w->pt, pt_len);
     sodium_memzero(&key, sizeof key);
+}
+
+/* ---- relay batches ----------------------------------------------------------------------- */
+
+/* One relay batch in flight (docs/protocol.md section 11): its inner frames run through
+ * handle_frame like direct ones, each with a reply_to naming this collector and its slot, and
+ * the replies gather here. A report's reply comes from the committer after its COMMIT, so the
+ * batch is answered when the last reply arrives, from whichever thread delivers it. */
+typedef struct relay_batch {
+    pthread_mutex_t mu;
+    size_t outstanding; /* replies still to come; +1 while the worker is dispatching */
+    size_t n;
+    agg_reply_to to;         /* the relay's */
+    ldpb_relay_entry *slots; /* the relay's ids; the replies, as they arrive */
+    uint8_t **copies;        /* owned copies of the replies (NULL: not yet, or no memory) */
+} relay_batch;
+
+static void relay_batch_free(relay_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->copies[i]);
+    pthread_mutex_destroy(&b->mu);
+    free(b->copies);
+    free(b->slots);
+    free(b);
+}
+
+/* Sends the collected replies to the relay as one RELAY_REPLY and frees the batch. */
+static void relay_finish(agg_server *s, relay_batch *b)
+{
+    /* a slot whose copy failed answers like a direct request the server had no memory for */
+    uint8_t nomem[LDPB_FRAME_ERROR_MIN + 64];
+    size_t nomem_len = 0;
+    (void)ldpb_frame_build_plain_error(nomem, sizeof nomem, &nomem_len, LDPB_ENOMEM,
+                                       "out of memory");
+    for (size_t i = 0; i < b->n; i++)
+        if (!b->copies[i]) {
+            b->slots[i].frame = nomem;
+            b->slots[i].len = nomem_len;
+        }
+    size_t need = ldpb_relay_size(b->slots, b->n), len = 0;
+    uint8_t *buf = malloc(need);
+    if (buf &&
+        ldpb_relay_build(buf, need, &len, LDPB_FRAME_RELAY_REPLY, b->slots, b->n) == LDPB_OK) {
+        s->send(s->send_ctx, b->to, buf, len);
+    } else {
+        atomic_fetch_add(&s->n_plain_errors, 1);
+        s->send(s->send_ctx, b->to, nomem, nomem_len);
+    }
+    free(buf);
+    relay_batch_free(b);
+}
+
+static void relay_collect(agg_server *s, agg_reply_to to, const uint8_t *frame, size_t len)
+{
+    relay_batch *b = to.control;
+    size_t slot = (size_t)(to.tag & ~AGG_REPLY_RELAY);
+    uint8_t *copy = malloc(len);
+    if (copy)
+        memcpy(copy, frame, len);
+    pthread_mutex_lock(&b->mu);
+    b->copies[slot] = copy;
+    b->slots[slot].frame = copy;
+    b->slots[slot].len = len;
+    int last = --b->outstanding == 0;
+    pthread_mutex_unlock(&b->mu);
+    if (last)
+        relay_finish(s, b);
+}
+
+static void handle_relay_batch(agg_server *s, agg_worker *w, const uint8_t *msg, size_t len,
+                               agg_reply_to to)
+{
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t n = 0;
+    /* every bound is checked on the raw bytes before anything is allocated or opened */
+    ldpb_err err = ldpb_relay_parse(msg, len, LDPB_FRAME_RELAY_BATCH, w->relay_in,
+                                    LDPB_RELAY_ENTRIES_MAX, &n, detail);
+    if (err) {
+        atomic_fetch_add(&s->n_requests, 1);
+        logf_(s, AGG_LOG_DEBUG, "refused a relay batch: %s", detail);
+        send_plain_error(s, w, to, err, detail);
+        return;
+    }
+    relay_batch *b = calloc(1, sizeof *b);
+    if (b) {
+        b->slots = calloc(n, sizeof *b->slots);
+        b->copies = calloc(n, sizeof *b->copies);
+    }
+    if (!b || !b->slots || !b->copies || pthread_mutex_init(&b->mu, NULL) != 0) {
+        if (b) {
+            free(b->slots);
+            free(b->copies);
+        }
+        free(b);
+        send_plain_error(s, w, to, LDPB_ENOMEM, "out of memory for a relay batch");
+        return;
+    }
+    atomic_fetch_add(&s->n_relay_batches, 1);
+    b->n = n;
+    b->to = to;
+    b->outstanding = n + 1;
+    for (size_t i = 0; i < n; i++)
+        b->slots[i].id = w->relay_in[i].id;
+    for (size_t i = 0; i < n; i++) {
+        agg_reply_to inner = {b, AGG_REPLY_RELAY | (uint64_t)i};
+        handle_frame(s, w, w->relay_in[i].frame, w->relay_in[i].len, inner);
+    }
+    pthread_mutex_lock(&b->mu);
+    int last = --b->outstanding == 0;
+    pthread_mutex_unlock(&b->mu);
+    if (last)
+        relay_finish(s, b);
+}
+
+void agg_server_handle(agg_server *s, agg_worker *w, const uint8_t *msg, size_t len,
+                       agg_reply_to to)
+{
+    if (ldpb_relay_is_kind(msg, len, LDPB_FRAME_RELAY_BATCH))
+        handle_relay_batch(s, w, msg, len, to);
+    else
+        handle_frame(s, w, msg, len, to);
 }
 
 /* ---- the committer ----------------------------------------------------------------------- */
@@ -1610,6 +1747,7 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
         o->replay_window_ms = now_ms - floor_ms;
     o->decisions_dropped = atomic_load(&s->n_decisions_dropped);
     o->send_failures = atomic_load(&s->n_send_failures);
+    o->relay_batches = atomic_load(&s->n_relay_batches);
     o->assignments_paused = atomic_load(&s->commits_failing) || atomic_load(&s->space_low);
     o->decisions_deleted = atomic_load(&s->n_decisions_deleted);
     o->decision_rows = atomic_load(&s->n_decision_rows);

@@ -36,6 +36,10 @@ typedef struct agg_reply_to {
     uint64_t tag;  /* embedders' own tag (tests, fuzzing) */
 } agg_reply_to;
 
+/* Tags with this bit are the server's own: a reply_to of an inner frame of a relay batch, whose
+ * control is the batch's reply collector (server.c). Embedders' tags leave it clear. */
+#define AGG_REPLY_RELAY (UINT64_C(1) << 63)
+
 /* Delivers the reply `frame` for `to`. Called exactly once per handled request, from a worker or
  * from the committer; it owns `to` from then on (frees the header whether or not it sends). */
 typedef void (*agg_send_fn)(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len);
@@ -56,6 +60,7 @@ typedef struct agg_server_stats {
     uint64_t commit_us;         /* total time in commit, microseconds */
     uint64_t decisions_dropped; /* decisions not logged because the queue was full */
     uint64_t send_failures;     /* replies the transport could not send */
+    uint64_t relay_batches;     /* relay batches accepted (their inner frames are in requests) */
     uint64_t queue_depth;       /* items waiting for the committer now */
     /* committed transactions by duration: [b] counts those above bucket b-1's bound and at most
      * agg_commit_bucket_us[b]; the last slot those above every bound */

@@ -6,7 +6,11 @@
  *   1  the rest is an Envelope's bytes, sealed by a fixed client (reaches the decoder)
  *   2  the rest describes a Report for an assignment the server issued (reaches the report
  *      checks and the committer): [flip u8][mechanism u8][value kind u8][epsilon f64][value f64]
- *      where a nonzero `flip` corrupts that byte of the assignment id */
+ *      where a nonzero `flip` corrupts that byte of the assignment id
+ *   3  a relay batch (docs/protocol.md section 11): [k u8] then Envelope bytes, sealed k % 8 + 1
+ *      times by the fixed client (fresh nonces), plus the first sealed frame again (a replay);
+ *      the one RELAY_REPLY must answer every entry with a well-formed frame
+ * A RELAY_REPLY may answer only a well-formed relay batch, with one entry per batch entry. */
 #define _XOPEN_SOURCE 700 /* nftw, mkdtemp */
 #include <ftw.h>
 #include <stdio.h>
@@ -17,6 +21,7 @@
 #include "config.h"
 #include "fuzz_target.h"
 #include "ldpb/keyfile.h"
+#include "ldpb/relay.h"
 #include "ldpb/rng.h"
 #include "ldpb/seal.h"
 #include "ldpb/wire.h"
@@ -30,7 +35,9 @@ typedef struct fuzz_state {
     ldpb_keypair client;
     ldpb_seal_key key;
     ldpb_rng *rng;
-    unsigned replies; /* replies delivered since the last reset */
+    unsigned replies;     /* replies delivered since the last reset */
+    size_t relay_entries; /* the message handled is a relay batch of this many entries; 0: not */
+    ldpb_relay_entry batch[LDPB_RELAY_ENTRIES_MAX]; /* its entries (the ids to answer) */
     uint8_t id[LDPB_WIRE_ID_MAX];
     size_t id_len;
 } fuzz_state;
@@ -42,6 +49,21 @@ static void on_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t le
     fuzz_state *f = ctx;
     (void)to;
     ldpb_frame fr;
+    if (ldpb_relay_is_kind(frame, len, LDPB_FRAME_RELAY_REPLY)) {
+        static ldpb_relay_entry e[LDPB_RELAY_ENTRIES_MAX];
+        size_t n = 0;
+        if (!f->relay_entries ||
+            ldpb_relay_parse(frame, len, LDPB_FRAME_RELAY_REPLY, e, LDPB_RELAY_ENTRIES_MAX, &n,
+                             NULL) != LDPB_OK ||
+            n != f->relay_entries)
+            abort();
+        for (size_t i = 0; i < n; i++)
+            if (e[i].id != f->batch[i].id ||
+                ldpb_frame_parse(e[i].frame, e[i].len, &fr, NULL) != LDPB_OK)
+                abort();
+        f->replies++;
+        return;
+    }
     if (ldpb_frame_parse(frame, len, &fr, NULL) != LDPB_OK)
         abort(); /* the server must only ever send well-formed frames */
     if (fr.kind == LDPB_FRAME_SEALED && f->id_len == 0) {
@@ -86,6 +108,9 @@ static void cleanup(void)
 static void roundtrip(const uint8_t *msg, size_t len)
 {
     st->replies = 0;
+    st->relay_entries = 0;
+    (void)ldpb_relay_parse(msg, len, LDPB_FRAME_RELAY_BATCH, st->batch, LDPB_RELAY_ENTRIES_MAX,
+                           &st->relay_entries, NULL);
     agg_reply_to to = {NULL, 1};
     agg_server_handle(st->srv, st->w, msg, len, to);
     while (agg_server_commit_batch(st->srv) > 0)
@@ -104,6 +129,28 @@ static void send_sealed_pt(const uint8_t *pt, size_t pt_len)
         LDPB_OK)
         return; /* too long to seal: nothing to send */
     roundtrip(frame, len);
+}
+
+/* Mode 3: k sealings of `pt`, then the first one again, as one relay batch. */
+static void send_relay_batch(size_t k, const uint8_t *pt, size_t pt_len)
+{
+    static uint8_t frames[9][LDPB_FRAME_MAX];
+    static uint8_t batch[LDPB_RELAY_BATCH_MAX];
+    ldpb_relay_entry e[9];
+    for (size_t i = 0; i < k; i++) {
+        uint8_t nonce[LDPB_NONCE_BYTES];
+        size_t len = 0;
+        ldpb_nonce_make(nonce, ldpb_seal_now_ms(), LDPB_DIR_TO_SERVER, st->rng);
+        if (ldpb_seal_frame(frames[i], LDPB_FRAME_MAX, &len, st->client.pk, &st->key, nonce, pt,
+                            pt_len) != LDPB_OK)
+            return;
+        e[i] = (ldpb_relay_entry){(uint32_t)(i * 3 + 1), frames[i], len};
+    }
+    e[k] = (ldpb_relay_entry){(uint32_t)(k * 3 + 1), frames[0], e[0].len};
+    size_t len = 0;
+    if (ldpb_relay_build(batch, sizeof batch, &len, LDPB_FRAME_RELAY_BATCH, e, k + 1) != LDPB_OK)
+        return; /* too large for one batch */
+    roundtrip(batch, len);
 }
 
 static int setup(void)
@@ -166,12 +213,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const uint8_t *p = data + 1;
     size_t n = size - 1;
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
     case 0:
         roundtrip(p, n);
         break;
     case 1:
         send_sealed_pt(p, n);
+        break;
+    case 3:
+        if (n >= 1)
+            send_relay_batch((size_t)(p[0] % 8) + 1, p + 1, n - 1);
         break;
     default: {
         if (n < 19)

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Contract tests for `ldpb relay` (docs/cli.md) against the real ldpb-aggregator binary: help and
+# usage errors (exit 2, one line, nothing on stdout), a URL that cannot be bound (exit 1), and
+# `ldpb loadgen` through a relay on ipc:// and tcp:// (every round acked, the daemon's count
+# equal to the acked reports, the relay's own count of batches below its frames), then SIGTERM
+# (exit 0). Whatever happens, the daemon and the relay are killed on exit.
+set -euo pipefail
+
+CMD=relay
+# shellcheck source=daemon_fixture.sh
+source "$(dirname "$0")/daemon_fixture.sh"
+
+RPID=
+trap 'if [ -n "$RPID" ]; then kill -KILL "$RPID" 2>/dev/null || true; fi; cleanup' EXIT
+
+run --help
+check "--help exits 0 (got $rc)" test "$rc" = 0
+check "--help writes nothing on stderr" test ! -s err
+for opt in listen upstream batch wait-us threads timeout-ms verbose help; do
+    check "--help documents --$opt" grep -q -- "--$opt\\b" out
+done
+check "ldpb --help lists relay" sh -c "'$LDPB' --help | grep -q '^  relay '"
+
+usage_case '--listen and --upstream are required' --listen "$IPC"
+usage_case '--listen and --upstream are required' --upstream "$IPC"
+usage_case "unknown option '--frob'" --listen "$IPC" --upstream "$IPC" --frob 1
+usage_case '--batch needs an integer in 1..256' --listen "$IPC" --upstream "$IPC" --batch 0
+usage_case '--batch needs an integer in 1..256' --listen "$IPC" --upstream "$IPC" --batch 257
+usage_case '--threads needs an integer in 1..64' --listen "$IPC" --upstream "$IPC" --threads x
+usage_case '--wait-us needs an integer in 0..1000000' --listen "$IPC" --upstream "$IPC" \
+    --wait-us -1
+usage_case '--timeout-ms needs an integer in 1..600000' --listen "$IPC" --upstream "$IPC" \
+    --timeout-ms 0
+
+run --listen "tcp://256.0.0.1:1" --upstream "$IPC"
+check "an unbindable --listen exits 1 (got $rc)" test "$rc" = 1
+check "... and says so" grep -q 'cannot bind' err
+
+start_daemon
+RPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+RIPC="ipc://$TMP/relay.sock"
+RTCP="tcp://127.0.0.1:$RPORT"
+"$LDPB" relay --listen "$RIPC" --listen "$RTCP" --upstream "$IPC" --batch 32 2>relay.log &
+RPID=$!
+for url in "$RIPC" "$RTCP"; do
+    before=$("$LDPB" status --connect "$IPC" --server-key "$PUB" --json |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])')
+    run_loadgen() {
+        set +e
+        "$LDPB" loadgen --connect "$url" --server-key "$PUB" --clients 8 --reports 400 \
+            --timeout-ms 5000 >out 2>err
+        rc=$?
+        set -e
+    }
+    for _ in $(seq 1 50); do # the relay binds in the background
+        "$LDPB" status --connect "$url" --server-key "$PUB" --timeout-ms 200 >/dev/null 2>&1 &&
+            break
+        sleep 0.1
+    done
+    run_loadgen
+    check "loadgen through $url exits 0 (got $rc: $(cat err))" test "$rc" = 0
+    check "loadgen through $url: 400 acked" grep -q '^reports acked \+400$' out
+    after=$("$LDPB" status --connect "$IPC" --server-key "$PUB" --json |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])')
+    check "the daemon counted 400 more through $url (got $((after - before)))" \
+        test "$((after - before))" = 400
+done
+kill -TERM "$RPID"
+set +e
+wait "$RPID"
+rrc=$?
+set -e
+RPID=
+check "relay exit status after SIGTERM is 0 (got $rrc)" test "$rrc" = 0
+line=$(grep 'stopped:' relay.log || true)
+batches=$(echo "$line" | sed -n 's/.*stopped: \([0-9]*\) batches, \([0-9]*\) frames.*/\1/p')
+frames=$(echo "$line" | sed -n 's/.*stopped: \([0-9]*\) batches, \([0-9]*\) frames.*/\2/p')
+check "the relay forwarded every assign and report ($frames frames)" test "${frames:-0}" -ge 1600
+check "in fewer batches than frames ($batches)" test "${batches:-0}" -lt "${frames:-0}"
+stop_daemon
+finish

@@ -1,0 +1,635 @@
+/* The relay tier (docs/protocol.md section 11) against the real binaries: the client library
+ * through `ldpb relay` to ldpb-aggregator; the relay killed with SIGKILL and restarted under load;
+ * and a malicious relay, played here by a REQ socket that speaks RELAY_BATCH directly to the
+ * daemon, which drops, duplicates, reorders and alters inner frames. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+
+#include "harness.h"
+#include "ldpb/client.h"
+#include "ldpb/relay.h"
+
+#ifndef LDPB_TOOL_BIN
+#error "LDPB_TOOL_BIN must name the ldpb binary"
+#endif
+
+#define K 3
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct relay_proc {
+    pid_t pid;
+    char url[256];
+    char log[256];
+} relay_proc;
+
+/* Starts `ldpb relay` from `url` to the daemon's ipc URL and waits until a status request through
+ * it is answered. */
+static int relay_start(relay_proc *r, const dt_daemon *d, const char *batch)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
+        int fd = open(r->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
+        execl(LDPB_TOOL_BIN, "ldpb", "relay", "--listen", r->url, "--upstream", d->ipc_url,
+              "--batch", batch, "--wait-us", "2000", "--threads", "2", "--timeout-ms", "2000",
+              (char *)NULL);
+        _exit(127);
+    }
+    r->pid = pid;
+    for (int i = 0; i < 100; i++) {
+        dt_client c;
+        uint64_t pulls[K], reports = 0;
+        int ok = dt_client_open(&c, r->url, d->server.pk, 200) == 0 &&
+                 dt_status(&c, pulls, K, &reports) == K;
+        dt_client_close(&c);
+        if (ok)
+            return 0;
+        sleep_ms(50);
+    }
+    return -1;
+}
+
+static int relay_stop(relay_proc *r, int sig)
+{
+    kill(r->pid, sig);
+    int st = dt_wait_status(r->pid);
+    r->pid = 0;
+    return st;
+}
+
+static uint64_t daemon_reports(const dt_daemon *d)
+{
+    dt_client c;
+    uint64_t pulls[K], reports = 0;
+    assert_int_equal(dt_client_open(&c, d->ipc_url, d->server.pk, 5000), 0);
+    assert_int_equal(dt_status(&c, pulls, K, &reports), K);
+    dt_client_close(&c);
+    return reports;
+}
+
+static void setup_with(dt_daemon *d, relay_proc *r, const char *more)
+{
+    char conf[512];
+    snprintf(conf, sizeof conf, "arms = 3\nassignment_ttl_s = 600\nlog_level = warn\n%s",
+             more ? more : "");
+    assert_int_equal(dt_daemon_init(d), 0);
+    assert_int_equal(dt_daemon_write_config(d, conf), 0);
+    assert_int_equal(dt_daemon_start(d, NULL, NULL), 0);
+    memset(r, 0, sizeof *r);
+    snprintf(r->url, sizeof r->url, "ipc://%s/relay.sock", d->dir);
+    snprintf(r->log, sizeof r->log, "%s/relay.log", d->dir);
+}
+
+static void setup(dt_daemon *d, relay_proc *r)
+{
+    setup_with(d, r, NULL);
+}
+
+/* GET /metrics from 127.0.0.1:port into buf (NUL-terminated); returns the bytes read. */
+static size_t get_metrics(int port, char *buf, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {5, 0};
+    size_t len = 0;
+    static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
+        connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1))
+        for (ssize_t n; len + 1 < cap && (n = read(fd, buf + len, cap - 1 - len)) > 0;)
+            len += (size_t)n;
+    buf[len] = '\0';
+    if (fd >= 0)
+        close(fd);
+    return len;
+}
+
+/* ---- the client library through a relay ---------------------------------------------------- */
+
+#define DEV_THREADS 8
+#define DEV_ROUNDS  60
+
+typedef struct dev_arg {
+    const char *url;
+    const uint8_t *pk;
+    int rounds;
+    uint32_t timeout_ms, attempts;
+    int persist;      /* retry a failed call until it succeeds (the relay may be down) */
+    const int *stop;  /* persist: run rounds until *stop is set */
+    int done, failed; /* done: read by the main thread while the device runs */
+} dev_arg;
+
+static void *dev_main(void *p)
+{
+    dev_arg *a = p;
+    ldpb_client_opts o;
+    ldpb_client_opts_init(&o);
+    o.server_url = a->url;
+    memcpy(o.server_public_key, a->pk, LDPB_KEY_BYTES);
+    o.timeout_ms = a->timeout_ms;
+    o.max_attempts = a->attempts;
+    o.lifetime_budget = 1e6; /* a simulated device runs thousands of rounds */
+    ldpb_client *c = NULL;
+    if (ldpb_client_new(&c, &o) != LDPB_OK) {
+        a->failed = 1;
+        return NULL;
+    }
+    for (int i = 0; !a->failed; i++) {
+        if (a->persist ? __atomic_load_n(a->stop, __ATOMIC_RELAXED) != 0 : i >= a->rounds)
+            break;
+        ldpb_assignment as;
+        ldpb_err e;
+        int tries = 0;
+        while ((e = ldpb_client_assign(c, NULL, 0, &as)) != LDPB_OK && a->persist && ++tries < 50)
+            ;
+        if (e) {
+            print_message("assign: %s\n", ldpb_client_errmsg(c));
+            a->failed = 1;
+            break;
+        }
+        /* the ledger keeps the value: every retry resends the same report */
+        tries = 0;
+        while ((e = ldpb_client_report(c, &as, (i % 4) / 3.0)) != LDPB_OK && a->persist &&
+               ++tries < 50)
+            ;
+        if (e) {
+            print_message("report: %s\n", ldpb_client_errmsg(c));
+            a->failed = 1;
+            break;
+        }
+        __atomic_add_fetch(&a->done, 1, __ATOMIC_RELAXED);
+    }
+    ldpb_client_free(c);
+    return NULL;
+}
+
+static void run_devices(dev_arg *args, const char *url, const uint8_t *pk, const int *stop,
+                        pthread_t *th)
+{
+    for (int i = 0; i < DEV_THREADS; i++) {
+        int persist = stop != NULL;
+        args[i] = (dev_arg){url,  pk, DEV_ROUNDS, persist ? 300 : 3000, persist ? 5 : 2, persist,
+                            stop, 0,  0};
+        assert_int_equal(pthread_create(&th[i], NULL, dev_main, &args[i]), 0);
+    }
+}
+
+/* Reads "N batches, M frames forwarded" from the relay's last stop line. */
+static void relay_counts(const relay_proc *r, unsigned long long *batches,
+                         unsigned long long *frames)
+{
+    FILE *f = fopen(r->log, "r");
+    assert_non_null(f);
+    char line[512];
+    *batches = *frames = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "stopped: ");
+        if (p)
+            assert_int_equal(sscanf(p, "stopped: %llu batches, %llu frames", batches, frames), 2);
+    }
+    fclose(f);
+}
+
+static void test_clients_through_relay(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    relay_proc r;
+    setup(&d, &r);
+    assert_int_equal(relay_start(&r, &d, "64"), 0);
+    uint64_t before = daemon_reports(&d);
+    dev_arg args[DEV_THREADS];
+    pthread_t th[DEV_THREADS];
+    run_devices(args, r.url, d.server.pk, NULL, th);
+    int done = 0;
+    for (int i = 0; i < DEV_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_false(args[i].failed);
+        done += args[i].done;
+    }
+    assert_int_equal(done, DEV_THREADS * DEV_ROUNDS);
+    assert_int_equal(daemon_reports(&d) - before, (uint64_t)done);
+    /* an oversized frame is refused by the relay itself, as the aggregator would */
+    dt_client big;
+    assert_int_equal(dt_client_open(&big, r.url, d.server.pk, 5000), 0);
+    uint8_t *junk = calloc(1, LDPB_FRAME_MAX + 100);
+    assert_non_null(junk);
+    memcpy(junk, "LDPB\x01\x01", 6);
+    dt_reply rep;
+    assert_int_equal(dt_client_raw(&big, junk, LDPB_FRAME_MAX + 100, &rep), 0);
+    assert_true(dt_is_error(&rep, 0, LDPB_EPROTO));
+    assert_string_equal(rep.reason, "frame of 65636 bytes exceeds the limit of 65536");
+    dt_reply_clear(&rep);
+    free(junk);
+    dt_client_close(&big);
+    assert_int_equal(relay_stop(&r, SIGTERM), 0);
+    unsigned long long batches = 0, frames = 0;
+    relay_counts(&r, &batches, &frames);
+    print_message("%llu frames in %llu batches\n", frames, batches);
+    /* every assign and report went through the relay, plus the readiness probe */
+    assert_true(frames >= 2ull * (unsigned long long)done);
+    /* eight devices at once: batches carry several frames */
+    assert_true(batches < frames);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
+/* The relay dies with SIGKILL twice under load and comes back on the same URL; the devices
+ * retry (fresh nonces; a report resends its ledger value), and every round is counted once. */
+static void test_relay_kill9_restart(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    relay_proc r;
+    setup(&d, &r);
+    assert_int_equal(relay_start(&r, &d, "32"), 0);
+    uint64_t before = daemon_reports(&d);
+    dev_arg args[DEV_THREADS];
+    pthread_t th[DEV_THREADS];
+    int stop = 0;
+    run_devices(args, r.url, d.server.pk, &stop, th);
+    for (int k = 0; k < 2; k++) {
+        sleep_ms(250);
+        int so_far = 0;
+        for (int i = 0; i < DEV_THREADS; i++)
+            so_far += __atomic_load_n(&args[i].done, __ATOMIC_RELAXED);
+        print_message("kill -9 of the relay after %d rounds\n", so_far);
+        assert_true(so_far > 0); /* under load */
+        assert_int_equal(relay_stop(&r, SIGKILL), 128 + SIGKILL);
+        sleep_ms(200);
+        assert_int_equal(relay_start(&r, &d, "32"), 0);
+    }
+    sleep_ms(250); /* load through the last relay too */
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    int done = 0;
+    for (int i = 0; i < DEV_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_false(args[i].failed);
+        done += args[i].done;
+    }
+    print_message("%d rounds in all\n", done);
+    /* nothing lost, nothing counted twice */
+    assert_int_equal(daemon_reports(&d) - before, (uint64_t)done);
+    assert_int_equal(relay_stop(&r, SIGTERM), 0);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
+/* ---- a malicious relay ------------------------------------------------------------------------
+ */
+
+typedef struct mal {
+    int sock; /* REQ to the daemon, as a relay's upstream */
+    void *reply;
+    ldpb_relay_entry got[LDPB_RELAY_ENTRIES_MAX];
+    size_t n;
+} mal;
+
+/* Sends a batch and parses the RELAY_REPLY; returns 0 if one came back. */
+static int mal_send(mal *m, const ldpb_relay_entry *e, size_t n)
+{
+    uint8_t *buf = malloc(LDPB_RELAY_BATCH_MAX);
+    size_t len = 0;
+    assert_non_null(buf);
+    assert_int_equal(
+        ldpb_relay_build(buf, LDPB_RELAY_BATCH_MAX, &len, LDPB_FRAME_RELAY_BATCH, e, n), LDPB_OK);
+    if (m->reply)
+        nn_freemsg(m->reply);
+    m->reply = NULL;
+    int rc = -1;
+    if (nn_send(m->sock, buf, len, 0) == (int)len) {
+        int rn = nn_recv(m->sock, &m->reply, NN_MSG, 0);
+        if (rn > 0 && ldpb_relay_parse(m->reply, (size_t)rn, LDPB_FRAME_RELAY_REPLY, m->got,
+                                       LDPB_RELAY_ENTRIES_MAX, &m->n, NULL) == LDPB_OK)
+            rc = 0;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Opens inner reply `i` as client `c` would (dt_client_raw's rules). */
+static void open_reply(dt_client *c, const ldpb_relay_entry *e, dt_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    ldpb_frame fr;
+    r->kind = 3;
+    if (ldpb_frame_parse(e->frame, e->len, &fr, NULL) != LDPB_OK)
+        return;
+    if (fr.kind == LDPB_FRAME_PLAIN_ERROR) {
+        r->kind = 2;
+        r->plain_code = fr.error_code;
+        return;
+    }
+    uint8_t *pt = malloc(LDPB_PLAINTEXT_MAX);
+    size_t n = 0;
+    if (pt &&
+        ldpb_seal_open(&fr, &c->key, LDPB_DIR_TO_CLIENT, c->kp.pk, pt, LDPB_PLAINTEXT_MAX, &n,
+                       NULL) == LDPB_OK &&
+        ldpb_envelope_decode(pt, n, &r->env, NULL) == LDPB_OK)
+        r->kind = 1;
+    free(pt);
+}
+
+/* A sealed report frame of client `c` for assignment `id` (bit 1). */
+static size_t report_frame(dt_client *c, const uint8_t *id, size_t id_len, int mech, double eps,
+                           uint8_t *frame)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    env.report = &rep;
+    rep.assignment_id.data = (uint8_t *)id;
+    rep.assignment_id.len = id_len;
+    rep.mechanism = (Ldpb__V1__Mechanism)mech;
+    rep.epsilon = eps;
+    rep.value_case = LDPB__V1__REPORT__VALUE_BIT;
+    rep.bit = 1;
+    uint8_t pt[256];
+    size_t len = 0;
+    assert_int_equal(ldpb_envelope_encode(&env, pt, sizeof pt, &len, NULL), LDPB_OK);
+    size_t flen = dt_client_seal(c, pt, len, frame, LDPB_FRAME_MAX);
+    assert_true(flen > 0);
+    return flen;
+}
+
+#define DEVS 4
+
+static void test_malicious_relay(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    relay_proc unused;
+    setup(&d, &unused);
+    uint64_t before = daemon_reports(&d);
+    /* four devices with an assignment each, fetched directly */
+    dt_client dev[DEVS];
+    uint8_t ids[DEVS][LDPB_WIRE_ID_MAX];
+    size_t id_len[DEVS];
+    int mech[DEVS];
+    double eps[DEVS];
+    static uint8_t frames[8][LDPB_FRAME_MAX];
+    size_t flen[8];
+    for (int i = 0; i < DEVS; i++) {
+        uint32_t arm;
+        assert_int_equal(dt_client_open(&dev[i], d.ipc_url, d.server.pk, 5000), 0);
+        assert_int_equal(dt_assign(&dev[i], &arm, &mech[i], &eps[i], ids[i], &id_len[i]), 0);
+        flen[i] = report_frame(&dev[i], ids[i], id_len[i], mech[i], eps[i], frames[i]);
+    }
+    mal m = {.sock = nn_socket(AF_SP, NN_REQ)};
+    int tmo = 5000, big = -1;
+    assert_true(m.sock >= 0);
+    nn_setsockopt(m.sock, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo);
+    nn_setsockopt(m.sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &big, sizeof big);
+    assert_true(nn_connect(m.sock, d.ipc_url) >= 0);
+
+    /* Batch 1, reordered ids (the daemon copies them, never interprets them): device 0's report,
+     * the same bytes again, device 1's report with one ciphertext byte flipped, device 1's
+     * report claimed by device 2's key, and device 3's report dropped (never sent). */
+    memcpy(frames[4], frames[1], flen[1]);
+    frames[4][flen[1] - 1] ^= 0x01;
+    memcpy(frames[5], frames[1], flen[1]);
+    memcpy(frames[5] + LDPB_FRAME_HEADER_BYTES, dev[2].kp.pk, LDPB_KEY_BYTES);
+    ldpb_relay_entry b1[4] = {
+        {907, frames[0], flen[0]},
+        {3, frames[0], flen[0]},
+        {0xffffffffu, frames[4], flen[1]},
+        {11, frames[5], flen[1]},
+    };
+    assert_int_equal(mal_send(&m, b1, 4), 0);
+    assert_int_equal(m.n, 4);
+    dt_reply r;
+    int dup = -1;
+    assert_int_equal(m.got[0].id, 907);
+    open_reply(&dev[0], &m.got[0], &r);
+    assert_true(dt_is_ack(&r, &dup));
+    assert_int_equal(dup, 0);
+    dt_reply_clear(&r);
+    /* the copy in the same batch: a replay, answered sealed (the daemon authenticated it) */
+    assert_int_equal(m.got[1].id, 3);
+    open_reply(&dev[0], &m.got[1], &r);
+    assert_true(dt_is_error(&r, 1, LDPB_EREPLAY));
+    dt_reply_clear(&r);
+    /* altered: the tag fails, nothing is opened */
+    assert_int_equal(m.got[2].id, 0xffffffffu);
+    open_reply(&dev[1], &m.got[2], &r);
+    assert_true(dt_is_error(&r, 0, LDPB_ECRYPTO));
+    dt_reply_clear(&r);
+    /* re-attributed to another device: also unauthentic */
+    assert_int_equal(m.got[3].id, 11);
+    open_reply(&dev[2], &m.got[3], &r);
+    assert_true(dt_is_error(&r, 0, LDPB_ECRYPTO));
+    dt_reply_clear(&r);
+    assert_int_equal(daemon_reports(&d) - before, 1);
+
+    /* Batch 2: device 0's frame replayed in a later batch; device 1's untouched frame (delayed
+     * past its altered copy); device 0 resealing the same report, as its library does on a
+     * retry; device 2 and 3 in reverse order of sealing. */
+    flen[6] = report_frame(&dev[0], ids[0], id_len[0], mech[0], eps[0], frames[6]);
+    ldpb_relay_entry b2[5] = {
+        {1, frames[3], flen[3]}, {2, frames[0], flen[0]}, {3, frames[1], flen[1]},
+        {4, frames[6], flen[6]}, {5, frames[2], flen[2]},
+    };
+    assert_int_equal(mal_send(&m, b2, 5), 0);
+    assert_int_equal(m.n, 5);
+    open_reply(&dev[3], &m.got[0], &r);
+    assert_true(dt_is_ack(&r, &dup));
+    assert_int_equal(dup, 0);
+    dt_reply_clear(&r);
+    open_reply(&dev[0], &m.got[1], &r);
+    assert_true(dt_is_error(&r, 1, LDPB_EREPLAY));
+    dt_reply_clear(&r);
+    open_reply(&dev[1], &m.got[2], &r);
+    assert_true(dt_is_ack(&r, &dup));
+    assert_int_equal(dup, 0);
+    dt_reply_clear(&r);
+    open_reply(&dev[0], &m.got[3], &r);
+    assert_true(dt_is_ack(&r, &dup));
+    assert_int_equal(dup, 1); /* the same assignment: acked, not counted again */
+    dt_reply_clear(&r);
+    open_reply(&dev[2], &m.got[4], &r);
+    assert_true(dt_is_ack(&r, &dup));
+    assert_int_equal(dup, 0);
+    dt_reply_clear(&r);
+    /* each device's report counted exactly once */
+    assert_int_equal(daemon_reports(&d) - before, DEVS);
+
+    /* A whole batch replayed (a relay resending what it saw): nothing new is counted. */
+    assert_int_equal(mal_send(&m, b2, 5), 0);
+    for (size_t i = 0; i < m.n; i++) {
+        open_reply(&dev[i == 0 ? 3 : i == 1 || i == 3 ? 0 : i == 2 ? 1 : 2], &m.got[i], &r);
+        assert_true(dt_is_error(&r, 1, LDPB_EREPLAY));
+        dt_reply_clear(&r);
+    }
+    assert_int_equal(daemon_reports(&d) - before, DEVS);
+
+    /* A relay batch nested in a batch is no device frame: refused inside, the rest served. */
+    uint8_t nested[512];
+    size_t nlen = 0;
+    ldpb_relay_entry in1 = {1, frames[0], flen[0]};
+    assert_int_equal(
+        ldpb_relay_build(nested, sizeof nested, &nlen, LDPB_FRAME_RELAY_BATCH, &in1, 1), LDPB_OK);
+    ldpb_relay_entry b3[1] = {{5, nested, nlen}};
+    assert_int_equal(mal_send(&m, b3, 1), 0);
+    open_reply(&dev[0], &m.got[0], &r);
+    assert_true(dt_is_error(&r, 0, LDPB_EPROTO));
+    dt_reply_clear(&r);
+
+    /* Malformed batches are refused whole with a PLAIN_ERROR, and the daemon keeps serving. */
+    uint8_t bad[64];
+    size_t blen = 0;
+    ldpb_relay_entry one = {1, frames[0], 8};
+    assert_int_equal(ldpb_relay_build(bad, sizeof bad, &blen, LDPB_FRAME_RELAY_BATCH, &one, 1),
+                     LDPB_OK);
+    bad[LDPB_FRAME_HEADER_BYTES + LDPB_RELAY_COUNT_BYTES + 4] = 9; /* says 9 bytes, 8 follow */
+    assert_true(nn_send(m.sock, bad, blen, 0) == (int)blen);
+    void *rep = NULL;
+    int rn = nn_recv(m.sock, &rep, NN_MSG, 0);
+    assert_true(rn > 0);
+    ldpb_frame fr;
+    assert_int_equal(ldpb_frame_parse(rep, (size_t)rn, &fr, NULL), LDPB_OK);
+    assert_int_equal(fr.kind, LDPB_FRAME_PLAIN_ERROR);
+    assert_int_equal(fr.error_code, LDPB_EPROTO);
+    nn_freemsg(rep);
+    assert_int_equal(daemon_reports(&d) - before, DEVS);
+
+    if (m.reply)
+        nn_freemsg(m.reply);
+    nn_close(m.sock);
+    for (int i = 0; i < DEVS; i++)
+        dt_client_close(&dev[i]);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
+/* ---- a batch whose reports wait for their COMMIT ----------------------------------------------
+ */
+
+/* A batch mixing reports, assignments and a status: the reply comes only once the reports are
+ * durable (the collector waits for the committer), and answers every slot in order. */
+static void test_batch_waits_for_commit(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    relay_proc unused;
+    int mport = dt_free_port();
+    char more[64];
+    snprintf(more, sizeof more, "metrics = 127.0.0.1:%d\n", mport);
+    setup_with(&d, &unused, more);
+    enum { N = 40 };
+    static dt_client dev[N];
+    static uint8_t frames[2 * N][LDPB_FRAME_MAX];
+    ldpb_relay_entry e[2 * N];
+    for (int i = 0; i < N; i++) {
+        uint32_t arm;
+        int mech;
+        double eps;
+        uint8_t id[LDPB_WIRE_ID_MAX];
+        size_t idl;
+        assert_int_equal(dt_client_open(&dev[i], d.ipc_url, d.server.pk, 5000), 0);
+        assert_int_equal(dt_assign(&dev[i], &arm, &mech, &eps, id, &idl), 0);
+        e[2 * i] = (ldpb_relay_entry){(uint32_t)(2 * i), frames[2 * i],
+                                      report_frame(&dev[i], id, idl, mech, eps, frames[2 * i])};
+        Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+        Ldpb__V1__AssignRequest ar = LDPB__V1__ASSIGN_REQUEST__INIT;
+        env.protocol_version = LDPB_PROTOCOL_VERSION;
+        env.has_request_id = 1;
+        env.request_id = 77;
+        env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+        env.assign_request = &ar;
+        uint8_t pt[64];
+        size_t len = 0;
+        assert_int_equal(ldpb_envelope_encode(&env, pt, sizeof pt, &len, NULL), LDPB_OK);
+        e[2 * i + 1] =
+            (ldpb_relay_entry){(uint32_t)(2 * i + 1), frames[2 * i + 1],
+                               dt_client_seal(&dev[i], pt, len, frames[2 * i + 1], LDPB_FRAME_MAX)};
+    }
+    uint64_t before = daemon_reports(&d);
+    mal m = {.sock = nn_socket(AF_SP, NN_REQ)};
+    int tmo = 5000, big = -1;
+    nn_setsockopt(m.sock, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo);
+    nn_setsockopt(m.sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &big, sizeof big);
+    assert_true(nn_connect(m.sock, d.ipc_url) >= 0);
+    assert_int_equal(mal_send(&m, e, 2 * N), 0);
+    assert_int_equal(m.n, 2 * N);
+    for (int i = 0; i < 2 * N; i++) {
+        dt_reply r;
+        assert_int_equal(m.got[i].id, (uint32_t)i);
+        open_reply(&dev[i / 2], &m.got[i], &r);
+        if (i % 2 == 0) {
+            int dup = 1;
+            assert_true(dt_is_ack(&r, &dup));
+            assert_int_equal(dup, 0);
+        } else {
+            assert_int_equal(r.kind, 1);
+            assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_ASSIGNMENT);
+            assert_int_equal(r.env->request_id, 77);
+        }
+        dt_reply_clear(&r);
+    }
+    /* acked means durable: the count is there the moment the reply is */
+    assert_int_equal(daemon_reports(&d) - before, N);
+    /* one batch; its inner frames count as requests like direct ones */
+    static char metrics[1 << 16];
+    assert_true(get_metrics(mport, metrics, sizeof metrics) > 0);
+    assert_non_null(strstr(metrics, "\nldpb_relay_batches_total 1\n"));
+    /* and it survives a kill -9 */
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGKILL), 128 + SIGKILL);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    assert_int_equal(daemon_reports(&d) - before, N);
+    if (m.reply)
+        nn_freemsg(m.reply);
+    nn_close(m.sock);
+    for (int i = 0; i < N; i++)
+        dt_client_close(&dev[i]);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_malicious_relay),
+        cmocka_unit_test(test_batch_waits_for_commit),
+        cmocka_unit_test(test_clients_through_relay),
+        cmocka_unit_test(test_relay_kill9_restart),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

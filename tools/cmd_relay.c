@@ -1,0 +1,457 @@
+/* ldpb relay: a stateless forwarder between devices and the aggregator (docs/protocol.md section
+ * 11, docs/aggregator.md "Relays"). It receives device frames on a raw REP socket, exactly as the
+ * aggregator does, gathers up to --batch of them for at most --wait-us, sends them upstream as one
+ * RELAY_BATCH and routes each reply of the RELAY_REPLY back to its device by the relay-local id
+ * (the slot in the batch). It never opens a frame: it holds no key, and keeps nothing between
+ * batches, so any number of relays can run anywhere and a killed one loses only the frames in
+ * flight, which their devices resend. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+#include <pthread.h>
+
+#include "commands.h"
+#include "ldpb/relay.h"
+#include "ldpb/wire.h"
+
+#define PROG "ldpb relay"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE   2
+
+#define LISTEN_MAX         16
+#define BATCH_DEFAULT      64u
+#define WAIT_DEFAULT_US    1000u
+#define WAIT_MAX_US        1000000u
+#define THREADS_DEFAULT    2u
+#define THREADS_MAX        64u
+#define TIMEOUT_DEFAULT_MS 5000u
+#define TIMEOUT_MAX_MS     600000u
+/* How often an idle thread looks at the stop flag. */
+#define IDLE_POLL_MS 100
+/* Frames a little above LDPB_FRAME_MAX are received so they can be refused with a reason, as the
+ * aggregator does (docs/protocol.md section 1). */
+#define DEVICE_RECV_MAX (4 * LDPB_FRAME_MAX)
+
+typedef struct relay_opts {
+    const char *listen[LISTEN_MAX];
+    size_t n_listen;
+    const char *upstream;
+    unsigned batch, threads;
+    uint32_t wait_us, timeout_ms;
+    int verbose;
+} relay_opts;
+
+/* One device request waiting in a batch: the frame and nanomsg's backtrace to answer it. */
+typedef struct pending {
+    void *body;
+    size_t len;
+    void *control;
+} pending;
+
+typedef struct relay_thread {
+    const relay_opts *o;
+    int dev; /* the shared device socket */
+    int up;  /* this thread's REQ socket to the aggregator */
+    pending *slots;
+    ldpb_relay_entry *entries;
+    uint8_t *out;  /* the RELAY_BATCH being sent */
+    pending carry; /* a frame that did not fit the last batch */
+    uint64_t batches, frames, failed;
+    pthread_t th;
+} relay_thread;
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: ldpb relay --listen URL [--listen URL ...] --upstream URL [options]\n"
+        "\n"
+        "Forwards device frames to an ldpb-aggregator in batches (docs/protocol.md section 11).\n"
+        "Devices connect to a relay exactly as to the aggregator (same URL scheme, same\n"
+        "pinned aggregator key); the frames stay sealed under each device's key, so the\n"
+        "relay holds no key and can neither read, forge nor replay them. It keeps no state:\n"
+        "run as many as you like; a device whose relay dies resends to another or to it\n"
+        "once restarted.\n"
+        "\n"
+        "options:\n"
+        "  --listen URL          nanomsg URL to accept devices on (tcp:// or ipc://);\n"
+        "                        repeatable, up to %d\n"
+        "  --upstream URL        the aggregator's URL (required)\n"
+        "  --batch M             at most M frames per batch, 1..%u (default %u)\n"
+        "  --wait-us T           send a batch at most T microseconds after its first frame\n"
+        "                        arrived, 0..%u (default %u); 0 sends what is waiting\n"
+        "  --threads N           batches in flight at once, 1..%u (default %u)\n"
+        "  --timeout-ms MS       how long to wait for the aggregator's reply, 1..%u\n"
+        "                        (default %u); then the batch's devices get a PLAIN_ERROR\n"
+        "                        code 17 (LDPB_EBUSY) and resend\n"
+        "  -v, --verbose         print a line per thread when stopping\n"
+        "  -h, --help            print this help and exit\n"
+        "\n"
+        "Runs until SIGINT or SIGTERM. Exit status: 0 stopped by a signal, 1 a socket\n"
+        "could not be set up, 2 bad arguments.\n",
+        LISTEN_MAX, LDPB_RELAY_ENTRIES_MAX, BATCH_DEFAULT, WAIT_MAX_US, WAIT_DEFAULT_US,
+        THREADS_MAX, THREADS_DEFAULT, TIMEOUT_MAX_MS, TIMEOUT_DEFAULT_MS);
+}
+
+static int parse_uint(const char *opt, const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+    if (!s || !*s || *s == '-' || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s needs an integer in %" PRIu32 "..%" PRIu32 "\n", PROG, opt, lo, hi);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* Returns -1 to go on, else an exit status (0 after --help). */
+static int parse_args(int argc, char **argv, relay_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch = BATCH_DEFAULT;
+    o->threads = THREADS_DEFAULT;
+    o->wait_us = WAIT_DEFAULT_US;
+    o->timeout_ms = TIMEOUT_DEFAULT_MS;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint32_t n = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return fflush(stdout) == 0 && !ferror(stdout) ? 0 : EXIT_RUNTIME;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            o->verbose = 1;
+            continue;
+        } else if (!strcmp(a, "--listen")) {
+            if (!v || o->n_listen == LISTEN_MAX) {
+                fprintf(stderr, "%s: --listen needs a URL (at most %d)\n", PROG, LISTEN_MAX);
+                return EXIT_USAGE;
+            }
+            o->listen[o->n_listen++] = v;
+        } else if (!strcmp(a, "--upstream")) {
+            if (!v) {
+                fprintf(stderr, "%s: --upstream needs a URL\n", PROG);
+                return EXIT_USAGE;
+            }
+            o->upstream = v;
+        } else if (!strcmp(a, "--batch")) {
+            if (parse_uint(a, v, 1, LDPB_RELAY_ENTRIES_MAX, &n))
+                return EXIT_USAGE;
+            o->batch = n;
+        } else if (!strcmp(a, "--wait-us")) {
+            if (parse_uint(a, v, 0, WAIT_MAX_US, &n))
+                return EXIT_USAGE;
+            o->wait_us = n;
+        } else if (!strcmp(a, "--threads")) {
+            if (parse_uint(a, v, 1, THREADS_MAX, &n))
+                return EXIT_USAGE;
+            o->threads = n;
+        } else if (!strcmp(a, "--timeout-ms")) {
+            if (parse_uint(a, v, 1, TIMEOUT_MAX_MS, &n))
+                return EXIT_USAGE;
+            o->timeout_ms = n;
+        } else {
+            fprintf(stderr, "%s: unknown option '%.60s' (see --help)\n", PROG, a);
+            return EXIT_USAGE;
+        }
+        i++;
+    }
+    if (!o->n_listen || !o->upstream) {
+        fprintf(stderr, "%s: --listen and --upstream are required (see --help)\n", PROG);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+static void send_to_device(int dev, void *control, const void *frame, size_t len)
+{
+    struct nn_iovec iov = {(void *)frame, len};
+    struct nn_msghdr hdr;
+    memset(&hdr, 0, sizeof hdr);
+    hdr.msg_iov = &iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = &control;
+    hdr.msg_controllen = NN_MSG;
+    if (nn_sendmsg(dev, &hdr, NN_DONTWAIT) < 0 && control)
+        nn_freemsg(control); /* the device is gone: it resends elsewhere */
+}
+
+static void plain_error(int dev, void *control, ldpb_err code, const char *reason)
+{
+    uint8_t buf[LDPB_FRAME_ERROR_MIN + LDPB_WIRE_STRING_MAX];
+    size_t len = 0;
+    if (ldpb_frame_build_plain_error(buf, sizeof buf, &len, (uint32_t)code, reason) == LDPB_OK)
+        send_to_device(dev, control, buf, len);
+    else if (control)
+        nn_freemsg(control);
+}
+
+/* Receives one device frame without waiting: 1 got one, 0 none waiting, -1 the socket failed. */
+static int recv_device(int dev, pending *p)
+{
+    void *body = NULL, *control = NULL;
+    struct nn_iovec iov = {&body, NN_MSG};
+    struct nn_msghdr hdr;
+    memset(&hdr, 0, sizeof hdr);
+    hdr.msg_iov = &iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = &control;
+    hdr.msg_controllen = NN_MSG;
+    int n = nn_recvmsg(dev, &hdr, NN_DONTWAIT);
+    if (n < 0)
+        return nn_errno() == EAGAIN || nn_errno() == EINTR ? 0 : -1;
+    p->body = body;
+    p->len = (size_t)n;
+    p->control = control;
+    return 1;
+}
+
+/* Gathers a batch into t->slots: returns how many frames, 0 when stopping, -1 on failure. */
+static int gather(relay_thread *t)
+{
+    const relay_opts *o = t->o;
+    size_t n = 0, bytes = LDPB_FRAME_HEADER_BYTES + LDPB_RELAY_COUNT_BYTES;
+    uint64_t first_us = 0;
+    for (;;) {
+        pending p;
+        int got;
+        if (t->carry.body) {
+            p = t->carry;
+            memset(&t->carry, 0, sizeof t->carry);
+            got = 1;
+        } else {
+            got = recv_device(t->dev, &p);
+        }
+        if (got < 0)
+            return -1;
+        if (got) {
+            if (p.len > LDPB_FRAME_MAX) { /* refused here, as the aggregator would */
+                char why[96];
+                snprintf(why, sizeof why, "frame of %zu bytes exceeds the limit of %u", p.len,
+                         LDPB_FRAME_MAX);
+                plain_error(t->dev, p.control, LDPB_EPROTO, why);
+                nn_freemsg(p.body);
+                continue;
+            }
+            if (bytes + LDPB_RELAY_ENTRY_OVERHEAD + p.len > LDPB_RELAY_BATCH_MAX) {
+                t->carry = p; /* the next batch starts with it */
+                return (int)n;
+            }
+            if (!n)
+                first_us = mono_us();
+            t->slots[n++] = p;
+            bytes += LDPB_RELAY_ENTRY_OVERHEAD + p.len;
+            if (n == o->batch)
+                return (int)n;
+            continue;
+        }
+        int wait_ms = IDLE_POLL_MS;
+        if (n) {
+            uint64_t el = mono_us() - first_us;
+            if (el >= o->wait_us)
+                return (int)n;
+            wait_ms = (int)((o->wait_us - el + 999) / 1000);
+        } else if (stop_flag) {
+            return 0;
+        }
+        struct nn_pollfd pfd = {t->dev, NN_POLLIN, 0};
+        if (nn_poll(&pfd, 1, wait_ms) < 0 && nn_errno() != EINTR)
+            return -1;
+    }
+}
+
+/* Forwards slots[0..n) and answers every one of them: with its reply, or with a PLAIN_ERROR
+ * LDPB_EBUSY when the aggregator gave none (its device resends with a fresh nonce). */
+static void forward(relay_thread *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        t->entries[i].id = (uint32_t)i;
+        t->entries[i].frame = t->slots[i].body;
+        t->entries[i].len = t->slots[i].len;
+    }
+    size_t len = 0;
+    void *reply = NULL;
+    int rn = -1;
+    char why[LDPB_DETAIL_BYTES] = "the relay could not build the batch";
+    if (ldpb_relay_build(t->out, LDPB_RELAY_BATCH_MAX, &len, LDPB_FRAME_RELAY_BATCH, t->entries,
+                         n) == LDPB_OK) {
+        snprintf(why, sizeof why, "the relay got no reply from the aggregator; resend");
+        if (nn_send(t->up, t->out, len, 0) == (int)len)
+            rn = nn_recv(t->up, &reply, NN_MSG, 0);
+    }
+    t->batches++;
+    t->frames += n;
+    size_t m = 0;
+    if (rn > 0 && ldpb_relay_parse(reply, (size_t)rn, LDPB_FRAME_RELAY_REPLY, t->entries,
+                                   LDPB_RELAY_ENTRIES_MAX, &m, why) == LDPB_OK) {
+        for (size_t i = 0; i < m; i++) {
+            uint32_t id = t->entries[i].id;
+            /* an id this batch never used, or one answered already, is not routable */
+            if (id >= n || !t->slots[id].body)
+                continue;
+            send_to_device(t->dev, t->slots[id].control, t->entries[i].frame, t->entries[i].len);
+            nn_freemsg(t->slots[id].body);
+            t->slots[id].body = NULL;
+        }
+    } else if (rn > 0) {
+        snprintf(why, sizeof why, "the relay could not read the aggregator's reply; resend");
+    }
+    if (reply)
+        nn_freemsg(reply);
+    for (size_t i = 0; i < n; i++)
+        if (t->slots[i].body) {
+            t->failed++;
+            plain_error(t->dev, t->slots[i].control, LDPB_EBUSY, why);
+            nn_freemsg(t->slots[i].body);
+            t->slots[i].body = NULL;
+        }
+}
+
+static void *relay_main(void *arg)
+{
+    relay_thread *t = arg;
+    for (;;) {
+        int n = gather(t);
+        if (n <= 0)
+            break;
+        forward(t, (size_t)n);
+    }
+    if (t->carry.body) {
+        plain_error(t->dev, t->carry.control, LDPB_EBUSY, "the relay is stopping; resend");
+        nn_freemsg(t->carry.body);
+    }
+    return NULL;
+}
+
+static int open_upstream(const relay_opts *o)
+{
+    int up = nn_socket(AF_SP, NN_REQ);
+    if (up < 0)
+        return -1;
+    int tmo = (int)o->timeout_ms, maxsz = -1;
+    /* nanomsg would resend the same batch after NN_REQ_RESEND_IVL: the aggregator refuses the
+     * copies as replays, so the resend only costs; the timeout answers the devices instead. */
+    int resend = (int)o->timeout_ms + 1000;
+    if (nn_setsockopt(up, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo) < 0 ||
+        nn_setsockopt(up, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof tmo) < 0 ||
+        nn_setsockopt(up, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz, sizeof maxsz) < 0 ||
+        nn_setsockopt(up, NN_REQ, NN_REQ_RESEND_IVL, &resend, sizeof resend) < 0 ||
+        nn_connect(up, o->upstream) < 0) {
+        nn_close(up);
+        return -1;
+    }
+    return up;
+}
+
+int cmd_relay(int argc, char **argv)
+{
+    relay_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    int status = EXIT_RUNTIME;
+    relay_thread *ts = calloc(o.threads, sizeof *ts);
+    int dev = nn_socket(AF_SP_RAW, NN_REP);
+    size_t started = 0;
+    for (unsigned i = 0; ts && i < o.threads; i++)
+        ts[i].up = -1;
+    if (!ts || dev < 0) {
+        fprintf(stderr, "%s: cannot create sockets: %s\n", PROG, nn_strerror(nn_errno()));
+        goto done;
+    }
+    int maxsz = DEVICE_RECV_MAX;
+    if (nn_setsockopt(dev, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz, sizeof maxsz) < 0) {
+        fprintf(stderr, "%s: nn_setsockopt: %s\n", PROG, nn_strerror(nn_errno()));
+        goto done;
+    }
+    for (size_t i = 0; i < o.n_listen; i++)
+        if (nn_bind(dev, o.listen[i]) < 0) {
+            fprintf(stderr, "%s: listen %.200s: cannot bind: %s\n", PROG, o.listen[i],
+                    nn_strerror(nn_errno()));
+            goto done;
+        }
+    for (unsigned i = 0; i < o.threads; i++) {
+        relay_thread *t = &ts[i];
+        t->o = &o;
+        t->dev = dev;
+        t->up = open_upstream(&o);
+        t->slots = calloc(LDPB_RELAY_ENTRIES_MAX, sizeof *t->slots);
+        t->entries = calloc(LDPB_RELAY_ENTRIES_MAX, sizeof *t->entries);
+        t->out = malloc(LDPB_RELAY_BATCH_MAX);
+        if (t->up < 0 || !t->slots || !t->entries || !t->out) {
+            fprintf(stderr, "%s: upstream %.200s: %s\n", PROG, o.upstream,
+                    t->up < 0 ? nn_strerror(nn_errno()) : "out of memory");
+            goto done;
+        }
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    for (; started < o.threads; started++)
+        if (pthread_create(&ts[started].th, NULL, relay_main, &ts[started]) != 0) {
+            fprintf(stderr, "%s: cannot start thread %zu\n", PROG, started);
+            stop_flag = 1;
+            break;
+        }
+    fprintf(stderr, "%s: forwarding to %s from %zu listen URL(s), batches of up to %u frames\n",
+            PROG, o.upstream, o.n_listen, o.batch);
+    uint64_t batches = 0, frames = 0, failed = 0;
+    for (size_t i = 0; i < started; i++) {
+        pthread_join(ts[i].th, NULL);
+        batches += ts[i].batches;
+        frames += ts[i].frames;
+        failed += ts[i].failed;
+        if (o.verbose)
+            fprintf(stderr, "%s: thread %zu: %" PRIu64 " batches, %" PRIu64 " frames\n", PROG, i,
+                    ts[i].batches, ts[i].frames);
+    }
+    fprintf(stderr,
+            "%s: stopped: %" PRIu64 " batches, %" PRIu64 " frames forwarded, %" PRIu64
+            " answered with LDPB_EBUSY\n",
+            PROG, batches, frames, failed);
+    status = started == o.threads ? 0 : EXIT_RUNTIME;
+done:
+    for (unsigned i = 0; ts && i < o.threads; i++) {
+        if (ts[i].up >= 0)
+            nn_close(ts[i].up);
+        free(ts[i].slots);
+        free(ts[i].entries);
+        free(ts[i].out);
+    }
+    if (dev >= 0) {
+        /* nanomsg drops what is still queued on close: give the last replies a moment */
+        struct timespec linger = {0, 200 * 1000000L};
+        nanosleep(&linger, NULL);
+        nn_close(dev);
+    }
+    free(ts);
+    return status;
+}
