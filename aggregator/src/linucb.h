@@ -26,7 +26,11 @@
  * not; every change of a level (node completed or merged away) draws a fresh sample. So every
  * release carries exactly m node samples, which is what SS18 Prop. 9 / Prop. 11 and the shifts
  * assume, while each datum still enters at most m nodes, each with its own noise (the privacy
- * argument is SS18's, per node). docs/privacy.md states the calibration. */
+ * argument is SS18's, per node). docs/privacy.md states the calibration.
+ *
+ * GSL: the Cholesky factorisation reports an indefinite matrix through GSL's error handler, whose
+ * default aborts. A program using these policies calls gsl_set_error_handler_off() once at start
+ * (ldpb sim and the benches do); every GSL status is then checked here. */
 #ifndef LDPB_AGG_LINUCB_H
 #define LDPB_AGG_LINUCB_H
 
