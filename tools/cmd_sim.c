@@ -20,6 +20,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "commands.h"
+#include "ctxrun.h"
 #include "ldpb/rng.h"
 #include "plan.h"
 #include "plot.h"
@@ -138,6 +139,11 @@ static void usage(FILE *f)
             s += len + (nl ? 1 : 0);
         }
     }
+    fprintf(f, "  %s\n      Shariff & Sheffet 2018 (App. D): contextual, d = %u, %u unit actions per\n"
+               "      round, gaps 0.1 and 0, rewards in {-1, +1}; linucb vs jdp-linucb-wishart\n"
+               "      and jdp-linucb-gaussian at eps 1, delta %g; T = 5e7, 35 trials\n"
+               "      (takes --horizon, --trials, --algorithms, --epsilons)\n",
+            SIMCTX_PRESET, SIMCTX_D, SIMCTX_D * SIMCTX_D, SIMCTX_DELTA);
     fprintf(f,
             "\n"
             "Regret is pseudo-regret from the true means; the interval is mean -/+\n"
@@ -677,6 +683,8 @@ int cmd_sim(int argc, char **argv)
         return tool_usage_error(PROG, "--out path is too long:", out);
 
     gsl_set_error_handler_off();
+    if (a.plan.preset && strcmp(a.plan.preset, SIMCTX_PRESET) == 0)
+        return cmd_sim_ctx(&a.plan, seed_text, threads, out, a.no_plots, a.quiet, argc, argv);
     ldpb_err err = simplan_build(&plan, &a.plan, errmsg);
     if (err) {
         fprintf(stderr, "%s: %s\n", PROG, errmsg);
