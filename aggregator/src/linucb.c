@@ -7,7 +7,6 @@
 
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
 
 #include "statefmt.h"
@@ -29,6 +28,7 @@ struct agg_linucb {
     double *theta;   /* d */
     double *w;       /* d scratch */
     double *evals;   /* d, for the ridge on a Cholesky failure */
+    double *inv_diag; /* d: 1 / L_ii of the current factor */
     gsl_eigen_symm_workspace *eig;
     double *vcopy; /* d x d scratch for the eigenvalue repair */
 };
@@ -207,6 +207,7 @@ void agg_linucb_free(agg_linucb *p)
     free(p->theta);
     free(p->w);
     free(p->evals);
+    free(p->inv_diag);
     free(p->vcopy);
     free(p);
 }
@@ -238,9 +239,10 @@ ldpb_err agg_linucb_new(agg_linucb **out, const agg_linucb_config *cfg,
     p->theta = calloc(p->d, sizeof *p->theta);
     p->w = calloc(p->d, sizeof *p->w);
     p->evals = calloc(p->d, sizeof *p->evals);
+    p->inv_diag = calloc(p->d, sizeof *p->inv_diag);
     p->eig = gsl_eigen_symm_alloc(p->d);
     if (!p->M || !p->slots || !p->nsum || !p->V || !p->vcopy || !p->u || !p->theta || !p->w ||
-        !p->evals || !p->eig) {
+        !p->evals || !p->inv_diag || !p->eig) {
         agg_linucb_free(p);
         return LDPB_ENOMEM;
     }
@@ -266,6 +268,28 @@ uint64_t agg_linucb_rounds(const agg_linucb *p)
 uint64_t agg_linucb_cholesky_failures(const agg_linucb *p)
 {
     return p->failures;
+}
+
+int agg_linucb_cholesky(double *a, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        double *rj = a + (size_t)j * n;
+        double s = rj[j];
+        for (uint32_t k = 0; k < j; k++)
+            s -= rj[k] * rj[k];
+        if (!(s > 0.0) || !isfinite(s))
+            return -1;
+        double ljj = sqrt(s), inv = 1.0 / ljj;
+        rj[j] = ljj;
+        for (uint32_t i = j + 1; i < n; i++) {
+            double *ri = a + (size_t)i * n;
+            double t = ri[j];
+            for (uint32_t k = 0; k < j; k++)
+                t -= ri[k] * rj[k];
+            ri[j] = t * inv;
+        }
+    }
+    return 0;
 }
 
 static int noisy(const agg_linucb *p)
@@ -356,16 +380,15 @@ static ldpb_err factor(agg_linucb *p, agg_policy_env *env, double *logdet)
         p->u[i] = p->M[i * q + d] + (nz ? p->nsum[i * q + d] : 0.0);
     }
     memcpy(p->vcopy, p->V, (size_t)d * d * sizeof *p->V);
-    gsl_matrix_view mv = gsl_matrix_view_array(p->V, d, d);
-    int st = gsl_linalg_cholesky_decomp1(&mv.matrix);
-    if (st != GSL_SUCCESS) {
+    int st = agg_linucb_cholesky(p->V, d);
+    if (st != 0) {
         p->failures++;
         gsl_matrix_view cv = gsl_matrix_view_array(p->vcopy, d, d);
         gsl_vector_view ev = gsl_vector_view_array(p->evals, d);
         double lo = 0.0, scale = 0.0;
         for (uint32_t i = 0; i < d; i++)
             scale = fmax(scale, fabs(p->vcopy[i * d + i]));
-        /* eigen_symm destroys its input: keep V's values in p->V's place again afterwards */
+        /* eigen_symm destroys its input: keep the matrix for the retries */
         double keep[AGG_LINUCB_D_MAX * AGG_LINUCB_D_MAX];
         memcpy(keep, p->vcopy, (size_t)d * d * sizeof *keep);
         if (gsl_eigen_symm(&cv.matrix, &ev.vector, p->eig) != GSL_SUCCESS)
@@ -378,15 +401,17 @@ static ldpb_err factor(agg_linucb *p, agg_policy_env *env, double *logdet)
             memcpy(p->V, keep, (size_t)d * d * sizeof *keep);
             for (uint32_t i = 0; i < d; i++)
                 p->V[i * d + i] += ridge;
-            if (gsl_linalg_cholesky_decomp1(&mv.matrix) == GSL_SUCCESS) {
-                st = GSL_SUCCESS;
+            if (agg_linucb_cholesky(p->V, d) == 0) {
+                st = 0;
                 break;
             }
             ridge *= 2.0;
         }
-        if (st != GSL_SUCCESS)
+        if (st != 0)
             return LDPB_ESTATE;
     }
+    for (uint32_t i = 0; i < d; i++)
+        p->inv_diag[i] = 1.0 / p->V[i * d + i];
     double ld = 0.0;
     for (uint32_t i = 0; i < d; i++)
         ld += log(p->V[i * d + i]);
@@ -396,13 +421,13 @@ static ldpb_err factor(agg_linucb *p, agg_policy_env *env, double *logdet)
         double acc = p->u[i];
         for (uint32_t j = 0; j < i; j++)
             acc -= p->V[i * d + j] * p->w[j];
-        p->w[i] = acc / p->V[i * d + i];
+        p->w[i] = acc * p->inv_diag[i];
     }
     for (uint32_t i = d; i-- > 0;) {
         double acc = p->w[i];
         for (uint32_t j = i + 1; j < d; j++)
             acc -= p->V[j * d + i] * p->theta[j];
-        p->theta[i] = acc / p->V[i * d + i];
+        p->theta[i] = acc * p->inv_diag[i];
     }
     return LDPB_OK;
 }
@@ -449,7 +474,7 @@ ldpb_err agg_linucb_choose(agg_linucb *p, agg_policy_env *env, const double *x, 
             double acc = xa[i];
             for (uint32_t j = 0; j < i; j++)
                 acc -= Lf[i * d + j] * p->w[j];
-            double wi = acc / Lf[i * d + i];
+            double wi = acc * p->inv_diag[i];
             p->w[i] = wi;
             q += wi * wi;
             mean += p->theta[i] * xa[i];
@@ -497,13 +522,22 @@ ldpb_err agg_linucb_observe(agg_linucb *p, agg_policy_env *env, const double *x_
     p->t++;
     if (noisy(p)) {
         size_t pp = (size_t)q * q;
+        double fresh[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
         for (uint32_t l = 0; l < p->c.m && (changed >> l); l++)
             if ((changed >> l) & 1u) {
-                err = draw_node(p, env->noise, p->slots + l * pp);
+                err = draw_node(p, env->noise, fresh);
                 if (err)
                     return err;
+                double *slot = p->slots + l * pp;
+                for (size_t i = 0; i < pp; i++) {
+                    p->nsum[i] += fresh[i] - slot[i];
+                    slot[i] = fresh[i];
+                }
             }
-        sum_slots(p);
+        /* the running sum is exact up to rounding; a full recount every 4096 rounds keeps the
+         * rounding from accumulating (the slots' entries reach Ltilde^2 m k) */
+        if (changed >> 12)
+            sum_slots(p);
     }
     return LDPB_OK;
 }

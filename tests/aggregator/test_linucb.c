@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 #include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
 
 #include "ctxsim.h"
 #include "linucb.h"
@@ -581,6 +582,40 @@ static void environment_as_specified(void **state)
     assert_int_equal(agg_ctx_env_check(&bad, NULL), LDPB_ERANGE);
 }
 
+/* The per-round Cholesky loop agrees with GSL's gsl_linalg_cholesky_decomp1 on random positive
+ * definite matrices (to rounding), and refuses an indefinite one as GSL does. */
+static void cholesky_matches_gsl(void **state)
+{
+    (void)state;
+    agg_rand r;
+    agg_rand_seed_u64(&r, 77);
+    for (uint32_t n = 1; n <= 12; n++) {
+        for (int rep = 0; rep < 20; rep++) {
+            double B[144], A[144], G[144];
+            for (uint32_t i = 0; i < n * n; i++)
+                B[i] = agg_rand_normal(&r);
+            for (uint32_t i = 0; i < n; i++)
+                for (uint32_t j = 0; j < n; j++) {
+                    double s = i == j ? 0.1 : 0.0;
+                    for (uint32_t k = 0; k < n; k++)
+                        s += B[i * n + k] * B[j * n + k];
+                    A[i * n + j] = G[i * n + j] = s;
+                }
+            assert_int_equal(agg_linucb_cholesky(A, n), 0);
+            gsl_matrix_view gv = gsl_matrix_view_array(G, n, n);
+            assert_int_equal(gsl_linalg_cholesky_decomp1(&gv.matrix), GSL_SUCCESS);
+            for (uint32_t i = 0; i < n; i++)
+                for (uint32_t j = 0; j <= i; j++)
+                    assert_true(fabs(A[i * n + j] - G[i * n + j]) <=
+                                1e-10 * (1.0 + fabs(G[i * n + j])));
+        }
+    }
+    double bad[4] = {1.0, 2.0, 2.0, 1.0};
+    assert_int_equal(agg_linucb_cholesky(bad, 2), -1);
+    gsl_matrix_view bv = gsl_matrix_view_array(bad, 2, 2);
+    assert_int_not_equal(gsl_linalg_cholesky_decomp1(&bv.matrix), GSL_SUCCESS);
+}
+
 int main(void)
 {
     gsl_set_error_handler_off(); /* as every program using the policies must (linucb.h) */
@@ -596,6 +631,7 @@ int main(void)
         cmocka_unit_test(invalid_parameters_refused),
         cmocka_unit_test(jdp_clips_rewards),
         cmocka_unit_test(environment_as_specified),
+        cmocka_unit_test(cholesky_matches_gsl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
