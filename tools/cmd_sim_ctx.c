@@ -172,7 +172,7 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
     if (!(f = open_out(out, "meta.txt")))
         goto done;
     fprintf(f, "# ldpb sim: the parameters of this run (the same give the same CSV files)\n");
-    fprintf(f, "command:");
+    fprintf(f, "command: ldpb");
     for (int i = 0; i < argc; i++)
         fprintf(f, " %s", argv[i]);
     fprintf(f, "\npreset: %s\nseed: %s\nhorizon: %llu\ntrials: %llu\n", SIMCTX_PRESET, seed_text,

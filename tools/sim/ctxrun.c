@@ -310,7 +310,7 @@ long simctx_write_plots(const simctx_plan *plan, double *const *regret, const ch
             fprintf(gp, "set logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
                         "set xrange [1:%llu]\nset xlabel 'round t'\n"
                         "set ylabel 'cumulative pseudo-regret'\n"
-                        "set title 'Shariff & Sheffet 2018: d = %u, %u actions/round, gap %g, "
+                        "set title 'Shariff and Sheffet 2018: d = %u, %u actions/round, gap %g, "
                         "n = %s, %llu runs, {/Symbol d} = %g'\n"
                         "set key top left box opaque\nset grid\n"
                         "set style fill transparent solid 0.16 noborder\nplot \\\n",
