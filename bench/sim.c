@@ -45,6 +45,7 @@ static const bench_case cases[] = {
     {"dp-ucb", "dp-ucb", "c1", 5, 0, AGG_NOISE_FAST},
     {"dp-se", "dp-se", "c1", 5, 0, AGG_NOISE_FAST},
     {"dp-ucb-secure", "dp-ucb", "c1", 5, 0, AGG_NOISE_SECURE},
+    {"exp3", "exp3", "mixed-bernoulli", 20, 0, 0},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The bench_sim loops in numpy, as a researcher would write them: one Python iteration per
 round, vectorized over the arms within a round. Same environments (mixed-bernoulli K = 20, c1
-K = 5), same algorithms (ucb1, ts, LDP twins, dp-ucb, dp-se), same timing rule as bench/sim.c:
+K = 5), same algorithms (ucb1, ts, LDP twins, dp-ucb, dp-se, and EXP3 of Auer et al. 2002),
+same timing rule as bench/sim.c:
 T rounds over the thread's CPU time, the median of three runs of T rounds, every run at least
 --seconds CPU seconds long (wall-clock rounds/s beside it). Prints figures only.
 
@@ -129,6 +130,25 @@ def dp_se(T, mu, rng):
     return n
 
 
+def exp3(T, mu, rng):
+    """EXP3 (Auer et al. 2002) with the Cor. 3.2 gamma for T, in log space: the weights are
+    exp(s - max s), the importance-weighted gain g / p of the played arm is added to its s."""
+    K = len(mu)
+    gamma = min(1.0, math.sqrt(K * math.log(K) / ((math.e - 1.0) * T)))
+    eta = gamma / K
+    s = np.zeros(K)
+    n = np.zeros(K, dtype=np.int64)
+    for t in range(T):
+        w = np.exp(s - s.max())
+        p = (1.0 - gamma) * w / w.sum() + gamma / K
+        a = int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
+        a = min(a, K - 1)
+        x = float(rng.random() < mu[a])
+        s[a] += eta * x / p[a]
+        n[a] += 1
+    return n
+
+
 CASES = [
     ("ts", MIXED_BERNOULLI, lambda T, mu, rng: ts(T, mu, rng)),
     ("ucb1", MIXED_BERNOULLI, lambda T, mu, rng: ucb1(T, mu, rng)),
@@ -136,6 +156,7 @@ CASES = [
     ("ldp-ucb-b", MIXED_BERNOULLI, lambda T, mu, rng: ucb1(T, mu, rng, ldp=True)),
     ("dp-ucb", C1, dp_ucb),
     ("dp-se", C1, dp_se),
+    ("exp3", MIXED_BERNOULLI, exp3),
 ]
 
 

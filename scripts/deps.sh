@@ -9,6 +9,7 @@ packages=(
   libsodium-dev libnanomsg-dev libprotobuf-c-dev protobuf-c-compiler
   libgsl-dev libsqlite3-dev libcmocka-dev libmicrohttpd-dev libinih-dev
   gnuplot-nox python3 python3-numpy procps
+  prometheus # for promtool only: tests/cli/test_metrics.sh checks /metrics with it
 )
 
 missing=()
@@ -28,3 +29,9 @@ echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >&2
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# Debian's prometheus package also installs a Prometheus server, which its postinst enables and
+# starts where systemd runs; only promtool is wanted, so a server this script brought is stopped
+# and disabled again.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now prometheus.service >&2 2>/dev/null || true
+fi

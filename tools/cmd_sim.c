@@ -21,7 +21,9 @@
 
 #include "commands.h"
 #include "ctxrun.h"
+#include "ftal.h"
 #include "ldpb/rng.h"
+#include "nas.h"
 #include "plan.h"
 #include "plot.h"
 #include "report.h"
@@ -45,6 +47,7 @@ struct args {
     const char *seed;
     const char *threads;
     const char *out;
+    const char *gaps; /* sajed2019-nas only */
     int no_plots;
     int quiet;
 };
@@ -58,6 +61,7 @@ static void usage(FILE *f)
             "usage: ldpb sim --preset NAME [--trials N] [--horizon T] [--threads N] [--seed S]\n"
             "                [--out DIR] [--epsilons LIST] [--k LIST] [--algorithms LIST]\n"
             "                [--mechanisms LIST] [--kappa K] [--gamma G] [--eps-arm E]\n"
+            "                [--tau N] [--threshold B]\n"
             "                [--no-plots] [--quiet]\n"
             "       ldpb sim (--means LIST | --laws LIST) --algorithms LIST [--mechanisms LIST]\n"
             "                [--epsilons LIST] [--horizon T] [--trials N] [...]\n"
@@ -66,6 +70,8 @@ static void usage(FILE *f)
             "  regret.csv   mean cumulative pseudo-regret and its 95%% interval across trials at\n"
             "               log-spaced t (%u per decade), one row group per configuration\n"
             "  summary.csv  final regret per configuration (mean, interval, sd, median, min, max)\n"
+            "  robust.csv   regret.csv's rows plus the median of 24 means and Gini's mean\n"
+            "               difference below and above it (Tossou & Dimitrakakis 2017)\n"
             "  meta.txt     the parameters (no dates); run.txt: wall time, threads, date\n"
             "  plots/       regret vs t on log-log axes with lower-bound shapes (PNG and SVG)\n"
             "The same seed gives byte-identical CSV files whatever the number of threads.\n"
@@ -114,10 +120,14 @@ static void usage(FILE *f)
             "  --threads N          worker threads, in [1, %d] (default: online CPUs)\n"
             "  --out DIR            output directory, created if missing (default %s)\n"
             "  --kappa K            quadratic mechanism curvature, in [-1, 1] (default %g)\n"
-            "  --gamma G            failure probability in (0, 1) of the algorithms that read\n"
-            "                       it: %s (default 1/T)\n"
+            "  --gamma G            dp-ucb: failure probability in (0, 1) (default 1/T); the\n"
+            "                       EXP3 family: exploration rate in (0, 1] (default Auer et\n"
+            "                       al. 2002, Cor. 3.2). Read by: %s\n"
             "  --eps-arm E          per-arm tree budget of the algorithms that read it: %s;\n"
             "                       above an epsilon of the run it is refused (default epsilon)\n"
+            "  --tau N              exp3-tau's block length, in [1, T] (default ceil(T^(1/3)))\n"
+            "  --threshold B        dp-exp3-lap / ldp-exp3-lap: accept observations in\n"
+            "                       [-B, 1 + B], B > 0 (default ln(T)/epsilon)\n"
             "  --no-plots           write the CSV files only\n"
             "  --quiet              no progress line on stderr\n"
             "  -h, --help           print this help and exit\n"
@@ -139,14 +149,40 @@ static void usage(FILE *f)
             s += len + (nl ? 1 : 0);
         }
     }
-    fprintf(f, "  %s\n      Shariff & Sheffet 2018 (App. D): contextual, d = %u, %u unit actions per\n"
-               "      round, gaps 0.1 and 0, rewards in {-1, +1}; linucb vs jdp-linucb-wishart\n"
-               "      and jdp-linucb-gaussian at eps 1, delta %g; T = 5e7, 35 trials\n"
-               "      (takes --horizon, --trials, --algorithms, --epsilons)\n",
+    fprintf(f,
+            "  %s\n      Shariff & Sheffet 2018 (App. D): contextual, d = %u, %u unit actions per\n"
+            "      round, gaps 0.1 and 0, rewards in {-1, +1}; linucb vs jdp-linucb-wishart\n"
+            "      and jdp-linucb-gaussian at eps 1, delta %g; T = 5e7, 35 trials\n"
+            "      (takes --horizon, --trials, --algorithms, --epsilons)\n",
             SIMCTX_PRESET, SIMCTX_D, SIMCTX_D * SIMCTX_D, SIMCTX_DELTA);
+    const char *fname;
+    for (size_t i = 0; simftal_preset_summary(i, &fname); i++) {
+        fprintf(f, "  %s\n", fname);
+        const char *s = simftal_preset_summary(i, &fname);
+        while (*s) {
+            const char *nl = strchr(s, '\n');
+            size_t len = nl ? (size_t)(nl - s) : strlen(s);
+            fprintf(f, "      %.*s\n", (int)len, s);
+            s += len + (nl ? 1 : 0);
+        }
+    }
+    fprintf(f,
+            "  %s\n"
+            "      a stopping experiment, not a regret run: DP-NAS and DP exponential NAS\n"
+            "      (SS19 Algs. 1, 2) on samples in {-1, +1} with mean Delta until they halt;\n"
+            "      --gaps LIST (Delta, each in [%g, 1), default %s) x --epsilons\n"
+            "      (default %s); --algorithms dp-nas,dp-exp-nas; alpha %g, beta %g;\n"
+            "      %llu trials. Writes DIR/%s (samples to stop against the rate of SS19\n"
+            "      Thm 3.3, wrong-decision and failure rates against beta), meta.txt,\n"
+            "      run.txt and plots/, but no regret.csv or summary.csv (no regret here);\n"
+            "      --means, --laws, --mechanisms, --k, --horizon, --kappa, --gamma and\n"
+            "      --eps-arm do not apply\n",
+            SIMNAS_PRESET, SIMNAS_GAP_MIN, SIMNAS_GAPS, SIMNAS_EPS, SIMNAS_ALPHA, SIMNAS_BETA,
+            (unsigned long long)SIMNAS_TRIALS, SIMNAS_CSV);
     fprintf(f,
             "\n"
-            "Regret is pseudo-regret from the true means; the interval is mean -/+\n"
+            "Regret is pseudo-regret from the true means (against a tossou2017 adversary:\n"
+            "regret against the best fixed arm); the interval is mean -/+\n"
             "t(0.975, n-1) sd/sqrt(n) over n trials. Central-DP noise is the fast textbook\n"
             "Laplace sampler (AGG_NOISE_FAST), allowed in simulation only.\n"
             "Exit status: 0 success, 1 runtime error (I/O, memory, gnuplot), 2 bad arguments.\n");
@@ -165,9 +201,12 @@ static const tool_option options[] = {
     {"kappa", TOOL_OPT_VALUE, offsetof(struct args, plan.kappa)},
     {"gamma", TOOL_OPT_VALUE, offsetof(struct args, plan.gamma)},
     {"eps-arm", TOOL_OPT_VALUE, offsetof(struct args, plan.eps_arm)},
+    {"tau", TOOL_OPT_VALUE, offsetof(struct args, plan.tau)},
+    {"threshold", TOOL_OPT_VALUE, offsetof(struct args, plan.threshold)},
     {"seed", TOOL_OPT_VALUE, offsetof(struct args, seed)},
     {"threads", TOOL_OPT_VALUE, offsetof(struct args, threads)},
     {"out", TOOL_OPT_VALUE, offsetof(struct args, out)},
+    {"gaps", TOOL_OPT_VALUE, offsetof(struct args, gaps)},
     {"no-plots", TOOL_OPT_FLAG, offsetof(struct args, no_plots)},
     {"quiet", TOOL_OPT_FLAG, offsetof(struct args, quiet)},
 };
@@ -319,6 +358,11 @@ static int summary_fn(const void *ctx, FILE *f)
     return simreport_write_summary(ctx, f);
 }
 
+static int robust_fn(const void *ctx, FILE *f)
+{
+    return simreport_write_robust(ctx, f);
+}
+
 /* A word of the command line as the shell would need it. */
 static void put_shell_word(FILE *f, const char *s)
 {
@@ -368,7 +412,12 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
     fprintf(f, "checkpoints: %zu, log-spaced, %u per decade, from %llu to %llu\n", p->n_checkpoints,
             SIMPLAN_PER_DECADE, (unsigned long long)p->checkpoints[0],
             (unsigned long long)p->checkpoints[p->n_checkpoints - 1]);
-    fprintf(f, "regret: pseudo-regret sum_t (mu* - mu(a_t)) from the true means\n");
+    if (p->inst[0].adv)
+        fprintf(f, "regret: against the best fixed arm in hindsight at each checkpoint, max_i "
+                   "sum_{s<=t} g_i,s - sum_{s<=t} (the learner's gain), realized gains; a switch "
+                   "gains 0 against the switching adversary\n");
+    else
+        fprintf(f, "regret: pseudo-regret sum_t (mu* - mu(a_t)) from the true means\n");
     fprintf(f, "statistics: mean over trials; 95%% interval mean -/+ t(0.975, n-1) sd/sqrt(n), "
                "Student t, n = trials (n = 1: the interval is the mean, sd 0)\n");
     fprintf(f, "central noise: AGG_NOISE_FAST (textbook inverse-CDF Laplace on a seeded "
@@ -387,8 +436,33 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
             simplan_format_double(e, sizeof e, p->eps_arm);
         fprintf(f, "dp-ucb: gamma = %s, eps_arm = %s\n", g, e);
     }
+    if (p->gamma == 0)
+        fprintf(f, "exp3 family: gamma = min(1, sqrt(K ln K / ((e-1) n))), n = T (exp3-tau: "
+                   "ceil(T/tau)) (policy default)\n");
+    fprintf(f, "dp-exp3-lap threshold b = ln(T)/epsilon; exp3-tau tau = ceil(T^(1/3)) (policy "
+               "defaults unless set below)\n");
+    if (p->tau)
+        fprintf(f, "tau (exp3-tau): %llu (--tau)\n", (unsigned long long)p->tau);
+    if (p->threshold > 0.0)
+        fprintf(f, "threshold (dp-exp3-lap, ldp-exp3-lap): %.17g (--threshold)\n", p->threshold);
+    fprintf(f,
+            "robust.csv: median of means over min(%u, trials) groups in trial order; GMD of "
+            "the trials <= and >= it\n",
+            SIMREPORT_MOM_GROUPS);
     for (size_t i = 0; i < p->n_inst; i++) {
         const simplan_instance *in = &p->inst[i];
+        if (in->adv) {
+            const agg_adv_params *ap = agg_adv_get_params(in->adv);
+            fprintf(f,
+                    "instance: %s k=%u adversary=%s det_const=%.17g det_period=%llu "
+                    "det_rest=%.17g stoch_first=%.17g stoch_rest=%.17g obl_eps=%.17g "
+                    "obl_period=%llu sw_sigma=%.17g sw_eps=%.17g source=%s\n",
+                    in->label, in->k, agg_adv_kind_name(ap->kind), ap->det_const,
+                    (unsigned long long)ap->det_period, ap->det_rest, ap->stoch_first,
+                    ap->stoch_rest, ap->obl_eps, (unsigned long long)ap->obl_period, ap->sw_sigma,
+                    ap->sw_eps, in->source);
+            continue;
+        }
         size_t need = simplan_env_text(in->env, NULL, 0) + 1;
         char *text = malloc(need);
         if (!text) {
@@ -649,6 +723,310 @@ static void print_claims(const simplan *p, const simreport *r)
     }
 }
 
+/* Claim A7 (Tossou & Dimitrakakis 2017, Sec. 4) on the median of means at T: DP-EXP3-Lap is
+ * "very competitive" with EXP3 against the oblivious and weaker adversaries (read here as within
+ * a factor 2), EXP3-tau is worse than DP-EXP3-Lap there, and EXP3-tau beats both against the
+ * switching-cost adversary. */
+static void print_claim_a7(const simplan *p, const simreport *r)
+{
+    size_t nj = p->n_checkpoints;
+    int header = 0;
+    for (size_t i = 0; i < p->n_inst; i++) {
+        const simplan_instance *in = &p->inst[i];
+        if (!in->adv)
+            continue;
+        long e = find_cfg(p, i, "exp3", 0, INFINITY), t = find_cfg(p, i, "exp3-tau", 0, INFINITY);
+        long d = -1;
+        for (size_t c = 0; c < p->n_cfg && d < 0; c++)
+            if (p->cfg[c].instance == i && strcmp(p->cfg[c].ops->name, "dp-exp3-lap") == 0)
+                d = (long)c;
+        if (e < 0 || t < 0 || d < 0)
+            continue;
+        if (!header) {
+            printf("\nclaim A7 (TD17 4): median of means of the regret at T\n");
+            header = 1;
+        }
+        double me = r->mom[(size_t)e * nj + nj - 1], md = r->mom[(size_t)d * nj + nj - 1],
+               mt = r->mom[(size_t)t * nj + nj - 1];
+        printf("  %-28s exp3 %.6g  dp-exp3-lap (epsilon %s) %.6g  exp3-tau %.6g\n", in->label, me,
+               p->cfg[d].eps_text, md, mt);
+        if (agg_adv_switch_costs(in->adv)) {
+            printf("    exp3-tau below both under switching costs: %s\n",
+                   mt < me && mt < md ? "holds" : "does not hold");
+        } else {
+            printf("    dp-exp3-lap / exp3 = %.3g (within 2x: %s); exp3-tau above dp-exp3-lap: "
+                   "%s\n",
+                   md / me, md <= 2.0 * me ? "holds" : "does not hold",
+                   mt > md ? "holds" : "does not hold");
+        }
+    }
+}
+
+static int gnuplot_on_path(void)
+{
+    return have_program("gnuplot");
+}
+
+/* The smith2013 presets run private FTAL, which is not a K-armed policy of the engine: their own
+ * loop (tools/sim/ftal.c) takes the options that apply and refuses the others. */
+static int run_ftal_preset(const struct args *a, int argc, char **argv, const char *seed,
+                           const char *out, unsigned threads)
+{
+    const char *bad = a->plan.means        ? "--means"
+                      : a->plan.laws       ? "--laws"
+                      : a->plan.algorithms ? "--algorithms"
+                      : a->plan.mechanisms ? "--mechanisms"
+                      : a->plan.kappa      ? "--kappa"
+                      : a->plan.gamma      ? "--gamma"
+                      : a->plan.eps_arm    ? "--eps-arm"
+                      : a->plan.tau        ? "--tau"
+                      : a->plan.threshold  ? "--threshold"
+                      : a->gaps            ? "--gaps"
+                                           : NULL;
+    if (bad) {
+        char what[160];
+        snprintf(what, sizeof what,
+                 "%s does not apply to the smith2013 presets (they take --horizon, --trials, "
+                 "--epsilons, --k)",
+                 bad);
+        return tool_usage_error(PROG, what, NULL);
+    }
+    simftal_args fa = {.preset = a->plan.preset,
+                       .horizon = a->plan.horizon,
+                       .trials = a->plan.trials,
+                       .epsilons = a->plan.epsilons,
+                       .ks = a->plan.ks,
+                       .seed = seed,
+                       .out = out,
+                       .threads = threads,
+                       .no_plots = a->no_plots,
+                       .quiet = a->quiet,
+                       .argc = argc,
+                       .argv = argv,
+                       .have_gnuplot = gnuplot_on_path,
+                       .run_gnuplot = run_gnuplot};
+    return simftal_run(&fa);
+}
+
+struct nas_meta {
+    const simnas_plan *plan;
+    int argc;
+    char **argv;
+    const char *seed;
+};
+
+static int nas_meta_fn(const void *ctx, FILE *f)
+{
+    const struct nas_meta *m = ctx;
+    const simnas_plan *p = m->plan;
+    fprintf(f, "# ldpb sim: the parameters of this run (no dates, so a rerun gives the same\n"
+               "# file; wall time and date are in run.txt). docs/sim.md explains each line.\n");
+    fprintf(f, "command: ldpb");
+    for (int i = 0; i < m->argc; i++) {
+        fputc(' ', f);
+        put_shell_word(f, m->argv[i]);
+    }
+    fprintf(f, "\nversion: %s\npreset: %s\nseed: ", LDPB_VERSION_STRING, SIMNAS_PRESET);
+    put_shell_word(f, m->seed);
+    fprintf(f, " (trial i, cell pair p: samples stream (i, env, p), noise stream (i, noise, p))\n");
+    fprintf(f, "trials: %llu\nalpha: %.17g\nbeta: %.17g\nrange R: 1\n",
+            (unsigned long long)p->trials, p->alpha, p->beta);
+    fprintf(f, "samples: X in {-1, +1}, P(X = 1) = (1 + gap)/2, so E X = gap\n");
+    fprintf(f, "budget: ceil(2000 (t0 + t1 + t2)), the t_U of SS19 Thm 3.3; a trial that reaches "
+               "it counts as a failure\n");
+    fprintf(f, "noise: AGG_NOISE_FAST (simulation only)\n");
+    for (size_t c = 0; c < p->n_cell; c++)
+        fprintf(f, "cell %zu: %s gap=%s epsilon=%s rate=%.10g t_upper=%llu\n", c,
+                p->cell[c].algorithm, p->cell[c].gap_text, p->cell[c].eps_text, p->cell[c].rate,
+                (unsigned long long)p->cell[c].budget);
+    return ferror(f) ? -1 : 0;
+}
+
+struct nas_csv {
+    const simnas_plan *plan;
+    const simnas_stats *stats;
+};
+
+static int nas_csv_fn(const void *ctx, FILE *f)
+{
+    const struct nas_csv *c = ctx;
+    return simnas_write_csv(c->plan, c->stats, f);
+}
+
+/* The console report of the stopping experiment: the table, the fitted constant and slopes, and
+ * the claims (docs/sim.md). */
+static void nas_print(const simnas_plan *p, const simnas_stats *st)
+{
+    printf("%-11s %-6s %-6s %13s  %-27s %12s %8s %6s %6s %9s %9s\n", "algorithm", "gap", "eps",
+           "mean samples", "95% interval", "rate", "ratio", "wrong", "fail", "fail rate",
+           "upper 95%");
+    for (size_t c = 0; c < p->n_cell; c++) {
+        const simnas_cell *x = &p->cell[c];
+        const simnas_stats *s = &st[c];
+        char ci[64];
+        snprintf(ci, sizeof ci, "[%.6g, %.6g]", s->samples.lo, s->samples.hi);
+        printf("%-11s %-6s %-6s %13.6g  %-27s %12.6g %8.4g %6llu %6llu %9.4g %9.3g\n", x->algorithm,
+               x->gap_text, x->eps_text, s->samples.mean, ci, x->rate, s->ratio,
+               (unsigned long long)s->wrong,
+               (unsigned long long)(p->trials - s->halted + s->inexact), s->failure, s->failure_hi);
+    }
+    printf(
+        "\nrate = t0 + t1 + t2 of SS19 Thm 3.3 (R = 1, alpha %g, beta %g); ratio = mean / rate\n",
+        p->alpha, p->beta);
+    for (size_t a = 0; a < p->n_alg; a++) {
+        const char *alg = p->cell[a * p->n_gap * p->n_eps].algorithm;
+        double lo, hi, cst = simnas_constant(p, st, a, &lo, &hi);
+        printf("\n%s: samples = C (t0 + t1 + t2) with C = %.4g (geometric mean); every cell "
+               "within [%.3g, %.3g] x C\n",
+               alg, cst, lo, hi);
+        if (p->n_gap > 1) {
+            printf("  log-log slope in 1/gap:    ");
+            for (size_t e = 0; e < p->n_eps; e++) {
+                double m, t;
+                simnas_slope_gap(p, st, a, e, &m, &t);
+                printf(" eps %s: %.3f (theory %.3f)%s", p->cell[e].eps_text, m, t,
+                       e + 1 < p->n_eps ? ";" : "\n");
+            }
+        }
+        if (p->n_eps > 1) {
+            printf("  log-log slope in 1/eps:    ");
+            for (size_t g = 0; g < p->n_gap; g++) {
+                double m, t;
+                simnas_slope_eps(p, st, a, g, &m, &t);
+                printf(" gap %s: %.3f (theory %.3f)%s", p->cell[g * p->n_eps].gap_text, m, t,
+                       g + 1 < p->n_gap ? ";" : "\n");
+            }
+        }
+    }
+    uint64_t n = 0, wrong = 0, fails = 0, late = 0;
+    double worst_hi = 0;
+    for (size_t c = 0; c < p->n_cell; c++) {
+        n += p->trials;
+        wrong += st[c].wrong;
+        fails += p->trials - st[c].halted + st[c].inexact;
+        late += p->trials - st[c].halted;
+        worst_hi = fmax(worst_hi, st[c].failure_hi);
+    }
+    printf("\nclaim (SS19 Thm 3.1, Cor. 3.2): each rule errs (halts outside alpha |mu|, or not by "
+           "t_U) with probability <= beta = %g\n",
+           p->beta);
+    printf("  %llu of %llu trials failed (%llu with the wrong sign, %llu not halted by t_U); the "
+           "largest per-cell upper 95%% bound is %.3g: %s\n",
+           (unsigned long long)fails, (unsigned long long)n, (unsigned long long)wrong,
+           (unsigned long long)late, worst_hi, worst_hi <= p->beta ? "holds" : "not shown");
+}
+
+static int run_nas(const struct args *a, int argc, char **argv, unsigned threads,
+                   const char *seed_text, const char *out)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } na[] = {{"means", offsetof(struct args, plan.means)},
+              {"laws", offsetof(struct args, plan.laws)},
+              {"mechanisms", offsetof(struct args, plan.mechanisms)},
+              {"k", offsetof(struct args, plan.ks)},
+              {"horizon", offsetof(struct args, plan.horizon)},
+              {"kappa", offsetof(struct args, plan.kappa)},
+              {"gamma", offsetof(struct args, plan.gamma)},
+              {"eps-arm", offsetof(struct args, plan.eps_arm)},
+              {"tau", offsetof(struct args, plan.tau)},
+              {"threshold", offsetof(struct args, plan.threshold)}};
+    for (size_t i = 0; i < sizeof na / sizeof na[0]; i++)
+        if (*(const char *const *)((const char *)a + na[i].off)) {
+            fprintf(stderr, "%s: --%s does not apply to --preset %s (a stopping experiment)\n",
+                    PROG, na[i].name, SIMNAS_PRESET);
+            return EXIT_USAGE;
+        }
+    simnas_plan plan;
+    simnas_opts o = {a->plan.algorithms, a->plan.epsilons, a->gaps, a->plan.trials};
+    char errmsg[SIMPLAN_ERRMSG_MAX], plots_dir[PATH_BYTES], data_dir[PATH_BYTES + 8];
+    ldpb_err err = simnas_build(&plan, &o, errmsg);
+    if (err) {
+        fprintf(stderr, "%s: %s\n", PROG, errmsg);
+        simnas_fini(&plan);
+        return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+    }
+    int rc = EXIT_RUNTIME;
+    simnas_trial *trials = calloc(plan.n_cell * (size_t)plan.trials, sizeof *trials);
+    simnas_stats *stats = calloc(plan.n_cell, sizeof *stats);
+    if (!trials || !stats) {
+        fprintf(stderr, "%s: %s\n", PROG, ldpb_strerror(LDPB_ENOMEM));
+        goto done;
+    }
+    snprintf(plots_dir, sizeof plots_dir, "%s/plots", out);
+    snprintf(data_dir, sizeof data_dir, "%s/data", plots_dir);
+    if (make_dirs(out) != 0 || (!a->no_plots && (make_dirs(plots_dir) || make_dirs(data_dir)))) {
+        fprintf(stderr, "%s: cannot create the output directory %s: %s\n", PROG, out,
+                strerror(errno));
+        goto done;
+    }
+    uint8_t seed[LDPB_RNG_SEED_BYTES];
+    ldpb_rng_seed_from_text(seed, seed_text);
+    double t0 = now_seconds();
+    char msg[AGG_ERRMSG_MAX];
+    err = simnas_run(&plan, seed, threads, trials, msg);
+    double seconds = now_seconds() - t0;
+    if (err) {
+        fprintf(stderr, "%s: simulation failed: %s\n", PROG, msg[0] ? msg : ldpb_strerror(err));
+        goto done;
+    }
+    if (simnas_reduce(&plan, trials, stats) != LDPB_OK) {
+        fprintf(stderr, "%s: %s\n", PROG, ldpb_strerror(LDPB_ENOMEM));
+        goto done;
+    }
+    uint64_t samples = 0;
+    for (size_t i = 0; i < plan.n_cell * (size_t)plan.trials; i++)
+        samples += trials[i].samples;
+    struct nas_csv csv = {&plan, stats};
+    struct nas_meta meta = {&plan, argc, argv, seed_text};
+    struct run_ctx run = {seconds, threads, samples};
+    if (write_text(out, SIMNAS_CSV, nas_csv_fn, &csv) ||
+        write_text(out, "meta.txt", nas_meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
+        goto done;
+    long figures = 0;
+    int plots_ok = 0;
+    if (!a->no_plots) {
+        figures = simnas_write_plots(&plan, stats, plots_dir, errmsg, sizeof errmsg);
+        if (figures < 0) {
+            fprintf(stderr, "%s: %s\n", PROG, errmsg);
+            goto done;
+        }
+        if (!have_program("gnuplot")) {
+            fprintf(stderr,
+                    "%s: warning: gnuplot not found on PATH; plots skipped (the CSV file is "
+                    "written; to draw later: cd %s && gnuplot %s)\n",
+                    PROG, plots_dir, SIMPLOT_SCRIPT);
+        } else {
+            int st = run_gnuplot(plots_dir);
+            if (st != 0) {
+                fprintf(stderr, "%s: gnuplot failed (status %d); see %s/gnuplot.log\n", PROG, st,
+                        plots_dir);
+                goto done;
+            }
+            plots_ok = 1;
+        }
+    }
+    printf("%s: %s, %zu cells x %llu trial%s, seed '%s': %.1f s on %u thread%s\n\n", PROG,
+           SIMNAS_PRESET, plan.n_cell, (unsigned long long)plan.trials, plan.trials == 1 ? "" : "s",
+           seed_text, seconds, threads, threads == 1 ? "" : "s");
+    nas_print(&plan, stats);
+    printf("\nwrote %s/%s, %s/meta.txt, %s/run.txt", out, SIMNAS_CSV, out, out);
+    if (plots_ok)
+        printf(", %ld figure%s in %s (PNG and SVG)", figures, figures == 1 ? "" : "s", plots_dir);
+    printf("\n");
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    free(trials);
+    free(stats);
+    simnas_fini(&plan);
+    return rc;
+}
+
 static unsigned online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -681,10 +1059,16 @@ int cmd_sim(int argc, char **argv)
         return tool_usage_error(PROG, "--out needs a directory name", NULL);
     if (strlen(out) > PATH_BYTES - 64)
         return tool_usage_error(PROG, "--out path is too long:", out);
+    if (a.plan.preset && strcmp(a.plan.preset, SIMNAS_PRESET) == 0)
+        return run_nas(&a, argc, argv, threads, seed_text, out);
+    if (a.gaps)
+        return tool_usage_error(PROG, "--gaps applies to --preset " SIMNAS_PRESET " only", NULL);
 
     gsl_set_error_handler_off();
     if (a.plan.preset && strcmp(a.plan.preset, SIMCTX_PRESET) == 0)
         return cmd_sim_ctx(&a.plan, seed_text, threads, out, a.no_plots, a.quiet, argc, argv);
+    if (simftal_is_preset(a.plan.preset))
+        return run_ftal_preset(&a, argc, argv, seed_text, out, threads);
     ldpb_err err = simplan_build(&plan, &a.plan, errmsg);
     if (err) {
         fprintf(stderr, "%s: %s\n", PROG, errmsg);
@@ -731,6 +1115,7 @@ int cmd_sim(int argc, char **argv)
     struct run_ctx run = {seconds, threads, plan.rounds_total};
     if (write_text(out, "regret.csv", regret_fn, &rep) ||
         write_text(out, "summary.csv", summary_fn, &rep) ||
+        write_text(out, "robust.csv", robust_fn, &rep) ||
         write_text(out, "meta.txt", meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
         goto done;
 
@@ -767,7 +1152,9 @@ int cmd_sim(int argc, char **argv)
            threads, threads == 1 ? "" : "s");
     print_table(&plan, &rep);
     print_claims(&plan, &rep);
-    printf("\nwrote %s/regret.csv, %s/summary.csv, %s/meta.txt, %s/run.txt", out, out, out, out);
+    print_claim_a7(&plan, &rep);
+    printf("\nwrote %s/regret.csv, %s/summary.csv, %s/robust.csv, %s/meta.txt, %s/run.txt", out,
+           out, out, out, out);
     if (plots_ok)
         printf(", %ld figure%s in %s (PNG and SVG)", figures, figures == 1 ? "" : "s", plots_dir);
     printf("\n");

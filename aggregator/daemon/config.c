@@ -75,8 +75,9 @@ static const option options[] = {
     {"arms", OPT_U32, OFF(params.k), NULL, 2, AGG_POLICY_K_MAX, 0, NULL, "K",
      "number of arms (required)"},
     {"policy", OPT_STR, OFF(policy), "ldp-ts-b", 0, 0, 0, NULL, "NAME",
-     "bandit policy, a name of `ldpb sim` (ldp-ts-b, ldp-ucb-b, ldp-ucb-l, ldp-se, dp-ucb, "
-     "dp-ucb-bound, dp-se, ucb1, ts, se); it must belong to the mode"},
+     "bandit policy, a name of `ldpb sim` (local: ldp-ts-b, ldp-ucb-b, ldp-ucb-l, ldp-se, "
+     "ldp-exp3-lap; central: dp-ucb, dp-ucb-bound, dp-se, dp-exp3-lap; nonprivate: ucb1, ts, se, "
+     "exp3, exp3-tau); it must belong to the mode"},
     {"mechanism", OPT_MECH, OFF(params.mechanism), "linear", 0, 0, 0, NULL, "M",
      "local mode: the clients' mechanism"},
     {"epsilon", OPT_DBL, OFF(params.epsilon), "1", 0, LDPB_EPSILON_MAX, OPEN_MIN, NULL, "E",
@@ -89,13 +90,18 @@ static const option options[] = {
     {"allow_nonprivate", OPT_BOOL, OFF(allow_nonprivate), "false", 0, 0, 0, NULL, NULL,
      "allow mode = nonprivate (clients then send raw rewards to a non-private policy)"},
     {"horizon", OPT_U64, OFF(params.horizon), "0", 0, 4611686018427387904.0, 0, NULL, "T",
-     "the horizon T; 0 = unknown (dp-ucb refuses it; se, ldp-se and dp-se need it for beta = 0)"},
+     "the horizon T; 0 = unknown (dp-ucb refuses it, se and ldp-se need it for beta = 0, dp-se "
+     "then runs the doubling schedule)"},
     {"beta", OPT_DBL, OFF(params.beta), "0", 0, 1, OPEN_MAX, NULL, "B",
-     "confidence parameter beta in (0, 1); 0 = 1/horizon"},
+     "confidence parameter beta in (0, 1); 0 = 1/horizon (2^-j in phase j of dp-se's doubling)"},
     {"gamma", OPT_DBL, OFF(params.gamma), "0", 0, 1, OPEN_MAX, NULL, "G",
-     "failure probability in (0, 1); 0 = 1/horizon"},
+     "dp-ucb failure probability, EXP3 exploration rate; in (0, 1), 0 = from the horizon"},
     {"eps_arm", OPT_DBL, OFF(params.eps_arm), "0", 0, 1e6, 0, NULL, "E",
      "per-arm tree budget, at most epsilon (a larger one is refused); 0 = epsilon"},
+    {"tau", OPT_U64, OFF(params.tau), "0", 0, 4611686018427387904.0, 0, NULL, "N",
+     "block length in rounds, in [1, horizon]; 0 = ceil(horizon^(1/3))"},
+    {"threshold", OPT_DBL, OFF(params.threshold), "0", 0, 1e300, 0, NULL, "B",
+     "half-width b of the accepted noisy gains [-b, 1 + b], > 0; 0 = ln(horizon)/epsilon"},
     {"workers", OPT_U64, OFF(workers), "2", 1, 64, 0, NULL, "N",
      "worker threads receiving and answering requests"},
     {"batch_max", OPT_U64, OFF(batch_max), "4096", 1, 1000000, 0, NULL, "N",

@@ -1,23 +1,34 @@
 /* The /metrics endpoint (metrics.h). Counters are read from atomics (agg_server_stats_get), so a
  * scrape never waits for a commit. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
+#include <sodium.h>
+#include <sqlite3.h>
 
 #include "metrics.h"
 #include "policy.h"
 #include "server.h"
 
+#ifndef LDPB_VERSION_STRING
+#define LDPB_VERSION_STRING "unknown"
+#endif
+
 struct agg_metrics {
     struct MHD_Daemon *d;
     agg_server *s;
+    double start_time; /* process_start_time_seconds, found once at start */
 };
 
 /* Connections at once, from one address, and seconds an idle one is kept (docs/aggregator.md,
@@ -27,11 +38,100 @@ struct agg_metrics {
 #define METRICS_IDLE_TIMEOUT_S     5
 
 /* The fixed series, and each arm's lines at most. */
-#define BODY_FIXED   8192
+#define BODY_FIXED   16384
 #define BODY_PER_ARM 160
 
-static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
+/* The process series are the ones Prometheus' own client libraries export (client_golang's
+ * process collector), so an operator's existing dashboards read them unchanged. Each is read from
+ * procfs at scrape time; one that cannot be read is left out rather than reported as 0. */
+typedef struct { /* each < 0 when it could not be read */
+    double cpu_seconds, resident_bytes, virtual_bytes, open_fds, max_fds;
+} proc_sample;
+
+/* Field `field` (1-based, as proc(5) numbers them) of /proc/self/stat, or -1. Fields are counted
+ * from the last ')': the command name may hold spaces and parentheses. */
+static int stat_field(int field, unsigned long long *out)
 {
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "re");
+    int ok = -1;
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        for (int i = 2; p && i < field; i++)
+            p = strchr(p + 1, ' ');
+        char *end;
+        if (p && (*out = strtoull(p + 1, &end, 10), end != p + 1))
+            ok = 0;
+        fclose(f);
+    }
+    return ok;
+}
+
+/* Wall-clock seconds at which this process started: the boot time (/proc/stat btime) plus the
+ * process' start in clock ticks since boot (/proc/self/stat field 22); the current time when
+ * either cannot be read (the endpoint starts with the daemon, so that is close). */
+static double process_start_time(void)
+{
+    unsigned long long ticks, btime = 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    int have_btime = 0;
+    FILE *f = fopen("/proc/stat", "re");
+    if (f) {
+        char line[256];
+        while (!have_btime && fgets(line, sizeof line, f))
+            have_btime = sscanf(line, "btime %llu", &btime) == 1;
+        fclose(f);
+    }
+    if (have_btime && hz > 0 && stat_field(22, &ticks) == 0)
+        return (double)btime + (double)ticks / (double)hz;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static void proc_read(proc_sample *p)
+{
+    p->cpu_seconds = p->resident_bytes = p->virtual_bytes = p->open_fds = p->max_fds = -1;
+    /* getrusage counts every thread, as /proc/self/stat's utime+stime do, in microseconds
+     * rather than clock ticks. */
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        p->cpu_seconds = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    long page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "re");
+    if (f) {
+        unsigned long long size, resident;
+        if (page > 0 && fscanf(f, "%llu %llu", &size, &resident) == 2) {
+            p->virtual_bytes = (double)size * (double)page;
+            p->resident_bytes = (double)resident * (double)page;
+        }
+        fclose(f);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        /* Not counted: the entries "." and "..", and the descriptor this listing holds. */
+        char self[32];
+        snprintf(self, sizeof self, "%d", dirfd(d));
+        double n = 0;
+        for (struct dirent *e; (e = readdir(d));)
+            if (e->d_name[0] != '.' && strcmp(e->d_name, self) != 0)
+                n++;
+        closedir(d);
+        p->open_fds = n;
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        p->max_fds = (double)rl.rlim_cur;
+}
+
+static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms)
+{
+    agg_server *s = m->s;
+    proc_sample ps;
+    proc_read(&ps);
     agg_server_stats st;
     agg_server_stats_get(s, &st);
     uint32_t k = agg_server_arms(s);
@@ -56,7 +156,6 @@ static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
     COUNTER("ldpb_commit_items_total", "Reports and decisions in committed transactions.",
             st.batch_items);
     COUNTER("ldpb_commit_failures_total", "Transactions rolled back.", st.commit_failures);
-    COUNTER("ldpb_commit_microseconds_total", "Microseconds spent committing.", st.commit_us);
     EMIT("# HELP ldpb_commit_seconds Duration of committed transactions (fsync included).\n"
          "# TYPE ldpb_commit_seconds histogram\n");
     uint64_t cumulative = 0;
@@ -117,6 +216,30 @@ static size_t render(agg_server *s, char *buf, size_t cap, agg_arm_status *arms)
     for (uint32_t a = 0; !arms_err && a < k; a++)
         if (isfinite(arms[a].estimate))
             EMIT("ldpb_arm_estimate{arm=\"%" PRIu32 "\"} %.17g\n", a, arms[a].estimate);
+/* Each printed to the resolution it is read at: CPU time in microseconds (getrusage), the start
+ * time in clock ticks, the rest whole counts. */
+#define PROCESS(name, type, help, fmt, v)                                                          \
+    do {                                                                                           \
+        if ((v) >= 0)                                                                              \
+            EMIT("# HELP " name " " help "\n# TYPE " name " " type "\n" name " " fmt "\n", (v));   \
+    } while (0)
+    PROCESS("process_cpu_seconds_total", "counter",
+            "Total user and system CPU time spent in seconds.", "%.6f", ps.cpu_seconds);
+    PROCESS("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", "%.0f",
+            ps.resident_bytes);
+    PROCESS("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", "%.0f",
+            ps.virtual_bytes);
+    PROCESS("process_open_fds", "gauge", "Number of open file descriptors.", "%.0f", ps.open_fds);
+    PROCESS("process_max_fds", "gauge", "Maximum number of open file descriptors.", "%.0f",
+            ps.max_fds);
+    PROCESS("process_start_time_seconds", "gauge",
+            "Start time of the process since unix epoch in seconds.", "%.2f", m->start_time);
+    /* The labels are version strings (digits and dots), so none needs escaping. */
+    EMIT("# HELP ldpb_build_info The aggregator's version and the library versions it runs on.\n"
+         "# TYPE ldpb_build_info gauge\n"
+         "ldpb_build_info{version=\"%s\",sqlite=\"%s\",sodium=\"%s\"} 1\n",
+         LDPB_VERSION_STRING, sqlite3_libversion(), sodium_version_string());
+#undef PROCESS
 #undef COUNTER
 #undef EMIT
     return n;
@@ -142,7 +265,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
             free(arms);
             return MHD_NO;
         }
-        size_t n = render(m->s, body, cap, arms);
+        size_t n = render(m, body, cap, arms);
         free(arms);
         resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
@@ -214,6 +337,7 @@ ldpb_err agg_metrics_start(agg_metrics **out, const char *host_port, struct agg_
     if (!m)
         return LDPB_ENOMEM;
     m->s = s;
+    m->start_time = process_start_time();
     /* One polling thread (epoll where there is one) serves every connection without blocking on
      * any, so an idle or half-sent connection costs a slot, not the thread. The slots are
      * many, one address may hold only a few, and an idle one is closed after a few seconds:

@@ -1,6 +1,7 @@
-/* A minimal Prometheus endpoint: GET /metrics on HOST:PORT answers the server's counters in the
- * text exposition format (libmicrohttpd, one internal polling thread;
- * at most 8 connections per client address, idle ones closed after 5 s). Anything else is a 404. */
+/* A minimal Prometheus endpoint: GET /metrics on HOST:PORT answers the server's counters, the
+ * standard process_* series and ldpb_build_info in the text exposition format (libmicrohttpd, one
+ * internal polling thread; at most 8 connections per client address, idle ones closed after 5 s).
+ * Anything else is a 404. */
 #ifndef LDPB_AGG_METRICS_H
 #define LDPB_AGG_METRICS_H
 

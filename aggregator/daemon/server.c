@@ -3,11 +3,15 @@
  *
  * Locks, always taken in this order and never held across I/O:
  *   seal_mu    the key cache and the replay cache (neither is thread-safe)
- *   policy_mu  the policy, its decision generator and noise source, and the policy version
+ *   policy_mu  the served policy, its decision generator, and the policy version
  *   queue_mu   the committer's queue
- * The committer holds policy_mu only while it applies a batch's new reports to the policy (and,
- * if the COMMIT fails, while it restores the pre-batch state); the SQL runs outside it, so
- * assignments keep flowing during an fsync. */
+ * The served policy only ever holds committed states: the committer observes a batch into its
+ * own copy ("next", with its own noise source), writes that state in the batch's transaction, and
+ * publishes it to the served policy only after the COMMIT succeeds, so no assignment, status or
+ * metric is computed from central-DP noise that a failed commit or a crash could discard and a
+ * retry draw again (docs/aggregator.md, "Central noise is released once it is durable"). The
+ * committer holds policy_mu only to copy the served state out and to publish (a pointer swap);
+ * the observes and the SQL run outside it, so assignments keep flowing during an fsync. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -115,12 +119,12 @@ struct agg_server {
     pthread_mutex_t seal_mu;
 
     agg_store *store;
-    agg_policy *policy;
-    int mc_propensity; /* ops->choose_is_draw: estimate the propensity by repeated draws */
+    agg_policy *policy; /* served: always a committed state (choose() may move its cursor) */
+    int mc_propensity;  /* ops->choose_is_draw: estimate the propensity by repeated draws */
     ldpb_rng *policy_rng, *noise_rng;
     agg_rand rand;
-    agg_noise *noise;
-    uint64_t policy_version; /* under policy_mu: reports the policy has observed */
+    agg_noise *noise; /* the served policy's: choose() requires one but never draws from it */
+    uint64_t policy_version; /* under policy_mu: reports the served (committed) state counts */
     pthread_mutex_t policy_mu;
     int wire_mechanism; /* what every assignment asks for */
     double wire_epsilon;
@@ -149,6 +153,11 @@ struct agg_server {
      * transaction failed, or state_dir has less than min_free_mb free. Set and cleared by the
      * committer, read by the workers. */
     atomic_int commits_failing, space_low;
+    agg_policy *next; /* the served state plus the batch, until its COMMIT publishes it (then
+                         the two instances swap) */
+    ldpb_rng *next_rng, *next_noise_rng;
+    agg_rand next_rand;
+    agg_noise *next_noise; /* the only source of central noise in the service */
 
     /* transport */
     int sock;
@@ -384,13 +393,18 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     ldpb_err err = agg_policy_choose(s->policy, &env, &arm);
     if (!err) {
         t.policy_version = s->policy_version;
-        uint64_t m = s->mc_propensity ? s->cfg->propensity_samples : 0, hits = 0;
-        for (uint64_t i = 0; i < m && !err; i++) {
-            uint32_t again;
-            err = agg_policy_choose(s->policy, &env, &again);
-            hits += again == arm;
+        if (s->policy->ops->propensity) {
+            /* read under the same hold as the choice: another worker's choice would replace it */
+            err = agg_policy_propensity(s->policy, &t.propensity);
+        } else {
+            uint64_t m = s->mc_propensity ? s->cfg->propensity_samples : 0, hits = 0;
+            for (uint64_t i = 0; i < m && !err; i++) {
+                uint32_t again;
+                err = agg_policy_choose(s->policy, &env, &again);
+                hits += again == arm;
+            }
+            t.propensity = (double)(1 + hits) / (double)(1 + m);
         }
-        t.propensity = (double)(1 + hits) / (double)(1 + m);
     }
     pthread_mutex_unlock(&s->policy_mu);
     if (err) {
@@ -727,10 +741,10 @@ done:
 
 /* ---- the committer ----------------------------------------------------------------------- */
 
-/* Saves the policy into *buf (grown as needed). Under policy_mu. */
-static ldpb_err save_policy(agg_server *s, uint8_t **buf, size_t *cap, size_t *len)
+/* Saves policy p into *buf (grown as needed). */
+static ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, size_t *len)
 {
-    ldpb_err err = agg_policy_save(s->policy, *buf, *cap, len);
+    ldpb_err err = agg_policy_save(p, *buf, *cap, len);
     if (err == LDPB_ERANGE) {
         size_t want = *len + *len / 2 + 64;
         uint8_t *nb = realloc(*buf, want);
@@ -738,7 +752,7 @@ static ldpb_err save_policy(agg_server *s, uint8_t **buf, size_t *cap, size_t *l
             return LDPB_ENOMEM;
         *buf = nb;
         *cap = want;
-        err = agg_policy_save(s->policy, *buf, *cap, len);
+        err = agg_policy_save(p, *buf, *cap, len);
     }
     return err;
 }
@@ -855,7 +869,7 @@ size_t agg_server_commit_batch(agg_server *s)
     uint64_t t0 = mono_us();
     uint64_t n_new = 0, n_dup = 0;
     int observed = 0;
-    size_t snap_len = 0, save_len = 0;
+    size_t save_len = 0;
     ldpb_err err = agg_store_begin(s->store);
     for (size_t i = 0; i < n && !err; i++) {
         item *it = &s->batch[i];
@@ -876,33 +890,36 @@ size_t agg_server_commit_batch(agg_server *s)
             n_dup += !is_new;
         }
     }
-    if (!err) {
+    if (!err && n_new == 0) {
+        /* Nothing to observe: the served state (its round-robin cursor included) is saved as it
+         * is, and nothing is published. */
         pthread_mutex_lock(&s->policy_mu);
-        err = save_policy(s, &s->snap_buf, &s->snap_cap, &snap_len);
-        agg_policy_env env = policy_env(s);
+        err = save_policy(s->policy, &s->save_buf, &s->save_cap, &save_len);
+        pthread_mutex_unlock(&s->policy_mu);
+    } else if (!err) {
+        /* The batch goes into `next`, a copy of the served state, with the committer's own
+         * generators: nothing a worker can read depends on its noise until the COMMIT. */
+        size_t snap_len = 0;
+        pthread_mutex_lock(&s->policy_mu);
+        err = save_policy(s->policy, &s->snap_buf, &s->snap_cap, &snap_len);
+        pthread_mutex_unlock(&s->policy_mu);
+        if (!err)
+            err = agg_policy_restore(s->next, s->snap_buf, snap_len);
+        agg_policy_env env = {&s->next_rand,
+                              s->cfg->mode == AGG_MODE_CENTRAL ? s->next_noise : NULL};
         for (size_t i = 0; i < n && !err; i++) {
             item *it = &s->batch[i];
             if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
                 continue;
             observed = 1;
-            err = agg_policy_observe(s->policy, &env, it->tok.arm, it->value);
+            err = agg_policy_observe_with_propensity(s->next, &env, it->tok.arm, it->value,
+                                                     it->tok.propensity);
             if (err)
                 logf_(s, AGG_LOG_ERROR, "the policy refused a validated report (arm %u): %s",
                       (unsigned)it->tok.arm, ldpb_strerror(err));
         }
-        if (!err) {
-            s->policy_version += n_new;
-            err = save_policy(s, &s->save_buf, &s->save_cap, &save_len);
-            if (err)
-                s->policy_version -= n_new;
-        }
-        if (err && observed) {
-            ldpb_err rerr = agg_policy_restore(s->policy, s->snap_buf, snap_len);
-            if (rerr)
-                logf_(s, AGG_LOG_ERROR, "cannot restore the pre-batch policy state: %s",
-                      ldpb_strerror(rerr));
-        }
-        pthread_mutex_unlock(&s->policy_mu);
+        if (!err)
+            err = save_policy(s->next, &s->save_buf, &s->save_cap, &save_len);
     }
     agg_store_counters c = s->committed;
     c.policy_version += n_new;
@@ -917,18 +934,9 @@ size_t agg_server_commit_batch(agg_server *s)
     if (!err)
         err = agg_store_commit(s->store);
     if (err) {
+        /* `next` and its noise are dropped unreleased; the served state was never touched. */
         note_commit_failure(s, n);
         agg_store_rollback(s->store);
-        if (observed) {
-            pthread_mutex_lock(&s->policy_mu);
-            ldpb_err rerr = agg_policy_restore(s->policy, s->snap_buf, snap_len);
-            if (!rerr)
-                s->policy_version = s->committed.policy_version;
-            pthread_mutex_unlock(&s->policy_mu);
-            if (rerr)
-                logf_(s, AGG_LOG_ERROR, "cannot restore the pre-batch policy state: %s",
-                      ldpb_strerror(rerr));
-        }
         atomic_fetch_add(&s->n_commit_failures, 1);
         for (size_t i = 0; i < n; i++)
             if (s->batch[i].kind == ITEM_REPORT)
@@ -936,6 +944,18 @@ size_t agg_server_commit_batch(agg_server *s)
         return n;
     }
     s->committed = c;
+    if (observed) {
+        /* Durable now: publish by swapping the instances, O(1) under the lock. The old served
+         * instance becomes `next`, overwritten by the next batch's copy. The served cursor
+         * restarts where the copy had it (as after a restart, to the saved one), so choices
+         * made during the commit may repeat once. */
+        pthread_mutex_lock(&s->policy_mu);
+        agg_policy *p = s->policy;
+        s->policy = s->next;
+        s->next = p;
+        s->policy_version = c.policy_version;
+        pthread_mutex_unlock(&s->policy_mu);
+    }
     if (atomic_exchange(&s->commits_failing, 0)) {
         logf_(s, AGG_LOG_WARN,
               "commits succeed again: assignments resumed (%" PRIu64
@@ -1149,24 +1169,34 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     /* The policy, its generators and the noise source. */
     char pmsg[AGG_ERRMSG_MAX] = "";
     err = agg_policy_new(&s->policy, cfg->policy, &cfg->params, pmsg);
+    if (!err)
+        err = agg_policy_new(&s->next, cfg->policy, &cfg->params, pmsg);
     if (err) {
         say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
         goto fail;
     }
-    /* Only a choice that is a pure draw can be repeated to estimate its probability; the
-     * others choose deterministically from their state (ties aside: propensity 1) or advance a
-     * round-robin pointer, which extra calls would disturb. */
-    s->mc_propensity = s->policy->ops->choose_is_draw;
+    /* A policy that knows the probability of its choice (the EXP3 family) logs it exactly.
+     * Otherwise only a choice that is a pure draw can be repeated to estimate its probability;
+     * the others choose deterministically from their state (ties aside: propensity 1) or advance
+     * a round-robin pointer, which extra calls would disturb. */
+    s->mc_propensity = s->policy->ops->choose_is_draw && !s->policy->ops->propensity;
     err = ldpb_rng_new_system(&s->policy_rng);
     if (!err)
         err = ldpb_rng_new_system(&s->noise_rng);
     if (!err)
         err = agg_noise_new(&s->noise, AGG_NOISE_SECURE, s->noise_rng, NULL);
+    if (!err)
+        err = ldpb_rng_new_system(&s->next_rng);
+    if (!err)
+        err = ldpb_rng_new_system(&s->next_noise_rng);
+    if (!err)
+        err = agg_noise_new(&s->next_noise, AGG_NOISE_SECURE, s->next_noise_rng, NULL);
     if (err) {
         say(errmsg, "cannot create the generators: %s", ldpb_strerror(err));
         goto fail;
     }
     agg_rand_seed(&s->rand, s->policy_rng);
+    agg_rand_seed(&s->next_rand, s->next_rng);
     /* What every assignment asks for: the configured mechanism in local mode, the table's raw
      * row otherwise (agg_config_check has built the mechanism as the clients will). */
     s->wire_desc =
@@ -1233,6 +1263,13 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
           " assignments so far",
           cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->params.k,
           s->committed.reports, s->committed.assignments);
+    if (s->policy->ops->propensity)
+        logf_(s, AGG_LOG_INFO, "propensity: the policy's exact probability of each choice");
+    else if (s->mc_propensity)
+        logf_(s, AGG_LOG_INFO, "propensity: estimated from %" PRIu64 " extra draws per choice",
+              cfg->propensity_samples);
+    else
+        logf_(s, AGG_LOG_INFO, "propensity: 1 (the policy chooses deterministically)");
     *out = s;
     return LDPB_OK;
 fail:
@@ -1296,6 +1333,11 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
 uint32_t agg_server_arms(const agg_server *s)
 {
     return (uint32_t)s->cfg->params.k;
+}
+
+void agg_server_set_commit_hook(agg_server *s, agg_store_commit_hook fn, void *ctx)
+{
+    agg_store_set_commit_hook(s->store, fn, ctx);
 }
 
 ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k)
@@ -1515,6 +1557,10 @@ void agg_server_free(agg_server *s)
     agg_noise_free(s->noise);
     ldpb_rng_free(s->policy_rng);
     ldpb_rng_free(s->noise_rng);
+    agg_policy_free(s->next);
+    agg_noise_free(s->next_noise);
+    ldpb_rng_free(s->next_rng);
+    ldpb_rng_free(s->next_noise_rng);
     ldpb_keycache_free(s->kc);
     ldpb_replay_free(s->rp);
     ldpb_keypair_wipe(&s->kp);

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "ldpb/err.h"
 #include "policy.h"
+#include "store.h"
 
 #define AGG_SERVER_ERRMAX 512
 
@@ -123,13 +124,17 @@ size_t agg_server_commit_batch(agg_server *s);
 /* Tests only: while `on`, every commit fails as on a full disk (agg_store_inject_disk_full).
  * Only for servers not started, from the thread that calls agg_server_commit_batch. */
 void agg_server_inject_disk_full(agg_server *s, int on);
+/* For fault-injection tests: runs `fn` between a batch's observes and its COMMIT (see
+ * agg_store_set_commit_hook). Only while no committer thread runs. */
+void agg_server_set_commit_hook(agg_server *s, agg_store_commit_hook fn, void *ctx);
 
 /* A snapshot of the counters. */
 void agg_server_stats_get(agg_server *s, agg_server_stats *out);
 
-/* The number of arms, and the policy's per-arm state (pulls, estimate, interval) into arms[0..k)
- * for k at least that number, under the policy lock (a scrape waits at most for one batch's
- * observes). LDPB_ERANGE if k is too small; the policy's describe() errors. */
+/* The number of arms, and the served policy's per-arm state (pulls, estimate, interval) into
+ * arms[0..k) for k at least that number, under the policy lock (a scrape waits at most for the
+ * committer's copy of the state). The served state is always a committed one. LDPB_ERANGE if
+ * k is too small; the policy's describe() errors. */
 uint32_t agg_server_arms(const agg_server *s);
 ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k);
 

@@ -28,7 +28,13 @@ struct agg_store {
     uint64_t decision_rows; /* committed rows of `decisions` */
     int64_t decision_delta; /* rows added (+) or deleted (-) by the open transaction */
     int inject_disk_full;   /* agg_store_inject_disk_full */
+    /* The meta rows of a fresh state, written by the first transaction (with the first data),
+     * so a start that is refused or fails after the open leaves no meta behind. */
+    struct meta_row *pending_meta;
+    size_t n_pending_meta;
     char errmsg[AGG_STORE_ERRMAX];
+    agg_store_commit_hook commit_hook; /* tests only */
+    void *commit_hook_ctx;
 };
 
 #define say(out, ...) ldpb_detailf((out), AGG_STORE_ERRMAX, __VA_ARGS__)
@@ -104,6 +110,7 @@ void agg_store_close(agg_store *s)
     sqlite3_close(s->db);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the flock */
+    free(s->pending_meta);
     free(s);
 }
 
@@ -189,17 +196,14 @@ static ldpb_err check_meta(agg_store *s, const agg_store_meta *m, char *errmsg)
             err = LDPB_ECORRUPT;
             goto fail;
         }
-        err = prepare(s, &st, "INSERT INTO meta(key, value) VALUES (?1, ?2)");
-        if (err)
-            goto fail;
-        for (size_t i = 0; i < n_rows; i++) {
-            sqlite3_bind_text(st, 1, rows[i].key, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, rows[i].value, -1, SQLITE_STATIC);
-            err = step_done(s, st, "writing meta");
-            if (err)
-                goto fail;
+        /* Fresh: the rows wait for the first transaction (agg_store_begin). */
+        s->pending_meta = malloc(n_rows * sizeof *s->pending_meta);
+        if (!s->pending_meta) {
+            say(errmsg, "out of memory");
+            return LDPB_ENOMEM;
         }
-        sqlite3_finalize(st);
+        memcpy(s->pending_meta, rows, n_rows * sizeof *rows);
+        s->n_pending_meta = n_rows;
         return LDPB_OK;
     }
     err = prepare(s, &st, "SELECT value FROM meta WHERE key = ?1");
@@ -484,10 +488,27 @@ done:
     return err;
 }
 
+/* Inserts the pending meta rows in the open transaction. */
+static ldpb_err write_pending_meta(agg_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, "INSERT INTO meta(key, value) VALUES (?1, ?2)");
+    for (size_t i = 0; i < s->n_pending_meta && !err; i++) {
+        sqlite3_bind_text(st, 1, s->pending_meta[i].key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, s->pending_meta[i].value, -1, SQLITE_STATIC);
+        err = step_done(s, st, "writing meta");
+    }
+    sqlite3_finalize(st);
+    return err;
+}
+
 ldpb_err agg_store_begin(agg_store *s)
 {
     s->decision_delta = 0;
-    return step_done(s, s->begin, "BEGIN");
+    ldpb_err err = step_done(s, s->begin, "BEGIN");
+    if (!err && s->pending_meta)
+        err = write_pending_meta(s);
+    return err;
 }
 
 ldpb_err agg_store_commit(agg_store *s)
@@ -496,12 +517,25 @@ ldpb_err agg_store_commit(agg_store *s)
         say(s->errmsg, "COMMIT: database or disk is full (injected by agg_store_inject_disk_full)");
         return LDPB_EIO;
     }
+    if (s->commit_hook && s->commit_hook(s->commit_hook_ctx)) {
+        say(s->errmsg, "COMMIT: failed by the test hook");
+        return LDPB_EIO;
+    }
     ldpb_err err = step_done(s, s->commit, "COMMIT");
     if (!err) {
         s->decision_rows = (uint64_t)((int64_t)s->decision_rows + s->decision_delta);
         s->decision_delta = 0;
+        free(s->pending_meta); /* durable now */
+        s->pending_meta = NULL;
+        s->n_pending_meta = 0;
     }
     return err;
+}
+
+void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx)
+{
+    s->commit_hook = fn;
+    s->commit_hook_ctx = ctx;
 }
 
 void agg_store_rollback(agg_store *s)

@@ -78,6 +78,13 @@ ldpb_err agg_store_begin(agg_store *s);
 ldpb_err agg_store_commit(agg_store *s);
 void agg_store_rollback(agg_store *s);
 
+/* For fault-injection tests: `fn` runs inside agg_store_commit, after every row and the state of
+ * the transaction are written and before the COMMIT; a nonzero return makes that COMMIT fail
+ * (LDPB_EIO, the transaction left open for agg_store_rollback) as a full disk would. NULL
+ * removes it. */
+typedef int (*agg_store_commit_hook)(void *ctx);
+void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx);
+
 /* Inserts a report unless its id is there: *is_new = 1 if inserted, 0 if already counted. */
 ldpb_err agg_store_add_report(agg_store *s, const agg_store_row *r, int *is_new);
 

@@ -4,7 +4,14 @@
  * 2 h_e + 2 c_e. Means and counts start afresh each epoch (the privacy proof needs it), |S| in
  * R_e, h_e, c_e is the size at the epoch start, and a run that ends mid-epoch eliminates nothing.
  * Once one arm is left it is pulled for the rest of the run. O(1) per round; O(|S|) at an epoch
- * end. */
+ * end.
+ *
+ * Unknown horizon (horizon 0 with beta 0, or the dp-se-doubling entry, which never reads the
+ * horizon): the doubling schedule. Phase j = 1, 2, ... is a fresh run of Algorithm 3 on the next
+ * 2^j observations, with every arm back in S, fresh sums, epochs from 1 and beta_j = 2^-j (the 1/T
+ * of a known horizon T = 2^j) unless beta is given. Each reward enters one phase only, so the run
+ * is eps-DP by parallel composition; docs/derivations.md 10.1 has the accounting and the regret
+ * cost. */
 #include "dp_se.h"
 
 #include <math.h>
@@ -16,6 +23,10 @@
 #include "statefmt.h"
 
 #define DP_SE_STATE_VERSION 1
+/* The doubling schedule's state adds the phase and its observation count. */
+#define DP_SE_DOUBLING_STATE_VERSION 2
+/* Phase 62 holds 2^62 observations: far beyond any service's lifetime, and 2^j stays exact. */
+#define DP_SE_PHASE_MAX 62
 
 typedef struct dp_se {
     agg_policy base;
@@ -26,6 +37,9 @@ typedef struct dp_se {
     uint32_t n_full;      /* arms of S whose quota for this epoch is complete */
     uint32_t ptr;         /* round-robin position in active[] */
     agg_dp_se_params par; /* of the current epoch */
+    int doubling;         /* unknown horizon: the doubling schedule */
+    uint32_t phase;       /* doubling: the current phase j >= 1 (0 otherwise) */
+    uint64_t phase_t;     /* doubling: observations in this phase, < 2^phase */
     uint32_t *active;     /* [k] S in ascending order, first n_active entries */
     uint8_t *in_s;        /* [k] */
     uint64_t *cnt;        /* [k] rewards this epoch */
@@ -36,6 +50,7 @@ typedef struct dp_se {
 } dp_se;
 
 extern const agg_policy_ops agg_policy_dp_se;
+extern const agg_policy_ops agg_policy_dp_se_doubling;
 
 void agg_dp_se_epoch_params(uint32_t s_size, uint32_t epoch, double beta, double epsilon,
                             agg_dp_se_params *out)
@@ -84,34 +99,51 @@ static void start_epoch(dp_se *p, uint32_t epoch)
     memset(p->sum, 0, k * sizeof *p->sum);
 }
 
-static ldpb_err dp_se_create(agg_policy **out, const agg_policy_config *cfg,
-                             char errmsg[AGG_ERRMSG_MAX])
+/* Starts phase j of the doubling schedule: Algorithm 3 afresh with every arm in S. */
+static void start_phase(dp_se *p, uint32_t j)
 {
+    uint32_t k = p->base.cfg.k;
+    p->phase = j;
+    p->phase_t = 0;
+    p->beta = p->base.cfg.beta != 0 ? p->base.cfg.beta : ldexp(1.0, -(int)j);
+    for (uint32_t a = 0; a < k; a++) {
+        p->active[a] = a;
+        p->in_s[a] = 1;
+    }
+    p->n_active = k;
+    start_epoch(p, 1);
+}
+
+static ldpb_err create_as(agg_policy **out, const agg_policy_config *cfg, const agg_policy_ops *ops,
+                          char errmsg[AGG_ERRMSG_MAX])
+{
+    const char *name = ops->name;
     if (errmsg)
         errmsg[0] = '\0';
     if (!out || !cfg)
-        return agg_policy_refuse(errmsg, LDPB_EINVAL, "dp-se: NULL argument");
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: NULL argument", name);
     *out = NULL;
-    ldpb_err err = agg_policy_check_k(cfg, "dp-se", 0, errmsg);
+    ldpb_err err = agg_policy_check_k(cfg, name, 0, errmsg);
     if (err == LDPB_OK)
-        err = agg_policy_check_epsilon(cfg, "dp-se", errmsg);
+        err = agg_policy_check_epsilon(cfg, name, errmsg);
     if (err != LDPB_OK)
         return err;
-    if (cfg->beta == 0 && cfg->horizon == 0)
-        return agg_policy_refuse(errmsg, LDPB_ERANGE,
-                                 "dp-se: beta 0 means 1/T, but the horizon T is unknown (0)");
-    double beta = cfg->beta == 0 ? 1.0 / (double)cfg->horizon : cfg->beta;
+    /* Algorithm 3 needs T only for beta = 1/T: a given beta runs without a horizon as before,
+     * while beta 0 and no horizon mean the doubling schedule with beta_j = 2^-j. */
+    int doubling = ops == &agg_policy_dp_se_doubling || (cfg->horizon == 0 && cfg->beta == 0);
+    double beta = cfg->beta == 0 ? (doubling ? 0.5 : 1.0 / (double)cfg->horizon) : cfg->beta;
     if (!(beta > 0 && beta < 1))
         return agg_policy_refuse(errmsg, isnan(beta) ? LDPB_EINVAL : LDPB_ERANGE,
-                                 "dp-se: beta %g outside (0, 1)", beta);
+                                 "%s: beta %g outside (0, 1)", name, beta);
 
     uint32_t k = cfg->k;
     dp_se *p = calloc(1, sizeof *p);
     if (!p)
-        return agg_policy_refuse(errmsg, LDPB_ENOMEM, "dp-se: out of memory");
-    p->base.ops = &agg_policy_dp_se;
+        return agg_policy_refuse(errmsg, LDPB_ENOMEM, "%s: out of memory", name);
+    p->base.ops = ops;
     p->base.cfg = *cfg;
     p->beta = beta;
+    p->doubling = doubling;
     p->eps = cfg->epsilon;
     p->active = calloc(k, sizeof *p->active);
     p->in_s = calloc(k, sizeof *p->in_s);
@@ -122,18 +154,36 @@ static ldpb_err dp_se_create(agg_policy **out, const agg_policy_config *cfg,
     p->radius = calloc(k, sizeof *p->radius);
     if (!p->active || !p->in_s || !p->cnt || !p->sum || !p->pulls || !p->est || !p->radius) {
         dp_se_free(&p->base);
-        return agg_policy_refuse(errmsg, LDPB_ENOMEM, "dp-se: out of memory");
+        return agg_policy_refuse(errmsg, LDPB_ENOMEM, "%s: out of memory", name);
     }
     for (uint32_t a = 0; a < k; a++) {
-        p->active[a] = a;
-        p->in_s[a] = 1;
         p->est[a] = NAN;
         p->radius[a] = NAN;
     }
-    p->n_active = k;
-    start_epoch(p, 1);
+    if (doubling) {
+        start_phase(p, 1);
+    } else {
+        for (uint32_t a = 0; a < k; a++) {
+            p->active[a] = a;
+            p->in_s[a] = 1;
+        }
+        p->n_active = k;
+        start_epoch(p, 1);
+    }
     *out = &p->base;
     return LDPB_OK;
+}
+
+static ldpb_err dp_se_create(agg_policy **out, const agg_policy_config *cfg,
+                             char errmsg[AGG_ERRMSG_MAX])
+{
+    return create_as(out, cfg, &agg_policy_dp_se, errmsg);
+}
+
+static ldpb_err dp_se_doubling_create(agg_policy **out, const agg_policy_config *cfg,
+                                      char errmsg[AGG_ERRMSG_MAX])
+{
+    return create_as(out, cfg, &agg_policy_dp_se_doubling, errmsg);
 }
 
 static ldpb_err dp_se_choose(agg_policy *pp, agg_policy_env *env, uint32_t *arm)
@@ -156,8 +206,9 @@ static ldpb_err dp_se_choose(agg_policy *pp, agg_policy_env *env, uint32_t *arm)
 }
 
 /* The epoch end (Alg. 3): noise once per arm of S, then elimination with a strict >, then a fresh
- * epoch if more than one arm is left. */
-static void end_epoch(dp_se *p, agg_noise *noise)
+ * epoch if more than one arm is left. An error (the noise source's, practically impossible) leaves
+ * the epoch half ended: the caller must discard the state, as the server does. */
+static ldpb_err end_epoch(dp_se *p, agg_noise *noise)
 {
     double rr = (double)p->par.r;
     double scale = 1 / (p->eps * rr); /* r = ceil(R_e): docs/derivations.md 10 */
@@ -165,7 +216,10 @@ static void end_epoch(dp_se *p, agg_noise *noise)
     double best = -INFINITY;
     for (uint32_t i = 0; i < p->n_active; i++) {
         uint32_t a = p->active[i];
-        p->est[a] = p->sum[a] / rr + agg_noise_laplace(noise, scale);
+        /* One reward moves the mean of r by at most 1/r; released on a grid (docs/privacy.md). */
+        ldpb_err err = agg_noise_release(noise, p->sum[a] / rr, 1 / rr, scale, &p->est[a]);
+        if (err != LDPB_OK)
+            return err;
         p->radius[a] = p->par.h + p->par.c;
         if (p->est[a] > best)
             best = p->est[a];
@@ -181,7 +235,7 @@ static void end_epoch(dp_se *p, agg_noise *noise)
     p->n_active = kept;
     if (kept > 1) {
         start_epoch(p, p->epoch + 1);
-        return;
+        return LDPB_OK;
     }
     /* One arm left: no more epochs; it is pulled for the rest of the run. The last epoch's
      * number and parameters stay as they were. */
@@ -189,18 +243,20 @@ static void end_epoch(dp_se *p, agg_noise *noise)
     memset(p->sum, 0, p->base.cfg.k * sizeof *p->sum);
     p->n_full = 0;
     p->ptr = 0;
+    return LDPB_OK;
 }
 
 /* Adds a validated block to an arm of S and ends the epoch when it completes the last quota. */
-static void add_block(dp_se *p, agg_noise *noise, uint32_t arm, uint64_t count, double sum)
+static ldpb_err add_block(dp_se *p, agg_noise *noise, uint32_t arm, uint64_t count, double sum)
 {
     p->pulls[arm] += count;
     if (p->n_active == 1)
-        return;
+        return LDPB_OK;
     p->cnt[arm] += count;
     p->sum[arm] += sum;
     if (p->cnt[arm] == p->par.r && ++p->n_full == p->n_active)
-        end_epoch(p, noise);
+        return end_epoch(p, noise);
+    return LDPB_OK;
 }
 
 static ldpb_err dp_se_observe(agg_policy *pp, agg_policy_env *env, uint32_t arm, double obs)
@@ -215,15 +271,23 @@ static ldpb_err dp_se_observe(agg_policy *pp, agg_policy_env *env, uint32_t arm,
          * when choices run ahead of observations): counted as a pull, but it never enters an
          * epoch mean, so each reward still affects at most one mean of r rewards. */
         p->pulls[arm]++;
-        return LDPB_OK;
+    } else {
+        ldpb_err err = add_block(p, env->noise, arm, 1, obs);
+        if (err)
+            return err;
     }
-    add_block(p, env->noise, arm, 1, obs);
+    /* Phases count observations, not their values, so where a phase ends says nothing about the
+     * data; a late answer of the last phase lands in the new one, still in one mean only. */
+    if (p->doubling && ++p->phase_t == (uint64_t)1 << p->phase && p->phase < DP_SE_PHASE_MAX)
+        start_phase(p, p->phase + 1);
     return LDPB_OK;
 }
 
 static const dp_se *as_dp_se(const agg_policy *p)
 {
-    return p && p->ops == &agg_policy_dp_se ? (const dp_se *)p : NULL;
+    return p && (p->ops == &agg_policy_dp_se || p->ops == &agg_policy_dp_se_doubling)
+               ? (const dp_se *)p
+               : NULL;
 }
 
 ldpb_err agg_dp_se_plan(const agg_policy *pp, uint32_t *epoch, uint32_t *arms, uint64_t *remaining,
@@ -232,6 +296,8 @@ ldpb_err agg_dp_se_plan(const agg_policy *pp, uint32_t *epoch, uint32_t *arms, u
     const dp_se *p = as_dp_se(pp);
     if (!p || !epoch || !n_active || (cap && (!arms || !remaining)))
         return LDPB_EINVAL;
+    if (p->doubling)
+        return LDPB_ESTATE;
     *epoch = p->epoch;
     *n_active = p->n_active;
     if (cap < p->n_active)
@@ -250,7 +316,7 @@ ldpb_err agg_dp_se_observe_block(agg_policy *pp, agg_policy_env *env, uint32_t a
     dp_se *p = (dp_se *)as_dp_se(pp);
     if (!p || !env || !env->noise || arm >= p->base.cfg.k || isnan(sum))
         return LDPB_EINVAL;
-    if (!p->in_s[arm])
+    if (p->doubling || !p->in_s[arm])
         return LDPB_ESTATE;
     if (p->n_active > 1 && count > p->par.r - p->cnt[arm])
         return LDPB_ERANGE;
@@ -258,7 +324,18 @@ ldpb_err agg_dp_se_observe_block(agg_policy *pp, agg_policy_env *env, uint32_t a
         return LDPB_ERANGE;
     if (count == 0)
         return LDPB_OK;
-    add_block(p, env->noise, arm, count, sum);
+    return add_block(p, env->noise, arm, count, sum);
+}
+
+ldpb_err agg_dp_se_schedule(const agg_policy *pp, uint32_t *phase, uint64_t *phase_t,
+                            uint32_t *epoch)
+{
+    const dp_se *p = as_dp_se(pp);
+    if (!p || !phase || !phase_t || !epoch)
+        return LDPB_EINVAL;
+    *phase = p->phase;
+    *phase_t = p->phase_t;
+    *epoch = p->epoch;
     return LDPB_OK;
 }
 
@@ -269,10 +346,14 @@ static ldpb_err dp_se_save(const agg_policy *pp, uint8_t *buf, size_t cap, size_
         return LDPB_EINVAL;
     agg_wbuf w;
     agg_wbuf_init(&w, buf, cap);
-    agg_state_put_header(&w, pp, DP_SE_STATE_VERSION);
+    agg_state_put_header(&w, pp, p->doubling ? DP_SE_DOUBLING_STATE_VERSION : DP_SE_STATE_VERSION);
     agg_put_u32(&w, p->epoch);
     agg_put_u32(&w, p->s_start);
     agg_put_u32(&w, p->ptr);
+    if (p->doubling) {
+        agg_put_u32(&w, p->phase);
+        agg_put_u64(&w, p->phase_t);
+    }
     for (uint32_t a = 0; a < p->base.cfg.k; a++) {
         agg_put_u8(&w, p->in_s[a]);
         agg_put_u64(&w, p->cnt[a]);
@@ -296,14 +377,15 @@ static ldpb_err dp_se_restore(agg_policy *pp, const uint8_t *buf, size_t len)
     if (!p || (!buf && len))
         return LDPB_EINVAL;
     agg_policy *tmp_base = NULL;
-    ldpb_err err = dp_se_create(&tmp_base, &p->base.cfg, NULL);
+    ldpb_err err = create_as(&tmp_base, &p->base.cfg, p->base.ops, NULL);
     if (err != LDPB_OK)
         return err;
     dp_se *q = (dp_se *)tmp_base;
     uint32_t k = q->base.cfg.k;
     agg_rbuf r;
     agg_rbuf_init(&r, buf, len);
-    err = agg_state_get_header(&r, pp, DP_SE_STATE_VERSION);
+    err = agg_state_get_header(&r, pp,
+                               q->doubling ? DP_SE_DOUBLING_STATE_VERSION : DP_SE_STATE_VERSION);
     if (err != LDPB_OK)
         goto done;
     err = LDPB_ECORRUPT;
@@ -311,6 +393,15 @@ static ldpb_err dp_se_restore(agg_policy *pp, const uint8_t *buf, size_t len)
     /* Epoch 64 would need 4^64 pulls per arm; anything near it is not a real state. */
     if (r.bad || epoch < 1 || epoch > 64 || s_start < 1 || s_start > k)
         goto done;
+    if (q->doubling) {
+        uint32_t phase = agg_get_u32(&r);
+        uint64_t phase_t = agg_get_u64(&r);
+        if (r.bad || phase < 1 || phase > DP_SE_PHASE_MAX ||
+            (phase < DP_SE_PHASE_MAX && phase_t >= (uint64_t)1 << phase))
+            goto done;
+        start_phase(q, phase);
+        q->phase_t = phase_t;
+    }
     uint32_t n_active = 0;
     for (uint32_t a = 0; a < k; a++) {
         uint8_t in = agg_get_u8(&r);
@@ -393,4 +484,21 @@ const agg_policy_ops agg_policy_dp_se = {
     .free = dp_se_free,
     .plan = agg_dp_se_plan,
     .observe_block = agg_dp_se_observe_block,
+};
+
+/* The same algorithm under the doubling schedule whatever the horizon, so that a simulator,
+ * which always knows T, can run DP-SE as a service without a horizon would. No fast-forward: the
+ * phase ends cut epochs. */
+const agg_policy_ops agg_policy_dp_se_doubling = {
+    .name = "dp-se-doubling",
+    .model = AGG_MODEL_CENTRAL,
+    .mergeable = 0,
+    .params = AGG_PARAM_EPSILON | AGG_PARAM_BETA,
+    .create = dp_se_doubling_create,
+    .choose = dp_se_choose,
+    .observe = dp_se_observe,
+    .save = dp_se_save,
+    .restore = dp_se_restore,
+    .describe = dp_se_describe,
+    .free = dp_se_free,
 };

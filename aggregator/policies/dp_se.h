@@ -36,11 +36,13 @@ void agg_dp_se_epoch_params(uint32_t s_size, uint32_t epoch, double beta, double
  * arms[i] (ascending) and remaining[i], the pulls it still needs before the epoch ends (0 once its
  * quota is complete). Once |S| = 1 the survivor is pulled forever: remaining[0] = UINT64_MAX.
  * `arms` and `remaining` hold `cap` entries; LDPB_ERANGE if cap < |S| (*n_active is still set).
- * LDPB_EINVAL for NULL or a policy that is not dp-se. */
+ * LDPB_EINVAL for NULL or a policy that is not dp-se; LDPB_ESTATE under the doubling schedule,
+ * whose phase ends cut epochs short. */
 ldpb_err agg_dp_se_plan(const agg_policy *p, uint32_t *epoch, uint32_t *arms, uint64_t *remaining,
                         uint32_t cap, uint32_t *n_active);
 
-/* Feeds `count` rewards of `arm` at once whose sum is `sum` (each reward in [0,1]); identical to
+/* Not available under the doubling schedule (LDPB_ESTATE), like agg_dp_se_plan.
+ * Feeds `count` rewards of `arm` at once whose sum is `sum` (each reward in [0,1]); identical to
  * observing them one by one whenever the running sums are exact in double precision (0/1
  * rewards, or rewards on a coarse dyadic grid). If the block completes the epoch, the epoch ends
  * here exactly as with single observations (noise drawn from env->noise, eliminations).
@@ -49,5 +51,12 @@ ldpb_err agg_dp_se_plan(const agg_policy *p, uint32_t *epoch, uint32_t *arms, ui
  * remaining pulls in the epoch or sum is outside [0, count]. count 0 with sum 0 does nothing. */
 ldpb_err agg_dp_se_observe_block(agg_policy *p, agg_policy_env *env, uint32_t arm, uint64_t count,
                                  double sum);
+
+/* The doubling schedule of a dp-se policy with horizon 0 and beta 0 (or dp-se-doubling): *phase = j
+ * >= 1, *phase_t the observations already in phase j (phase j holds 2^j, so phase j starts after
+ * 2^j - 2 observations), *epoch the epoch of Algorithm 3 inside the phase. *phase = 0 and
+ * *phase_t = 0 for a dp-se with a known horizon. LDPB_EINVAL for NULL or another policy. */
+ldpb_err agg_dp_se_schedule(const agg_policy *p, uint32_t *phase, uint64_t *phase_t,
+                            uint32_t *epoch);
 
 #endif

@@ -151,19 +151,26 @@ ldpb_err agg_tree_push(agg_tree *t, agg_noise *noise, double z, double *release)
         return LDPB_ESTATE;
     uint64_t n = t->count + 1;
     uint32_t i = lowest_bit(n); /* < levels because n <= horizon < 2^levels */
-    /* The lower p-sums merge into level i; their levels empty. */
+    /* The lower p-sums merge into level i. */
     double a = z;
-    for (uint32_t j = 0; j < i; j++) {
+    for (uint32_t j = 0; j < i; j++)
         a += t->alpha[j];
+    /* Node i is complete now: its noise is drawn here, once (Chan, Shi & Song 2011, the binary
+     * mechanism), on a grid (docs/privacy.md). One input moves it by at most hi - lo. */
+    double hat;
+    ldpb_err err = agg_noise_release(noise, a, t->hi - t->lo, t->scale, &hat);
+    if (err != LDPB_OK)
+        return err;
+    /* The lower levels empty. One loop for the three arrays: short, and kept off memset. */
+    double s = t->top[i + 1] + hat;
+    for (uint32_t j = 0; j < i; j++) {
         t->alpha[j] = 0;
         t->alpha_hat[j] = 0;
+        t->top[j] = s;
     }
     t->alpha[i] = a;
-    /* Node i is complete now: its noise is drawn here, once (a redraw would spend eps again). */
-    t->alpha_hat[i] = a + agg_noise_laplace(noise, t->scale);
-    double s = t->top[i + 1] + t->alpha_hat[i];
-    for (uint32_t j = 0; j <= i; j++)
-        t->top[j] = s;
+    t->alpha_hat[i] = hat;
+    t->top[i] = s;
     t->count = n;
     if (release)
         *release = s;
@@ -303,14 +310,20 @@ ldpb_err agg_logmech_push(agg_logmech *m, agg_noise *noise, double z, double *re
         return LDPB_ERANGE;
     if (m->count == UINT64_MAX)
         return LDPB_ESTATE;
+    double noisy = m->noisy + z;
+    if (is_pow2(m->count + 1)) {
+        /* Each input lies in exactly one increment between powers of two: one draw per power.
+         * The part of `noisy` released before is public, so one input moves it by at most
+         * hi - lo. */
+        ldpb_err err =
+            agg_noise_release(noise, noisy, m->hi - m->lo, (m->hi - m->lo) / m->epsilon, &noisy);
+        if (err != LDPB_OK)
+            return err;
+        m->released = noisy;
+    }
     m->count++;
     m->exact += z;
-    m->noisy += z;
-    if (is_pow2(m->count)) {
-        /* Each input lies in exactly one increment between powers of two: one draw per power. */
-        m->noisy += agg_noise_laplace(noise, (m->hi - m->lo) / m->epsilon);
-        m->released = m->noisy;
-    }
+    m->noisy = noisy;
     if (release)
         *release = m->released;
     return LDPB_OK;

@@ -23,6 +23,12 @@ extern const agg_policy_ops agg_policy_ldp_se;
 extern const agg_policy_ops agg_policy_dp_ucb;
 extern const agg_policy_ops agg_policy_dp_ucb_bound;
 extern const agg_policy_ops agg_policy_dp_se;
+/* Adversarial bandits (aggregator/policies/exp3_family.c). */
+extern const agg_policy_ops agg_policy_exp3;
+extern const agg_policy_ops agg_policy_dp_exp3_lap;
+extern const agg_policy_ops agg_policy_ldp_exp3_lap;
+extern const agg_policy_ops agg_policy_exp3_tau;
+extern const agg_policy_ops agg_policy_dp_se_doubling;
 
 /* One entry per line (the trailing comments keep clang-format from packing the table). */
 static const agg_policy_ops *const registry[] = {
@@ -36,6 +42,12 @@ static const agg_policy_ops *const registry[] = {
     &agg_policy_dp_ucb,       /* Mishra and Thakurta 2015 */
     &agg_policy_dp_ucb_bound, /* Tossou and Dimitrakakis 2016 */
     &agg_policy_dp_se,        /* Sajed and Sheffet 2019 */
+    &agg_policy_exp3,         /* Auer et al. 2002 */
+    &agg_policy_dp_exp3_lap,  /* Tossou & Dimitrakakis 2017, Alg. 1, central */
+    &agg_policy_ldp_exp3_lap, /* the same on the clients' Laplace reports */
+    &agg_policy_exp3_tau,     /* Tossou & Dimitrakakis 2017, Sec. 3.2 */
+    /* the same under the doubling schedule (docs/derivations.md 10.1) */
+    &agg_policy_dp_se_doubling,
 };
 
 const agg_policy_ops *const *agg_policy_all(size_t *count)
@@ -55,21 +67,23 @@ const agg_policy_ops *agg_policy_find(const char *name)
     return NULL;
 }
 
-#define PARAM(bit, name, type, field)                                                              \
+#define PARAM(bit, name, type, field, in_header)                                                   \
     {                                                                                              \
-        bit, name, type, offsetof(agg_policy_config, field)                                        \
+        bit, name, type, offsetof(agg_policy_config, field), in_header                             \
     }
 
 /* One row per field after k, in the struct's order, which is also the order of the saved state
  * header (statefmt.c): do not reorder. */
 static const agg_param_info params[] = {
-    PARAM(AGG_PARAM_HORIZON, "horizon", AGG_PARAM_TYPE_U64, horizon),
-    PARAM(AGG_PARAM_EPSILON, "epsilon", AGG_PARAM_TYPE_F64, epsilon),
-    PARAM(AGG_PARAM_MECHANISM, "mechanism", AGG_PARAM_TYPE_MECH, mechanism),
-    PARAM(AGG_PARAM_KAPPA, "kappa", AGG_PARAM_TYPE_F64, kappa),
-    PARAM(AGG_PARAM_BETA, "beta", AGG_PARAM_TYPE_F64, beta),
-    PARAM(AGG_PARAM_GAMMA, "gamma", AGG_PARAM_TYPE_F64, gamma),
-    PARAM(AGG_PARAM_EPS_ARM, "eps_arm", AGG_PARAM_TYPE_F64, eps_arm),
+    PARAM(AGG_PARAM_HORIZON, "horizon", AGG_PARAM_TYPE_U64, horizon, 1),
+    PARAM(AGG_PARAM_EPSILON, "epsilon", AGG_PARAM_TYPE_F64, epsilon, 1),
+    PARAM(AGG_PARAM_MECHANISM, "mechanism", AGG_PARAM_TYPE_MECH, mechanism, 1),
+    PARAM(AGG_PARAM_KAPPA, "kappa", AGG_PARAM_TYPE_F64, kappa, 1),
+    PARAM(AGG_PARAM_BETA, "beta", AGG_PARAM_TYPE_F64, beta, 1),
+    PARAM(AGG_PARAM_GAMMA, "gamma", AGG_PARAM_TYPE_F64, gamma, 1),
+    PARAM(AGG_PARAM_EPS_ARM, "eps_arm", AGG_PARAM_TYPE_F64, eps_arm, 1),
+    PARAM(AGG_PARAM_TAU, "tau", AGG_PARAM_TYPE_U64, tau, 0),
+    PARAM(AGG_PARAM_THRESHOLD, "threshold", AGG_PARAM_TYPE_F64, threshold, 0),
 };
 
 const agg_param_info *agg_policy_params(size_t *count)
@@ -173,6 +187,8 @@ void agg_policy_config_init(agg_policy_config *cfg)
     cfg->beta = 0.0;
     cfg->gamma = 0.0;
     cfg->eps_arm = 0.0;
+    cfg->tau = 0;
+    cfg->threshold = 0.0;
 }
 
 ldpb_err agg_policy_refuse(char errmsg[AGG_ERRMSG_MAX], ldpb_err err, const char *fmt, ...)
@@ -303,6 +319,18 @@ ldpb_err agg_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, do
     return p->ops->observe(p, env, arm, obs);
 }
 
+ldpb_err agg_policy_observe_with_propensity(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                            double obs, double prob)
+{
+    if (!p || !env || !env->rand)
+        return LDPB_EINVAL;
+    if (arm >= p->cfg.k || !observation_valid(p, obs) || !(prob > 0.0 && prob <= 1.0))
+        return LDPB_EINVAL;
+    if (!p->ops->observe_with_propensity)
+        return p->ops->observe(p, env, arm, obs);
+    return p->ops->observe_with_propensity(p, env, arm, obs, prob);
+}
+
 ldpb_err agg_policy_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len)
 {
     if (!p || !len)
@@ -328,4 +356,13 @@ void agg_policy_free(agg_policy *p)
 {
     if (p)
         p->ops->free(p);
+}
+
+ldpb_err agg_policy_propensity(const agg_policy *p, double *prob)
+{
+    if (!p || !prob)
+        return LDPB_EINVAL;
+    if (!p->ops->propensity)
+        return LDPB_ESTATE;
+    return p->ops->propensity(p, prob);
 }

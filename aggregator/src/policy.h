@@ -36,8 +36,11 @@ typedef struct agg_policy_config {
     ldpb_mech_kind mechanism; /* LOCAL: the client mechanism (decides bit vs real) */
     double kappa;             /* quadratic curvature (LOCAL, quadratic), default 0.5 */
     double beta;              /* SE / LDP-SE / DP-SE confidence; 0 means 1/T */
-    double gamma;             /* DP-UCB failure probability; 0 means 1/T */
+    double gamma;             /* DP-UCB failure probability; 0 means 1/T. EXP3 family: the
+                                 exploration rate in (0, 1]; 0 means Auer et al. 2002 Cor. 3.2 */
     double eps_arm;           /* DP-UCB per-arm tree budget, <= epsilon; 0 means epsilon */
+    uint64_t tau;             /* exp3-tau block length in [1, T]; 0 means ceil(T^(1/3)) */
+    double threshold;         /* (l)dp-exp3-lap acceptance half-width b > 0; 0 means ln(T)/eps */
 } agg_policy_config;
 
 /* Sets every field to its default (k = 0, horizon = 0, epsilon = 1, linear, kappa 0.5, 0s). */
@@ -52,6 +55,8 @@ typedef enum agg_param {
     AGG_PARAM_BETA = 1u << 4,
     AGG_PARAM_GAMMA = 1u << 5,
     AGG_PARAM_EPS_ARM = 1u << 6,
+    AGG_PARAM_TAU = 1u << 7,
+    AGG_PARAM_THRESHOLD = 1u << 8,
 } agg_param;
 
 typedef enum agg_param_type {
@@ -65,6 +70,9 @@ typedef struct agg_param_info {
     const char *name; /* the daemon's option and meta key, and `ldpb sim --NAME` ('_' as '-') */
     agg_param_type type;
     size_t offset; /* of the field in agg_policy_config */
+    /* 1 for the parameters every saved state's header carries (those of the first state
+     * format); a later parameter is saved by the policies that read it, in their own state. */
+    int in_header;
 } agg_param_info;
 
 /* Every parameter after k, in the order of agg_policy_config (and of the saved state header). */
@@ -146,6 +154,15 @@ typedef struct agg_policy_ops {
                      uint32_t cap, uint32_t *n_active);
     ldpb_err (*observe_block)(agg_policy *p, agg_policy_env *env, uint32_t arm, uint64_t count,
                               double sum);
+    /* Optional (NULL when the policy cannot say): the exact probability with which the last
+     * choose() picked the arm it returned, for a propensity log. LDPB_ESTATE before any choice. */
+    ldpb_err (*propensity)(const agg_policy *p, double *prob);
+    /* Optional (NULL: observe() serves): observe with `prob`, the probability the arm was
+     * chosen with, recorded at the choice. A service's reports arrive late and out of order,
+     * after other observations moved the distribution, so an importance-weighted update must use
+     * the probability of its own choice, not the current one. prob is in (0, 1]. */
+    ldpb_err (*observe_with_propensity)(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                        double obs, double prob);
 } agg_policy_ops;
 
 /* Every implementation starts with this header so the generic wrappers can dispatch. */
@@ -236,9 +253,17 @@ ldpb_err agg_policy_new(agg_policy **out, const char *name, const agg_policy_con
                         char errmsg[AGG_ERRMSG_MAX]);
 ldpb_err agg_policy_choose(agg_policy *p, agg_policy_env *env, uint32_t *arm);
 ldpb_err agg_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, double obs);
+/* As agg_policy_observe, for an observation whose choice had probability prob (in (0, 1], else
+ * LDPB_EINVAL): the op observe_with_propensity when the policy has it, else observe (prob is then
+ * unused). */
+ldpb_err agg_policy_observe_with_propensity(agg_policy *p, agg_policy_env *env, uint32_t arm,
+                                            double obs, double prob);
 ldpb_err agg_policy_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len);
 ldpb_err agg_policy_restore(agg_policy *p, const uint8_t *buf, size_t len);
 ldpb_err agg_policy_describe(const agg_policy *p, agg_arm_status *arms, uint32_t k);
 void agg_policy_free(agg_policy *p);
+/* The probability of the last choice (the optional op); LDPB_ESTATE when the policy has no such
+ * op or has not chosen yet. */
+ldpb_err agg_policy_propensity(const agg_policy *p, double *prob);
 
 #endif

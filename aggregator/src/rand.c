@@ -1012,11 +1012,28 @@ double agg_rand_laplace(agg_rand *r, double scale)
     return u < 0.5 ? scale * log(2.0 * u) : -scale * log(2.0 * (1.0 - u));
 }
 
+/* SECURE releases keep a few grid mechanisms, keyed by the (sensitivity, scale) shape they were
+ * built and checked for: a policy releases with one or two shapes at a time (a tree's nodes; a
+ * hybrid's log and tree parts; a DP-SE epoch), so building one (a few dozen exp()) is rare. */
+#define RELEASE_MECHS 4
+
+typedef struct release_shape {
+    double sens, scale; /* the key */
+    double c;           /* the unit, a power of two */
+    int k;              /* S = 2^k grid steps per unit */
+    double to_steps;    /* 2^k / c, the value scale to grid steps (a power of two) */
+    double step;        /* c / 2^k = 1 / to_steps, the grid step on the value scale */
+    double unit_steps;  /* 2^k: the mechanism's unit-scale output to grid steps */
+    ldpb_mech *m;       /* NULL: empty slot */
+} release_shape;
+
 struct agg_noise {
     agg_noise_kind kind;
     ldpb_rng *rng;
     agg_rand *fast;
     ldpb_mech *unit; /* SECURE: the production Laplace mechanism at epsilon 1 (scale 1) */
+    release_shape rel[RELEASE_MECHS];
+    unsigned rel_next;
 };
 
 ldpb_err agg_noise_new(agg_noise **out, agg_noise_kind kind, ldpb_rng *rng, agg_rand *fast)
@@ -1051,6 +1068,8 @@ void agg_noise_free(agg_noise *n)
     if (!n)
         return;
     ldpb_mech_free(n->unit);
+    for (unsigned i = 0; i < RELEASE_MECHS; i++)
+        ldpb_mech_free(n->rel[i].m);
     free(n);
 }
 
@@ -1095,7 +1114,7 @@ static double gsl_ldpb_get_double(void *state)
     return ldpb_rng_double(((gsl_ldpb_state *)state)->rng);
 }
 
-static const gsl_rng_type gsl_ldpb_type = {"ldpb-chacha20",      0xffffffffUL,        0,
+static const gsl_rng_type gsl_ldpb_type = {"ldpb-chacha20",        0xffffffffUL, 0,
                                            sizeof(gsl_ldpb_state), gsl_ldpb_set, gsl_ldpb_get,
                                            gsl_ldpb_get_double};
 
@@ -1117,4 +1136,126 @@ double agg_noise_gamma(agg_noise *n, double shape)
     gsl_ldpb_state st = {n->rng};
     gsl_rng g = {&gsl_ldpb_type, &st};
     return gsl_ran_gamma(&g, shape, 1.0);
+}
+
+double agg_noise_uniform_pos(agg_noise *n)
+{
+    if (n->kind == AGG_NOISE_FAST)
+        return agg_rand_uniform_pos(n->fast);
+    double u;
+    do
+        u = ldpb_rng_double(n->rng);
+    while (u == 0.0);
+    return u;
+}
+
+/* The grid exponent k of common/'s Laplace mechanism at epsilon e (mech_laplace.c: a resolution
+ * of 2^-16 of the noise scale): its grid is 2^-k of the unit and S = 2^k steps span the unit. */
+static int grid_bits(double e)
+{
+    int k = 16 + (int)ceil(log2(e));
+    return k < 0 ? 0 : (k > 40 ? 40 : k);
+}
+
+/* An upper bound on the privacy loss of mechanism m when its input moves by at most `shift`
+ * steps, shift <= S: lambda shift plus the threshold-rounding term, which is at most
+ * eps_eff - lambda S (mech_laplace.c builds eps_eff >= lambda S + that term). lambda is read back
+ * from the variance the mechanism reports, Var = g^2 / (2 sinh^2(lambda / 2)). */
+static double release_loss(const ldpb_mech *m, double shift)
+{
+    double g = ldpb_mech_laplace_grid(m);
+    double lam = 2 * asinh(g / sqrt(2 * ldpb_mech_noise_variance(m))) * (1 + 0x1p-40);
+    return lam * shift + (ldpb_mech_epsilon_effective(m) - lam / g);
+}
+
+/* Builds the grid mechanism for releases of sensitivity sens at noise scale `scale` into *r.
+ * The unit c is a power of two at least the scale and a little above the sensitivity, so x / c is
+ * exact and moves by D = sens / c < 1 at most. On a grid of S = 2^k steps per unit, x / c is
+ * rounded to the nearest step: neighbouring inputs land at most D S + 1 steps apart, and common/'s
+ * mechanism at epsilon e pays about e (D + 1/S + 1e-7) for that (docs/privacy.md 5.7), so e is
+ * chosen to make this the requested eps = sens / scale, and the mechanism's own figures then
+ * confirm the bound. e comes out near c / scale, in [1, 2) unless eps is large; S depends on e,
+ * hence the fixed point. */
+static ldpb_err release_shape_build(release_shape *r, double sens, double scale)
+{
+    double eps = sens / scale;
+    int ce;
+    (void)frexp(fmax(scale, sens * (1 + 0x1p-10)), &ce);
+    double c = ldexp(1.0, ce);
+    double d = sens / c * (1 + 0x1p-50);
+    double e = eps / d;
+    int k = grid_bits(e);
+    for (int round = 0; round < 4; round++) {
+        e = eps / (d + ldexp(1.0, -k) + 1e-7) * (1 - 0x1p-40);
+        if (e > LDPB_EPSILON_MAX)
+            e = LDPB_EPSILON_MAX; /* only more noise than asked for: still within eps */
+        if (grid_bits(e) == k)
+            break;
+        k = grid_bits(e);
+    }
+    double shift = ldexp(d, k) + 1;
+    if (grid_bits(e) != k || !(shift <= ldexp(1.0, k)))
+        return LDPB_ERANGE;
+    ldpb_mech_opts o;
+    ldpb_mech_opts_init(&o, LDPB_MECH_LAPLACE, e);
+    ldpb_mech *m = NULL;
+    ldpb_err err = ldpb_mech_new(&m, &o);
+    if (err)
+        return err;
+    /* The bound, from what the mechanism reports about itself (grid, lambda, eps_eff). */
+    if (ldpb_mech_laplace_grid(m) != ldexp(1.0, -k) || !(release_loss(m, shift) <= eps)) {
+        ldpb_mech_free(m);
+        return LDPB_ERANGE;
+    }
+    ldpb_mech_free(r->m);
+    r->sens = sens;
+    r->scale = scale;
+    r->c = c;
+    r->k = k;
+    r->to_steps = ldexp(1.0, k) / c;
+    r->step = c / ldexp(1.0, k);
+    r->unit_steps = ldexp(1.0, k);
+    r->m = m;
+    return LDPB_OK;
+}
+
+ldpb_err agg_noise_release(agg_noise *n, double x, double sens, double scale, double *out)
+{
+    if (!n || !out || !(scale > 0) || !(scale < INFINITY))
+        return LDPB_EINVAL;
+    if (n->kind == AGG_NOISE_FAST) {
+        /* the simulations' hot path: nothing more than the textbook draw */
+        *out = x + agg_rand_laplace(n->fast, scale);
+        return LDPB_OK;
+    }
+    if (!(fabs(x) < INFINITY) || !(sens > 0) || !(sens < INFINITY))
+        return LDPB_EINVAL;
+    const release_shape *r = NULL;
+    for (unsigned i = 0; i < RELEASE_MECHS && !r; i++)
+        if (n->rel[i].m && n->rel[i].sens == sens && n->rel[i].scale == scale)
+            r = &n->rel[i];
+    if (!r) {
+        release_shape *slot = &n->rel[n->rel_next];
+        ldpb_err err = release_shape_build(slot, sens, scale);
+        if (err)
+            return err;
+        n->rel_next = (n->rel_next + 1) % RELEASE_MECHS;
+        r = slot;
+    }
+    /* Multiplications by powers of two are exact; below 2^51 in magnitude, adding and removing
+     * 1.5 * 2^52 rounds to the nearest integer (ties to even) in the default rounding mode. */
+    double v = x * r->to_steps;
+    if (!(fabs(v) < 0x1p51))
+        return LDPB_ERANGE;
+    v = (v + 0x1.8p52) - 0x1.8p52;
+    /* The input 0 is a grid point: y = Z 2^-k exactly, Z the integer discrete Laplace noise. */
+    double y = 0;
+    ldpb_err err = ldpb_mech_privatize_unit(r->m, n->rng, 0.0, &y);
+    if (err)
+        return err;
+    double steps = v + y * r->unit_steps; /* an integer, exact below 2^53 */
+    if (!(fabs(steps) < 0x1p53))
+        return LDPB_ERANGE;
+    *out = steps * r->step;
+    return LDPB_OK;
 }

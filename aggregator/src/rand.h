@@ -88,4 +88,19 @@ double agg_noise_laplace(agg_noise *n, double scale);
 double agg_noise_normal(agg_noise *n);
 double agg_noise_gamma(agg_noise *n, double shape);
 
+/* A uniform draw in (0, 1) from the same source (SECURE: 53 bits of the ChaCha20 stream, 0
+ * redrawn): the building block of the vector tree's Gamma radius and Gaussian direction. */
+double agg_noise_uniform_pos(agg_noise *n);
+
+/* Releases x plus Laplace noise of scale `scale`, where `sens` bounds how far one individual's
+ * data can move x (so the release is (sens/scale)-DP for that individual). FAST: x + Laplace,
+ * exactly as x + agg_noise_laplace(n, scale) (simulations only). SECURE: the floating-point-safe
+ * release of docs/privacy.md 5.7: x is rounded to the nearest point of a power-of-two grid and
+ * exact discrete Laplace noise on the same grid (common/'s sampler) is added, so *out is an exact
+ * multiple of that grid whose low bits carry nothing about x; the rounding is paid for with a noise
+ * scale very slightly above `scale`, never with epsilon. LDPB_EINVAL for scale (or, SECURE, sens)
+ * <= 0 or not finite, or (SECURE) a non-finite x; LDPB_ERANGE if |x| is beyond 2^51 grid steps or
+ * no grid mechanism meets the bound for this shape; LDPB_ENOMEM. */
+ldpb_err agg_noise_release(agg_noise *n, double x, double sens, double scale, double *out);
+
 #endif

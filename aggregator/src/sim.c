@@ -34,6 +34,13 @@ void agg_sim_config_init(agg_sim_config *cfg)
     cfg->n_checkpoints = 0;
     cfg->noise_kind = AGG_NOISE_FAST;
     cfg->no_fast_forward = 0;
+    cfg->adv = NULL;
+}
+
+/* Arms of the configuration's game: the environment's or the adversary's. */
+static uint32_t sim_arms(const agg_sim_config *cfg)
+{
+    return cfg->adv ? agg_adv_arms(cfg->adv) : agg_env_arms(cfg->env);
 }
 
 /* ---- validation ------------------------------------------------------------------------- */
@@ -76,12 +83,14 @@ static ldpb_err check_plain(const agg_sim_config *cfg, const agg_policy_ops **op
                                  cfg->algorithm, known);
     }
     const char *name = (*ops)->name;
-    if (!cfg->env)
-        return agg_policy_refuse(errmsg, LDPB_EINVAL, "sim: %s: no environment", name);
-    uint32_t k = agg_env_arms(cfg->env);
+    if (!cfg->env == !cfg->adv)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "sim: %s: %s", name,
+                                 cfg->env ? "both an environment and an adversary"
+                                          : "no environment");
+    uint32_t k = sim_arms(cfg);
     if (cfg->params.k != 0 && cfg->params.k != k)
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
-                                 "sim: %s: params.k = %u but the environment has %u arms", name,
+                                 "sim: %s: params.k = %u but the game has %u arms", name,
                                  cfg->params.k, k);
     uint64_t T = cfg->params.horizon;
     if (T == 0 || T < k)
@@ -140,7 +149,7 @@ static void policy_config(const agg_sim_config *cfg, const agg_policy_ops *ops,
     agg_policy_config def;
     agg_policy_config_init(&def);
     *pc = cfg->params;
-    pc->k = agg_env_arms(cfg->env);
+    pc->k = sim_arms(cfg);
     if (ops->model == AGG_MODEL_NONPRIVATE)
         pc->epsilon = def.epsilon;
     if (ops->model != AGG_MODEL_LOCAL)
@@ -194,6 +203,9 @@ typedef struct sim_trial {
     uint32_t *arms;   /* [k] epoch plan (fast-forward) */
     uint64_t *remain; /* [k] epoch plan (fast-forward) */
     agg_policy_env penv;
+    agg_adv_game *game; /* adversarial games only */
+    double *gains;      /* [k] this round's gains */
+    double *cum;        /* [k] cumulative gains of each arm */
     const tick_hook *hook;
     uint64_t unreported; /* rounds done since the hook was last called */
     int cancelled;
@@ -212,6 +224,9 @@ static void trial_fini(sim_trial *tr)
     free(tr->gap);
     free(tr->arms);
     free(tr->remain);
+    agg_adv_game_free(tr->game);
+    free(tr->gains);
+    free(tr->cum);
 }
 
 /* Seeds `r` from stream `id` of the seed. */
@@ -233,7 +248,7 @@ static ldpb_err trial_init(sim_trial *tr, const agg_sim_config *cfg, const agg_p
     const char *name = ops->name;
     tr->cfg = cfg;
     tr->env = cfg->env;
-    uint32_t k = tr->k = agg_env_arms(cfg->env);
+    uint32_t k = tr->k = sim_arms(cfg);
     agg_policy_config pc;
     policy_config(cfg, ops, &pc);
     ldpb_err err = agg_policy_new(&tr->p, name, &pc, errmsg);
@@ -248,8 +263,23 @@ static ldpb_err trial_init(sim_trial *tr, const agg_sim_config *cfg, const agg_p
     if (!tr->erand || !tr->pulls || !tr->tmp || !tr->gap || !tr->arms || !tr->remain)
         return agg_policy_refuse(errmsg, LDPB_ENOMEM, "sim: %s: out of memory for %u arms", name,
                                  k);
-    double best = agg_env_best_mean(tr->env);
-    for (uint32_t a = 0; a < k; a++) {
+    if (cfg->adv) {
+        agg_rand ar;
+        tr->gains = calloc(k, sizeof *tr->gains);
+        tr->cum = calloc(k, sizeof *tr->cum);
+        if (!tr->gains || !tr->cum)
+            return agg_policy_refuse(errmsg, LDPB_ENOMEM, "sim: %s: out of memory for %u arms",
+                                     name, k);
+        err = seed_rand(&ar, seed, AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_ENV, 0));
+        if (err)
+            goto rng_fail;
+        err = agg_adv_game_new(&tr->game, cfg->adv, &ar);
+        if (err)
+            return agg_policy_refuse(errmsg, err, "sim: %s: cannot create the game: %s", name,
+                                     ldpb_strerror(err));
+    }
+    double best = cfg->adv ? 0.0 : agg_env_best_mean(tr->env);
+    for (uint32_t a = 0; a < k && !cfg->adv; a++) {
         tr->gap[a] = best - agg_env_mean(tr->env, a);
         err = seed_rand(&tr->erand[a], seed, AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_ENV, a));
         if (err)
@@ -448,9 +478,76 @@ static ldpb_err run_epochs_fast(sim_trial *tr, double *regret, char errmsg[AGG_E
     return LDPB_OK;
 }
 
+/* An adversarial game (agg_sim_config.adv): every round the adversary's gains for all arms are
+ * drawn whatever the learner plays, so every policy of a trial plays the same gain table. Regret
+ * at a checkpoint is the best arm's cumulative gain minus the learner's, both summed in round
+ * order. */
+static ldpb_err run_adversarial(sim_trial *tr, double *regret, char errmsg[AGG_ERRMSG_MAX])
+{
+    agg_policy *p = tr->p;
+    ldpb_err (*choose)(agg_policy *, agg_policy_env *, uint32_t *) = p->ops->choose;
+    ldpb_err (*observe)(agg_policy *, agg_policy_env *, uint32_t, double) = p->ops->observe;
+    const uint64_t *cp = tr->cfg->checkpoints;
+    uint64_t T = tr->cfg->params.horizon;
+    uint32_t k = tr->k, prev = UINT32_MAX;
+    int switch_costs = agg_adv_switch_costs(tr->cfg->adv);
+    double *gains = tr->gains, *cum = tr->cum, got = 0.0;
+    const char *what = "choose";
+    ldpb_err err = LDPB_OK;
+    size_t j = 0;
+    uint64_t t = 0, since_tick = 0;
+    for (; t < T; t++) {
+        agg_adv_game_next(tr->game, gains);
+        for (uint32_t a = 0; a < k; a++)
+            cum[a] += gains[a];
+        uint32_t arm;
+        err = choose(p, &tr->penv, &arm);
+        if (err)
+            goto fail;
+        if (arm >= k) {
+            err = LDPB_ESTATE;
+            goto fail;
+        }
+        double x = switch_costs && prev != UINT32_MAX && arm != prev ? 0.0 : gains[arm];
+        prev = arm;
+        got += x;
+        tr->pulls[arm]++;
+        if (tr->mech) {
+            err = ldpb_mech_privatize(tr->mech, tr->client, x, &x);
+            if (err) {
+                what = "privatize";
+                goto fail;
+            }
+        }
+        err = observe(p, &tr->penv, arm, x);
+        if (err) {
+            what = "observe";
+            goto fail;
+        }
+        if (t + 1 == cp[j]) {
+            double best = cum[0];
+            for (uint32_t a = 1; a < k; a++)
+                if (cum[a] > best)
+                    best = cum[a];
+            regret[j++] = best - got;
+        }
+        if (++since_tick == SIM_TICK) {
+            since_tick = 0;
+            if (advance(tr, SIM_TICK))
+                return LDPB_ESTATE;
+        }
+    }
+    if (since_tick)
+        tr->unreported += tr->hook ? since_tick : 0;
+    return LDPB_OK;
+fail:
+    return agg_policy_refuse(errmsg, err, "sim: %s: %s failed in round %llu: %s", p->ops->name,
+                             what, (unsigned long long)(t + 1), ldpb_strerror(err));
+}
+
 static int can_fast_forward(const agg_sim_config *cfg, const agg_policy_ops *ops)
 {
-    if (cfg->no_fast_forward || !ops->plan || !ops->observe_block)
+    if (cfg->no_fast_forward || cfg->adv || !ops->plan || !ops->observe_block)
         return 0;
     for (uint32_t a = 0; a < agg_env_arms(cfg->env); a++)
         if (agg_env_law(cfg->env, a)->kind != AGG_LAW_BERNOULLI)
@@ -482,8 +579,9 @@ static ldpb_err run_trial(const agg_sim_config *cfg, const uint8_t seed[LDPB_RNG
     tr.hook = hook;
     err = trial_init(&tr, cfg, ops, seed, i, errmsg);
     if (err == LDPB_OK)
-        err = can_fast_forward(cfg, ops) ? run_epochs_fast(&tr, regret, errmsg)
-                                         : run_per_round(&tr, regret, errmsg);
+        err = cfg->adv                     ? run_adversarial(&tr, regret, errmsg)
+              : can_fast_forward(cfg, ops) ? run_epochs_fast(&tr, regret, errmsg)
+                                           : run_per_round(&tr, regret, errmsg);
     if (err == LDPB_OK && pulls)
         memcpy(pulls, tr.pulls, tr.k * sizeof *pulls);
     if (err == LDPB_OK && hook && tr.unreported)
@@ -632,7 +730,7 @@ static int job_cmp(const void *x, const void *y)
 static double job_weight(const agg_sim_config *cfg)
 {
     const agg_policy_ops *ops = agg_policy_find(cfg->algorithm);
-    double k = (double)agg_env_arms(cfg->env);
+    double k = (double)sim_arms(cfg);
     if (can_fast_forward(cfg, ops))
         return 64.0 * k;
     return (double)cfg->params.horizon * (k + 8.0);

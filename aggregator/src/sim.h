@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "adversary.h"
 #include "env.h"
 #include "ldpb/err.h"
 #include "ldpb/mech.h"
@@ -46,6 +47,12 @@ typedef struct agg_sim_config {
     agg_noise_kind noise_kind; /* central-DP noise: AGG_NOISE_FAST is allowed in simulation */
     int no_fast_forward;       /* 1: run round by round even where the policy could
                                   fast-forward (tests and timing; the results are equal in law) */
+    /* An adversarial game instead of `env` (exactly one of the two is set): the trial's gains
+     * come from agg_adv_game on stream AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_ENV, 0), the learner
+     * observes the gain it received (0 on a switch against the switching adversary), and regret
+     * is against the best fixed arm in hindsight at each checkpoint, max_i sum_{s<=t} g_{i,s} minus
+     * the learner's gains (realized, so it can be negative). Borrowed. */
+    const agg_adv *adv;
 } agg_sim_config;
 
 /* Fills the defaults: no algorithm, environment or checkpoints; params as agg_policy_config_init

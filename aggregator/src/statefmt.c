@@ -118,14 +118,16 @@ int agg_rbuf_done(const agg_rbuf *r)
     return !r->bad && r->pos == r->len;
 }
 
-/* k, then every parameter of agg_policy_params() in its order: the fields are named and typed
- * once, in policy.c, and this byte layout is what earlier states hold. */
+/* k, then every header parameter of agg_policy_params() in its order: the fields are named and
+ * typed once, in policy.c, and this byte layout is what earlier states hold. */
 static void put_cfg(agg_wbuf *w, const agg_policy_config *c)
 {
     agg_put_u32(w, c->k);
     size_t n;
     const agg_param_info *pi = agg_policy_params(&n);
     for (size_t i = 0; i < n; i++) {
+        if (!pi[i].in_header)
+            continue;
         const char *f = (const char *)c + pi[i].offset;
         switch (pi[i].type) {
         case AGG_PARAM_TYPE_U64: {
@@ -158,6 +160,8 @@ static void get_cfg(agg_rbuf *r, agg_policy_config *c)
     size_t n;
     const agg_param_info *pi = agg_policy_params(&n);
     for (size_t i = 0; i < n; i++) {
+        if (!pi[i].in_header)
+            continue;
         char *f = (char *)c + pi[i].offset;
         switch (pi[i].type) {
         case AGG_PARAM_TYPE_U64: {
@@ -214,7 +218,8 @@ ldpb_err agg_state_get_header(agg_rbuf *r, const agg_policy *p, uint8_t version)
     size_t np;
     const agg_param_info *pi = agg_policy_params(&np);
     for (size_t i = 0; i < np; i++)
-        if ((reads & pi[i].bit) && !agg_policy_param_same(&pi[i], &theirs, &p->cfg))
+        if (pi[i].in_header && (reads & pi[i].bit) &&
+            !agg_policy_param_same(&pi[i], &theirs, &p->cfg))
             return LDPB_ECORRUPT;
     return LDPB_OK;
 }

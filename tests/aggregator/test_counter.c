@@ -787,6 +787,125 @@ static void nas_blocks_equal_single_samples(void **state)
     agg_noise_free(f.noise);
 }
 
+/* ---- central noise on a grid (docs/privacy.md) ------------------------------------------ */
+
+/* Whether v is an integer multiple of 2^e. */
+static int on_grid(double v, int e)
+{
+    double u = ldexp(v, -e);
+    return u == nearbyint(u);
+}
+
+/* The releases' grid is a power of two no finer than 2^-17 of the noise scale (the mechanism's
+ * resolution), so every release must be a multiple of 2^(floor(log2 scale) - 18). A textbook
+ * release (an arbitrary double sum plus noise) is not: its low bits carry the sum. */
+static int coarse_grid(double scale)
+{
+    return (int)floor(log2(scale)) - 18;
+}
+
+static void secure_tree_and_hybrid_releases_lie_on_a_grid(void **state)
+{
+    (void)state;
+    uint8_t seed[LDPB_RNG_SEED_BYTES] = {11};
+    ldpb_rng *rng = NULL;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, seed), LDPB_OK);
+    agg_noise *noise = NULL;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    agg_tree *t = NULL;
+    assert_int_equal(agg_tree_new(&t, 1000, 1.0, 0.0, 1.0), LDPB_OK);
+    int e_tree = coarse_grid(agg_tree_noise_scale(t));
+    agg_hybrid *h = NULL;
+    assert_int_equal(agg_hybrid_new(&h, 1.0, 0.0, 1.0), LDPB_OK);
+    int e_hybrid = coarse_grid(2.0); /* its smallest scale: log part and B_1, 1 / (eps / 2) */
+    for (int n = 1; n <= 1000; n++) {
+        double z = fmod(0.1234567 * n + 1.0 / 3, 1.0), rt, rh;
+        assert_int_equal(agg_tree_push(t, noise, z, &rt), LDPB_OK);
+        assert_int_equal(agg_hybrid_push(h, noise, z, &rh), LDPB_OK);
+        if (!on_grid(rt, e_tree) || !on_grid(rh, e_hybrid))
+            fail_msg("n %d: release %.17g (tree) or %.17g (hybrid) is off the grid", n, rt, rh);
+    }
+    agg_hybrid_free(h);
+    agg_tree_free(t);
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* Mironov (2012): with textbook floating-point Laplace, x + noise and x' + noise differ in their
+ * low bits whatever the noise, so a release tells neighbouring sums apart. Here two one-node trees
+ * fed neighbouring sums (2^-30 apart, within one grid step) and the same noise stream release
+ * bit-identical values, 2000 times. */
+static void secure_release_hides_low_bits(void **state)
+{
+    (void)state;
+    uint8_t seed[LDPB_RNG_SEED_BYTES] = {12};
+    ldpb_rng *ra = NULL, *rb = NULL;
+    assert_int_equal(ldpb_rng_new_seeded(&ra, seed), LDPB_OK);
+    assert_int_equal(ldpb_rng_new_seeded(&rb, seed), LDPB_OK);
+    agg_noise *na = NULL, *nb = NULL;
+    assert_int_equal(agg_noise_new(&na, AGG_NOISE_SECURE, ra, NULL), LDPB_OK);
+    assert_int_equal(agg_noise_new(&nb, AGG_NOISE_SECURE, rb, NULL), LDPB_OK);
+    const double x = 1.0 / 3, x2 = 1.0 / 3 + 0x1p-30;
+    for (int i = 0; i < 2000; i++) {
+        agg_tree *ta = NULL, *tb = NULL;
+        double a, b;
+        assert_int_equal(agg_tree_new(&ta, 1, 0.5, 0.0, 1.0), LDPB_OK);
+        assert_int_equal(agg_tree_new(&tb, 1, 0.5, 0.0, 1.0), LDPB_OK);
+        assert_int_equal(agg_tree_push(ta, na, x, &a), LDPB_OK);
+        assert_int_equal(agg_tree_push(tb, nb, x2, &b), LDPB_OK);
+        if (memcmp(&a, &b, sizeof a) != 0)
+            fail_msg("draw %d: %.17g and %.17g tell the neighbouring sums apart", i, a, b);
+        agg_tree_free(ta);
+        agg_tree_free(tb);
+    }
+    agg_noise_free(na);
+    agg_noise_free(nb);
+    ldpb_rng_free(ra);
+    ldpb_rng_free(rb);
+}
+
+/* The grid release keeps the Laplace law: mean x within 5 standard errors (false failure
+ * < 6e-7) and variance 2 scale^2 within 10% (the sample variance's relative standard error is
+ * sqrt(5 / N) = 1.6% at N = 20000: > 6 standard errors, false failure < 1e-9), the grid's
+ * compensation included. Bad arguments are refused; FAST is the textbook draw. */
+static void release_law_and_arguments(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    uint8_t seed[LDPB_RNG_SEED_BYTES] = {13};
+    ldpb_rng *rng = NULL;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, seed), LDPB_OK);
+    agg_noise *noise = NULL;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    const double x = 123.456789, sens = 0.01, scale = 0.04;
+    double sum = 0, sumsq = 0;
+    for (int i = 0; i < N; i++) {
+        double r;
+        assert_int_equal(agg_noise_release(noise, x, sens, scale, &r), LDPB_OK);
+        assert_true(on_grid(r, coarse_grid(scale)));
+        sum += r - x;
+        sumsq += (r - x) * (r - x);
+    }
+    double mean = sum / N, var = sumsq / N - mean * mean, expect = 2 * scale * scale;
+    CHECK_STAT(fabs(mean) < 5 * sqrt(expect / N), 13, "mean error %g", mean);
+    CHECK_STAT(fabs(var / expect - 1) < 0.10, 13, "variance %g, expected %g", var, expect);
+    double r;
+    assert_int_equal(agg_noise_release(noise, NAN, sens, scale, &r), LDPB_EINVAL);
+    assert_int_equal(agg_noise_release(noise, x, 0, scale, &r), LDPB_EINVAL);
+    assert_int_equal(agg_noise_release(noise, x, sens, INFINITY, &r), LDPB_EINVAL);
+    assert_int_equal(agg_noise_release(noise, 1e300, sens, scale, &r), LDPB_ERANGE);
+    agg_noise_free(noise);
+
+    agg_rand fa, fb;
+    agg_rand_seed_u64(&fa, 5);
+    agg_rand_seed_u64(&fb, 5);
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_FAST, NULL, &fa), LDPB_OK);
+    assert_int_equal(agg_noise_release(noise, x, sens, scale, &r), LDPB_OK);
+    assert_true(r == x + agg_rand_laplace(&fb, scale));
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -805,6 +924,9 @@ int main(void)
         cmocka_unit_test(nas_halts_with_the_right_sign),
         cmocka_unit_test(nas_never_halts_early_on_a_tiny_mean),
         cmocka_unit_test(nas_blocks_equal_single_samples),
+        cmocka_unit_test(secure_tree_and_hybrid_releases_lie_on_a_grid),
+        cmocka_unit_test(secure_release_hides_low_bits),
+        cmocka_unit_test(release_law_and_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,6 +120,12 @@ static void other_value(agg_policy_config *c, const agg_policy_ops *ops, agg_par
     case AGG_PARAM_EPS_ARM:
         c->eps_arm = 0.5;
         return;
+    case AGG_PARAM_TAU:
+        c->tau = 7;
+        return;
+    case AGG_PARAM_THRESHOLD:
+        c->threshold = 3.0;
+        return;
     }
 }
 

@@ -69,7 +69,9 @@ static void make_cfg(agg_sim_config *c, const char *alg, const agg_env *env, uin
     const agg_policy_ops *ops = agg_policy_find(alg);
     assert_non_null(ops);
     if (ops->model == AGG_MODEL_LOCAL)
-        c->params.mechanism = strcmp(alg, "ldp-ucb-l") == 0 ? LDPB_MECH_LAPLACE : LDPB_MECH_LINEAR;
+        c->params.mechanism = strcmp(alg, "ldp-ucb-l") == 0 || strcmp(alg, "ldp-exp3-lap") == 0
+                                  ? LDPB_MECH_LAPLACE
+                                  : LDPB_MECH_LINEAR;
 }
 
 /* Checkpoints every `step` rounds and at T. Returns how many (at most cap). */

@@ -29,11 +29,13 @@ print(sorted(db.execute("SELECT key, value FROM meta")))' "$TMP/state/aggregator
 
 # --- --help -----------------------------------------------------------------------------------
 "$AGG" --help >help.txt
-for opt in gamma eps-arm; do
-    line=$(grep -A2 -- "--$opt " help.txt | tr '\n' ' ')
-    check "--help: --$opt is read by dp-ucb alone (got: $line)" \
-        sh -c "echo '$line' | grep -q 'read by: dp-ucb)'"
-done
+line=$(grep -A2 -- "--eps-arm " help.txt | tr '\n' ' ')
+check "--help: --eps-arm is read by dp-ucb alone (got: $line)" \
+    sh -c "echo '$line' | grep -q 'read by: dp-ucb)'"
+line=$(grep -A2 -- "--gamma " help.txt | tr '\n' ' ')
+check "--help: --gamma is read by dp-ucb and the EXP3 family (got: $line)" \
+    sh -c "echo '$line' | grep -q 'read by: dp-ucb, exp3,'"
+
 
 # --- a state with reports -------------------------------------------------------------------
 start_daemon

@@ -45,7 +45,7 @@ run --help
 check "--help exits 0 (got $rc)" test "$rc" = 0
 check "--help writes nothing on stderr" test ! -s "$TMP/err"
 for opt in preset means laws algorithms mechanisms epsilons k horizon trials seed threads out \
-    kappa no-plots quiet help; do
+    kappa tau threshold no-plots quiet help; do
     check "--help documents --$opt" grep -q -- "--$opt\\b" "$TMP/out"
 done
 for preset in jiang2023 ren2020 sajed2019-c1 sajed2019-c2 sajed2019-c3 sajed2019-c4; do
@@ -232,7 +232,7 @@ D=(--means 0.7,0.5,0.4 --algorithms dp-ucb --epsilons 0.5 --horizon 2000 --trial
 expect_usage "--gamma 1 outside \\(0, 1\\)" "${D[@]}" --gamma 1
 expect_usage "--eps-arm 0 outside \\(0, 10\\]" "${D[@]}" --eps-arm 0
 expect_usage "dp-ucb: eps_arm 1 is above epsilon 0.5" "${D[@]}" --eps-arm 1
-expect_usage "--gamma given, but no chosen algorithm reads it \\(read by: dp-ucb\\)" \
+expect_usage "--gamma given, but no chosen algorithm reads it \\(read by: dp-ucb," \
     "${M[@]}" --algorithms ucb1,dp-se --gamma 0.1
 run "${D[@]}" --out p0
 check "dp-ucb with default parameters: exit 0 ($(cat "$TMP/err"))" test "$rc" = 0
@@ -242,6 +242,49 @@ run "${D[@]}" --gamma 0.01 --eps-arm 0.05 --out p1
 check "dp-ucb with --gamma and --eps-arm: exit 0 ($(cat "$TMP/err"))" test "$rc" = 0
 check "meta.txt: the values given" grep -q '^dp-ucb: gamma = 0.01, eps_arm = 0.05$' p1/meta.txt
 check "--eps-arm changes dp-ucb's regret" sh -c "! cmp -s p0/summary.csv p1/summary.csv"
+# --- tossou2017 presets (adversaries) --------------------------------------------------------
+ROBUST_HEADER="$REGRET_HEADER,mom_regret,gmd_below,gmd_above,mom_groups"
+for adv in deterministic stochastic fully-oblivious oblivious switching; do
+    check "--help documents preset tossou2017-$adv" grep -q "^  tossou2017-$adv\$" <("$LDPB" sim --help)
+done
+run --preset tossou2017-switching --horizon 4096 --trials 48 --threads 1 --quiet --no-plots --out a1
+check "tossou2017-switching small run exits 0 (got $rc: $(head -c 300 "$TMP/err"))" test "$rc" = 0
+run --preset tossou2017-switching --horizon 4096 --trials 48 --threads 2 --quiet --no-plots --out a2
+check "tossou2017 run on 2 threads exits 0" test "$rc" = 0
+check "robust.csv header" test "$(head -n 1 a1/robust.csv)" = "$ROBUST_HEADER"
+check "regret.csv keeps its header" test "$(head -n 1 a1/regret.csv)" = "$REGRET_HEADER"
+check "robust.csv repeats regret.csv's columns" \
+    cmp -s <(cut -d, -f1-10 a1/robust.csv) a1/regret.csv
+check "robust.csv: 24 groups of 2" awk -F, 'NR > 1 && $14 != 24 { bad = 1 } END { exit bad }' \
+    a1/robust.csv
+for f in regret.csv summary.csv robust.csv; do
+    check "$f identical for --threads 1 and 2 (adversary)" cmp -s "a1/$f" "a2/$f"
+done
+check "the three algorithms of TD17" test "$(cut -d, -f2,4 a1/summary.csv | tail -n +2 | tr '\n' ' ')" \
+    = "exp3,inf dp-exp3-lap,5.11 exp3-tau,inf "
+check "meta.txt describes the adversary" grep -q '^instance: tossou2017-switching k=4 adversary=switching ' \
+    a1/meta.txt
+check "claim A7 printed" grep -q 'exp3-tau below both under switching costs' <(
+    "$LDPB" sim --preset tossou2017-switching --horizon 4096 --trials 24 --no-plots --out a3)
+run --preset tossou2017-switching --horizon 4096 --trials 48 --tau 8 --threshold 1.5 --quiet \
+    --no-plots --out a4
+check "--tau and --threshold accepted (rc $rc: $(head -c 200 "$TMP/err"))" test "$rc" = 0
+check "meta.txt records --tau" grep -q '^tau (exp3-tau): 8 (--tau)$' a4/meta.txt
+check "meta.txt records --threshold" grep -q '^threshold (dp-exp3-lap, ldp-exp3-lap): 1.5 ' a4/meta.txt
+grep exp3-tau a4/regret.csv | cut -d, -f6,7 >"$TMP/tau8"
+grep exp3-tau a1/regret.csv | cut -d, -f6,7 >"$TMP/tau16"
+check "--tau changes exp3-tau's regret" sh -c "! cmp -s '$TMP/tau8' '$TMP/tau16'"
+run --preset tossou2017-switching --horizon 4096 --tau 5000
+check "--tau above T refused (rc $rc)" test "$rc" = 2
+check "--tau above T: the policy's message" grep -q 'exp3-tau: tau 5000 outside \[1, T = 4096\]' "$TMP/err"
+run --preset tossou2017-switching --threshold 0
+check "--threshold 0 refused (rc $rc)" test "$rc" = 2
+check "--threshold 0: the bound" grep -q -- '--threshold 0 outside (0, inf)' "$TMP/err"
+run --preset sajed2019-c1 --tau 5
+check "--tau without exp3-tau refused (rc $rc)" test "$rc" = 2
+check "--tau without exp3-tau: says why" grep -q -- '--tau applies to exp3-tau' "$TMP/err"
+run --preset tossou2017-oblivious --k 5
+check "--k refused for a tossou2017 preset (rc $rc)" test "$rc" = 2
 
 # --- runtime errors -------------------------------------------------------------------------
 run --means 0.9,0.6 --algorithms ucb1 --horizon 100 --trials 2 --quiet --out /dev/null/x

@@ -290,9 +290,32 @@ static void data_without_meta_is_refused_unwritten(void **state)
     free(after);
 }
 
+/* A fresh state gets its meta rows with its first transaction, not at open: a start that stops
+ * before any commit (refused later on, a port in use, --check-config) leaves no meta, so the
+ * next start may use another configuration; the first commit writes them. */
+static void fresh_state_meta_waits_for_the_first_commit(void **state)
+{
+    fixture *f = *state;
+    static const char *const a[] = {"policy", "ldp-ts-b", NULL};
+    char msg[AGG_SERVER_ERRMAX];
+    assert_int_equal(start(f, a, msg), LDPB_OK); /* opened and closed, nothing committed */
+    char *none = meta_text(f);
+    assert_string_equal(none, "");
+    free(none);
+    static const char *const b[] = {"policy", "ldp-ts-b", "epsilon", "0.5", NULL};
+    make_state(f, b); /* another configuration is still free to take the directory */
+    char *meta = meta_text(f);
+    assert_non_null(strstr(meta, "epsilon=0.5;"));
+    assert_non_null(strstr(meta, "policy=ldp-ts-b;"));
+    free(meta);
+    expect_mismatch(f, a, "epsilon");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(fresh_state_meta_waits_for_the_first_commit, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(ignored_local_parameters_start, setup, teardown),
         cmocka_unit_test_setup_teardown(quadratic_kappa_is_compared, setup, teardown),
         cmocka_unit_test_setup_teardown(nonprivate_ignores_epsilon_and_mechanism, setup, teardown),

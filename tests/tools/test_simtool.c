@@ -605,7 +605,7 @@ static void test_policy_parameters(void **state)
     E(LDPB_ERANGE, "--gamma 1 outside (0, 1)", .preset = "sajed2019-c1", .gamma = "1");
     E(LDPB_EINVAL, "--gamma 'x' is not a finite number", .preset = "sajed2019-c1", .gamma = "x");
     E(LDPB_ERANGE, "--eps-arm 0 outside (0, 10]", .preset = "sajed2019-c1", .eps_arm = "0");
-    E(LDPB_EINVAL, "--gamma given, but no chosen algorithm reads it (read by: dp-ucb)",
+    E(LDPB_EINVAL, "--gamma given, but no chosen algorithm reads it (read by: dp-ucb, exp3,",
       .preset = "jiang2023", .gamma = "0.01");
     E(LDPB_EINVAL, "--eps-arm given, but no chosen algorithm reads it (read by: dp-ucb)",
       .preset = "sajed2019-c1", .algorithms = "dp-se", .eps_arm = "0.1");

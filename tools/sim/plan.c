@@ -11,6 +11,8 @@
 
 #include "cli_text.h"
 #include "ldpb/mech_table.h"
+#include "exp3_family.h"
+#include "nas.h"
 #include "plan.h"
 
 #define LIST_MAX  4096 /* items in one comma-separated option */
@@ -46,6 +48,18 @@ struct preset {
 #define SS19_SUMMARY                                                                               \
     "K in {3, 5, 10, 20} x eps in {0.1, 0.25, 0.5, 1}; dp-se and dp-ucb (central,\n"               \
     "Laplace noise AGG_NOISE_FAST); beta = 1/T; T = 5e7; 30 trials (SS19 5)"
+
+#define TD17_SOURCE "Tossou & Dimitrakakis 2017, Sec. 4 (constants: docs/sim.md)"
+#define TD17_SUMMARY                                                                               \
+    "exp3, dp-exp3-lap (central, at the epsilon exp3-tau attains with delta' = 1/T)\n"             \
+    "and exp3-tau (tau = ceil(T^(1/3))); K = 4; T = 2^18; 720 trials (TD17 4);\n"                  \
+    "regret against the best fixed arm; robust.csv adds the median of 24 means and GMD"
+#define TD17_PRESET(adv, what)                                                                     \
+    {                                                                                              \
+        "tossou2017-" adv, what "\n" TD17_SUMMARY,                                                 \
+            {{"adv:" adv, "tossou2017-" adv, what, TD17_SOURCE}}, 1, NULL,                         \
+            {{"exp3", NULL}, {"dp-exp3-lap", NULL}, {"exp3-tau", NULL}}, 3, "td17", 262144, 720    \
+    }
 
 static const struct preset presets[] = {
     {"jiang2023",
@@ -119,8 +133,20 @@ static const struct preset presets[] = {
      "0.1,0.25,0.5,1",
      50000000,
      30},
+    TD17_PRESET("deterministic",
+                "deterministic adversary: arm 2 pays 1 on even rounds, arm 1 0.38, "
+                "arm 3 1 on multiples of 3"),
+    TD17_PRESET("stochastic", "stochastic adversary: arm 1 Bernoulli(0.55), the others "
+                              "Bernoulli(0.5)"),
+    TD17_PRESET("fully-oblivious", "fully oblivious adversary: Bernoulli(q), q ~ U[0.5, 0.6] for "
+                                   "arm 1, U[0.45, 0.55] for the others"),
+    TD17_PRESET("oblivious", "oblivious adversary: the fully oblivious gains redrawn every 200 "
+                             "rounds"),
+    TD17_PRESET("switching", "switching-cost adversary (Dekel et al. 2014 Fig. 1): a switch "
+                             "gains 0"),
 };
 
+#undef TD17_PRESET
 #define N_PRESETS (sizeof presets / sizeof presets[0])
 
 /* Room for the local mechanisms of the mechanism table (mech_table.h), which are all run. */
@@ -449,6 +475,35 @@ static ldpb_err add_instance(simplan *plan, size_t cap, agg_env *env, const char
     return LDPB_OK;
 }
 
+/* A tossou2017 instance: the adversary named after "adv:" with K = 4 and the plan's horizon. */
+static ldpb_err add_adversary(simplan *plan, const struct preset *p, const struct preset_env *pe,
+                              char errmsg[SIMPLAN_ERRMSG_MAX])
+{
+    char msg[AGG_ERRMSG_MAX];
+    agg_adv_params ap;
+    agg_adv_params_init(&ap, agg_adv_kind_parse(pe->env + 4), 4, plan->horizon);
+    agg_adv *adv = NULL;
+    ldpb_err err = agg_adv_new(&adv, &ap, msg);
+    if (err)
+        return fail(errmsg, err, "preset %s: %s", p->name, msg);
+    simplan_instance *in = &plan->inst[plan->n_inst++];
+    memset(in, 0, sizeof *in);
+    in->adv = adv;
+    in->k = agg_adv_arms(adv);
+    snprintf(in->label, sizeof in->label, "%s", pe->label);
+    snprintf(in->title, sizeof in->title, "%s", pe->title);
+    snprintf(in->source, sizeof in->source, "%s", pe->source);
+    return LDPB_OK;
+}
+
+double simplan_td17_epsilon(uint64_t horizon)
+{
+    double T = (double)horizon;
+    double tau = (double)agg_exp3_icbrt_ceil(horizon);
+    double n = T / tau;
+    return sqrt(2.0 * n * log(T)) / tau + n / tau * expm1(1.0 / tau);
+}
+
 /* The custom instance from --means (Bernoulli arms) or --laws (env.h list syntax). */
 static ldpb_err custom_instance(simplan *plan, const simplan_opts *o,
                                 char errmsg[SIMPLAN_ERRMSG_MAX])
@@ -564,6 +619,12 @@ static ldpb_err preset_instances(simplan *plan, const struct preset *p, const si
             return fail(errmsg, LDPB_ENOMEM, "out of memory");
         for (size_t i = 0; i < p->n_envs; i++) {
             agg_env *env;
+            if (strncmp(p->envs[i].env, "adv:", 4) == 0) {
+                err = add_adversary(plan, p, &p->envs[i], errmsg);
+                if (err)
+                    return err;
+                continue;
+            }
             err = agg_env_preset(&env, p->envs[i].env, 0, msg);
             if (err)
                 return fail(errmsg, err, "preset %s: %s", p->name, msg);
@@ -847,8 +908,10 @@ void simplan_fini(simplan *plan)
 {
     if (!plan)
         return;
-    for (size_t i = 0; i < plan->n_inst; i++)
+    for (size_t i = 0; i < plan->n_inst; i++) {
         agg_env_free(plan->inst[i].env);
+        agg_adv_free(plan->inst[i].adv);
+    }
     free(plan->inst);
     free(plan->cfg);
     free(plan->checkpoints);
@@ -915,14 +978,18 @@ void simplan_sim_configs(const simplan *plan, agg_sim_config *out)
         pc->mechanism = c->ops->model == AGG_MODEL_LOCAL ? c->mechanism : (ldpb_mech_kind)0;
         pc->epsilon = c->ops->model == AGG_MODEL_NONPRIVATE ? 1.0 : c->epsilon;
         pc->kappa = plan->kappa;
-        pc->beta = plan->beta;
+        /* beta = 1/T would tell a policy that runs without a horizon what T is. */
+        pc->beta = c->ops->params & AGG_PARAM_HORIZON ? plan->beta : 0;
         pc->gamma = plan->gamma;
         pc->eps_arm = plan->eps_arm;
         pc->horizon = plan->horizon;
         out[i].env = plan->inst[c->instance].env;
+        out[i].adv = plan->inst[c->instance].adv;
         out[i].checkpoints = plan->checkpoints;
         out[i].n_checkpoints = plan->n_checkpoints;
         out[i].noise_kind = AGG_NOISE_FAST;
+        pc->tau = plan->tau;
+        pc->threshold = plan->threshold;
     }
 }
 
@@ -988,11 +1055,13 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
     if (o->preset) {
         p = find_preset(o->preset);
         if (!p) {
-            const char *names[N_PRESETS];
-            char list[256];
+            /* The stopping experiment is a preset of `ldpb sim` too, run outside this plan. */
+            const char *names[N_PRESETS + 1];
+            char list[320];
             for (size_t i = 0; i < N_PRESETS; i++)
                 names[i] = presets[i].name;
-            name_list(list, sizeof list, names, N_PRESETS);
+            names[N_PRESETS] = SIMNAS_PRESET;
+            name_list(list, sizeof list, names, N_PRESETS + 1);
             return fail(errmsg, LDPB_EINVAL, "unknown preset '%s' (expected one of %s)",
                         tool_echo(e, sizeof e, o->preset), list);
         }
@@ -1069,12 +1138,51 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
                    "--epsilons given, but every chosen algorithm is non-private");
         goto fail;
     }
-    err = parse_epsilons(o->epsilons ? o->epsilons
-                         : p         ? p->eps
-                                     : SIMPLAN_CUSTOM_EPS,
-                         &eps, &eps_text, &n_eps, errmsg);
+    char td17_eps[32];
+    const char *preset_eps = p ? p->eps : SIMPLAN_CUSTOM_EPS;
+    if (p && strcmp(p->eps, "td17") == 0) {
+        /* Rounded down to 0.01: dp-exp3-lap is then at least as private as exp3-tau. */
+        simplan_format_double(td17_eps, sizeof td17_eps,
+                              floor(100.0 * simplan_td17_epsilon(plan->horizon)) / 100.0);
+        preset_eps = td17_eps;
+    }
+    err = parse_epsilons(o->epsilons ? o->epsilons : preset_eps, &eps, &eps_text, &n_eps, errmsg);
     if (err)
         goto fail;
+
+    int any_tau = 0, any_lap = 0;
+    for (size_t a = 0; a < n_ch; a++) {
+        any_tau |= strcmp(ch[a].ops->name, "exp3-tau") == 0;
+        any_lap |= strstr(ch[a].ops->name, "exp3-lap") != NULL;
+    }
+    if (o->tau) {
+        if (!any_tau) {
+            err = fail(errmsg, LDPB_EINVAL, "--tau applies to exp3-tau, and it is not chosen");
+            goto fail;
+        }
+        /* The upper bound T is the policy's own check (its message names tau and T). */
+        err = parse_count_opt("tau", o->tau, 1, SIMPLAN_HORIZON_MAX, "1e12", &plan->tau, errmsg);
+        if (err)
+            goto fail;
+    }
+    if (o->threshold) {
+        if (!any_lap) {
+            err = fail(errmsg, LDPB_EINVAL,
+                       "--threshold applies to dp-exp3-lap and ldp-exp3-lap, and neither is "
+                       "chosen");
+            goto fail;
+        }
+        if (parse_double(o->threshold, &plan->threshold)) {
+            err = fail(errmsg, LDPB_EINVAL, "--threshold '%s' is not a finite number",
+                       tool_echo(e, sizeof e, o->threshold));
+            goto fail;
+        }
+        if (!(plan->threshold > 0.0)) {
+            err = fail(errmsg, LDPB_ERANGE, "--threshold %s outside (0, inf)",
+                       tool_echo(e, sizeof e, o->threshold));
+            goto fail;
+        }
+    }
 
     err = p ? preset_instances(plan, p, o, errmsg) : custom_instance(plan, o, errmsg);
     if (err)

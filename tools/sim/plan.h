@@ -40,6 +40,8 @@ typedef struct simplan_opts {
     const char *kappa;
     const char *gamma;
     const char *eps_arm;
+    const char *tau;       /* exp3-tau's block length */
+    const char *threshold; /* (l)dp-exp3-lap's acceptance half-width b */
 } simplan_opts;
 
 /* One environment: the `preset` column value, K, and a title for plots and reports. */
@@ -47,7 +49,8 @@ typedef struct simplan_instance {
     char label[48];  /* "jiang2023", "ren2020-bern", "sajed2019-c3", "custom" */
     char title[200]; /* "20 arms, mixed laws (JZL23 / RZLS20 instance)" */
     char source[64]; /* provenance: "Sajed & Sheffet 2019, sec. 5" */
-    agg_env *env;    /* owned */
+    agg_env *env;    /* owned; NULL for an adversarial game */
+    agg_adv *adv;    /* owned; NULL for a stochastic environment */
     uint32_t k;
     int bernoulli; /* every arm Bernoulli: the Lai-Robbins shape uses the Bernoulli KL */
 } simplan_instance;
@@ -72,9 +75,11 @@ typedef struct simplan {
     uint64_t trials;
     /* Plan-wide values of the agg_policy_config fields (policy.h) of every configuration. */
     double kappa;
-    double beta;    /* the SE family's confidence: 1/T (as SS19 sec. 5) */
-    double gamma;   /* dp-ucb's failure probability; 0: the policy's default 1/T */
-    double eps_arm; /* dp-ucb's per-arm budget; 0: the policy's default, epsilon */
+    double beta;      /* the SE family's confidence: 1/T (as SS19 sec. 5) */
+    double gamma;     /* dp-ucb's failure probability; 0: the policy's default 1/T */
+    double eps_arm;   /* dp-ucb's per-arm budget; 0: the policy's default, epsilon */
+    uint64_t tau;     /* --tau; 0: exp3-tau's default ceil(T^(1/3)) */
+    double threshold; /* --threshold; 0: (l)dp-exp3-lap's default ln(T)/epsilon */
     uint64_t *checkpoints;
     size_t n_checkpoints;
     uint64_t rounds_total; /* configurations x trials x horizon */
@@ -102,6 +107,12 @@ void simplan_sim_configs(const simplan *plan, agg_sim_config *out);
 
 /* The CSV mechanism name of a configuration: "linear", ..., or "none". */
 const char *simplan_mech_name(const simplan_config *c);
+
+/* The privacy level EXP3-tau attains with tau = ceil(T^(1/3)) and delta' = 1/T, by advanced
+ * composition of its per-block loss 1/tau over T/tau blocks (Tossou & Dimitrakakis 2017, Thm 3.5
+ * as instantiated in docs/sim.md): (1/tau) sqrt(2 (T/tau) ln T) + (T/tau)(1/tau)(e^(1/tau) - 1).
+ * The tossou2017 presets run dp-exp3-lap at this epsilon (TD17 Sec. 4). */
+double simplan_td17_epsilon(uint64_t horizon);
 
 /* Parses a count the way --horizon and --trials accept it: decimal digits, or a decimal in
  * scientific notation that is a whole number ("1e5", "5e7", "2.5e6"); no sign, no hex, no

@@ -184,6 +184,13 @@ static void figure_reset(struct figure *f)
     memset(f, 0, sizeof *f);
 }
 
+/* The largest regret a run can show: T times the largest gap, or T against an adversary (gains
+ * in [0, 1]). */
+static double regret_cap(const simplan *p, const simplan_instance *in)
+{
+    return (double)p->horizon * (in->env ? simref_max_gap(in->env) : 1.0);
+}
+
 static const char *lr_label(const simplan_instance *in)
 {
     return in->bernoulli ? "Lai–Robbins shape  Σ_a Δ_a ln t / KL(μ_a, μ^*)"
@@ -226,7 +233,10 @@ static void emit(struct ctx *x, const struct figure *f)
     fprintf(gp, "set encoding utf8\n" PNG_TERM "\nset output '%s.png'\nset logscale xy\n", f->stem);
     fprintf(gp, "set xrange [1:%.17g]\nset yrange [%.6g:%.6g]\nYMIN = %.6g\n", T, ymin, ymax, ymin);
     fprintf(gp, "set format x '10^{%%L}'\nset format y '10^{%%L}'\n");
-    fprintf(gp, "set xlabel 'round t'\nset ylabel 'cumulative pseudo-regret'\n");
+    /* Against an adversary: regret against the best fixed arm in hindsight, realized gains. */
+    int adversarial = f->n_curves > 0 && p->inst[p->cfg[f->curves[0].cfg].instance].adv;
+    fprintf(gp, "set xlabel 'round t'\nset ylabel '%s'\n",
+            adversarial ? "regret against the best fixed arm" : "cumulative pseudo-regret");
     fprintf(gp, "set title ");
     put_string(gp, f->title);
     fprintf(gp, " noenhanced\n");
@@ -236,9 +246,12 @@ static void emit(struct ctx *x, const struct figure *f)
             "set key top left Left reverse box opaque font ',11' spacing 1.15 samplen 3 width 1\n");
     fprintf(gp, "set style fill transparent solid 0.16 noborder\nset samples 300\n");
     fprintf(gp, "set pointintervalbox 0.01\nset bmargin 5\n");
-    fprintf(gp, "set label 1 'bands: 95%% CI of the mean;  broken lines: lower-bound shapes "
-                "(docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right "
-                "font ',9' tc rgb '#555555' noenhanced\n");
+    fprintf(gp,
+            "set label 1 'bands: 95%% CI of the mean%s' at screen 0.985, screen 0.018 right font "
+            "',9' tc rgb '#555555' noenhanced\n",
+            adversarial ? " (median of means and GMD: robust.csv)"
+                        : ";  broken lines: lower-bound shapes (docs/derivations.md 13), "
+                          "reference only");
     fprintf(gp, "plot \\\n");
     int first = 1;
     for (size_t i = 0; i < f->n_curves; i++) {
@@ -282,6 +295,8 @@ static void title_line(const struct ctx *x, const simplan_instance *in, const ch
 static int refs_for_eps(struct figure *f, const simplan_instance *in, int local, int central,
                         double eps, const char *eps_text)
 {
+    if (!in->env)
+        return 0; /* the stochastic lower-bound shapes say nothing about an adversary */
     if (add_ref(f, simref_lai_robbins(in->env, in->bernoulli), "#333333", 2, "%s", lr_label(in)))
         return -1;
     if (local && add_ref(f, simref_ldp(in->env, eps), "#8b0000", 4,
@@ -320,7 +335,7 @@ static int by_eps(struct ctx *x, size_t inst)
         if (!any_private && x->n_eps > 0)
             continue;
         figure_reset(&f);
-        f.cap = (double)p->horizon * simref_max_gap(in->env);
+        f.cap = regret_cap(p, in);
         size_t grey = 0;
         for (size_t c = 0; c < p->n_cfg; c++) {
             const simplan_config *cfg = &p->cfg[c];
@@ -374,7 +389,7 @@ static int by_alg(struct ctx *x, size_t inst)
         if (seen || n_eps < 2)
             continue;
         figure_reset(&f);
-        f.cap = (double)p->horizon * simref_max_gap(in->env);
+        f.cap = regret_cap(p, in);
         for (size_t c = 0; c < p->n_cfg; c++) {
             const simplan_config *cfg = &p->cfg[c];
             if (cfg->instance != inst || !same_pair(cfg, lead))
@@ -393,10 +408,10 @@ static int by_alg(struct ctx *x, size_t inst)
             if (add_curve(&f, c, greys[grey++ % N_OF(greys)], label))
                 goto oom;
         }
-        if (add_ref(&f, simref_lai_robbins(in->env, in->bernoulli), "#333333", 2, "%s",
-                    lr_label(in)))
+        if (in->env && add_ref(&f, simref_lai_robbins(in->env, in->bernoulli), "#333333", 2, "%s",
+                               lr_label(in)))
             goto oom;
-        for (size_t c = 0; c < p->n_cfg; c++) {
+        for (size_t c = 0; c < p->n_cfg && in->env; c++) {
             const simplan_config *cfg = &p->cfg[c];
             if (cfg->instance != inst || !same_pair(cfg, lead))
                 continue;
@@ -456,7 +471,7 @@ static int by_k(struct ctx *x, size_t inst)
                 snprintf(label, sizeof label, "K = %u", ii->k);
                 if (add_curve(&f, c, color, label))
                     goto oom;
-                double cap = (double)p->horizon * simref_max_gap(ii->env);
+                double cap = regret_cap(p, ii);
                 f.cap = cap > f.cap ? cap : f.cap;
                 int rc =
                     cfg->ops->model == AGG_MODEL_LOCAL

@@ -55,6 +55,50 @@ void simstat_compute(const double *x, size_t n, size_t stride, double *scratch, 
     }
 }
 
+double simstat_median_of_means(const double *x, size_t n, size_t stride, size_t groups,
+                               double *scratch)
+{
+    size_t g = groups < n ? groups : n;
+    if (g == 0)
+        g = 1;
+    size_t base = n / g, extra = n % g, at = 0;
+    for (size_t i = 0; i < g; i++) {
+        size_t len = base + (i < extra);
+        double sum = 0.0;
+        for (size_t j = 0; j < len; j++)
+            sum += x[(at + j) * stride];
+        scratch[i] = sum / (double)len;
+        at += len;
+    }
+    qsort(scratch, g, sizeof *scratch, cmp_double);
+    return 0.5 * (scratch[(g - 1) / 2] + scratch[g / 2]);
+}
+
+double simstat_gmd_sorted(const double *sorted, size_t n)
+{
+    if (n < 2)
+        return 0.0;
+    double sum = 0.0, nn = (double)n;
+    for (size_t i = 0; i < n; i++)
+        sum += (2.0 * (double)(i + 1) - nn - 1.0) * sorted[i];
+    return 2.0 * sum / (nn * (nn - 1.0));
+}
+
+void simstat_gmd_split(const double *x, size_t n, size_t stride, double center, double *scratch,
+                       double *below, double *above)
+{
+    for (size_t i = 0; i < n; i++)
+        scratch[i] = x[i * stride];
+    qsort(scratch, n, sizeof *scratch, cmp_double);
+    size_t lo = 0, hi0 = n; /* scratch[0..lo) <= center, scratch[hi0..n) >= center */
+    while (lo < n && scratch[lo] <= center)
+        lo++;
+    while (hi0 > 0 && scratch[hi0 - 1] >= center)
+        hi0--;
+    *below = simstat_gmd_sorted(scratch, lo);
+    *above = simstat_gmd_sorted(scratch + hi0, n - hi0);
+}
+
 double simref_zeta(double eps)
 {
     double a = exp(2.0 * eps);
@@ -128,6 +172,9 @@ void simreport_fini(simreport *r)
     free(r->lo);
     free(r->hi);
     free(r->final);
+    free(r->mom);
+    free(r->gmd_below);
+    free(r->gmd_above);
     memset(r, 0, sizeof *r);
 }
 
@@ -141,8 +188,13 @@ ldpb_err simreport_compute(simreport *r, const simplan *plan, double *const *reg
     r->lo = calloc(n * nc, sizeof *r->lo);
     r->hi = calloc(n * nc, sizeof *r->hi);
     r->final = calloc(n, sizeof *r->final);
+    r->mom = calloc(n * nc, sizeof *r->mom);
+    r->gmd_below = calloc(n * nc, sizeof *r->gmd_below);
+    r->gmd_above = calloc(n * nc, sizeof *r->gmd_above);
+    r->mom_groups = trials < SIMREPORT_MOM_GROUPS ? trials : SIMREPORT_MOM_GROUPS;
     double *scratch = calloc(trials, sizeof *scratch);
-    if (!r->mean || !r->lo || !r->hi || !r->final || !scratch) {
+    if (!r->mean || !r->lo || !r->hi || !r->final || !r->mom || !r->gmd_below || !r->gmd_above ||
+        !scratch) {
         free(scratch);
         simreport_fini(r);
         return LDPB_ENOMEM;
@@ -156,6 +208,11 @@ ldpb_err simreport_compute(simreport *r, const simplan *plan, double *const *reg
             r->hi[c * nc + j] = s.hi;
             if (j + 1 == nc)
                 r->final[c] = s;
+            size_t x = c * nc + j;
+            r->mom[x] =
+                simstat_median_of_means(regret[c] + j, trials, nc, SIMREPORT_MOM_GROUPS, scratch);
+            simstat_gmd_split(regret[c] + j, trials, nc, r->mom[x], scratch, &r->gmd_below[x],
+                              &r->gmd_above[x]);
         }
     }
     free(scratch);
@@ -198,6 +255,28 @@ int simreport_write_summary(const simreport *r, FILE *f)
                 cfg->ops->name, simplan_mech_name(cfg), cfg->eps_text, in->k,
                 (unsigned long long)p->horizon, (unsigned long long)p->trials, s->mean, s->lo,
                 s->hi, s->sd, s->median, s->min, s->max);
+    }
+    return finish(f);
+}
+
+int simreport_write_robust(const simreport *r, FILE *f)
+{
+    const simplan *p = r->plan;
+    size_t nc = p->n_checkpoints;
+    fputs(SIMREPORT_ROBUST_HEADER "\n", f);
+    for (size_t c = 0; c < p->n_cfg; c++) {
+        const simplan_config *cfg = &p->cfg[c];
+        const simplan_instance *in = &p->inst[cfg->instance];
+        for (size_t j = 0; j < nc; j++) {
+            size_t x = c * nc + j;
+            fprintf(f, "%s,%s,%s,%s,%u,%llu,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,%zu\n", in->label,
+                    cfg->ops->name, simplan_mech_name(cfg), cfg->eps_text, in->k,
+                    (unsigned long long)p->checkpoints[j], r->mean[x], r->lo[x], r->hi[x],
+                    (unsigned long long)p->trials, r->mom[x], r->gmd_below[x], r->gmd_above[x],
+                    r->mom_groups);
+        }
+        if (ferror(f))
+            return -1;
     }
     return finish(f);
 }

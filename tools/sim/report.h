@@ -19,6 +19,26 @@
     "preset,algorithm,mechanism,epsilon,k,horizon,trials,mean_regret,ci95_low,ci95_high,sd,"       \
     "median,min,max"
 
+/* robust.csv: regret.csv's rows with the summaries of Tossou & Dimitrakakis 2017, Sec. 4 added:
+ * the median of means over mom_groups groups and Gini's mean difference of the trials at or
+ * above it and at or below it. */
+#define SIMREPORT_ROBUST_HEADER                                                                    \
+    "preset,algorithm,mechanism,epsilon,k,t,mean_regret,ci95_low,ci95_high,trials,mom_regret,"     \
+    "gmd_below,gmd_above,mom_groups"
+#define SIMREPORT_MOM_GROUPS 24 /* TD17's a0: 1 - e^(-a0/8) = 0.95 */
+
+/* Median of means: x[0], x[stride], ... (n >= 1) cut in trial order into g = min(groups, n)
+ * groups whose sizes differ by at most one (the first n mod g one larger), the median of the g
+ * group means (the mean of the two middle ones when g is even). scratch: n doubles. */
+double simstat_median_of_means(const double *x, size_t n, size_t stride, size_t groups,
+                               double *scratch);
+/* Gini's mean difference 2/(n(n-1)) sum_i (2i - n - 1) x_(i) of sorted values (0 for n < 2). */
+double simstat_gmd_sorted(const double *sorted, size_t n);
+/* GMD of the values <= center and of the values >= center (a value equal to center is in both).
+ * scratch: n doubles. */
+void simstat_gmd_split(const double *x, size_t n, size_t stride, double center, double *scratch,
+                       double *below, double *above);
+
 /* Across-trial statistics of one quantity. With n = 1 the interval collapses to the mean and sd
  * is 0: one trial says nothing about the spread. */
 typedef struct simstat {
@@ -51,9 +71,11 @@ double simref_max_gap(const agg_env *env);
 /* The results of a batch, reduced: per configuration and checkpoint the mean and interval, and
  * the final statistics. */
 typedef struct simreport {
-    const simplan *plan;    /* borrowed */
-    double *mean, *lo, *hi; /* [cfg * n_checkpoints + j] */
-    simstat *final;         /* [cfg] */
+    const simplan *plan;                 /* borrowed */
+    double *mean, *lo, *hi;              /* [cfg * n_checkpoints + j] */
+    simstat *final;                      /* [cfg] */
+    double *mom, *gmd_below, *gmd_above; /* [cfg * n_checkpoints + j] */
+    size_t mom_groups;
 } simreport;
 
 /* Reduces regret[c] (trials x n_checkpoints doubles, trial-major, as agg_sim_run_batch writes
@@ -64,5 +86,6 @@ void simreport_fini(simreport *r);
 /* Writes the CSV files. Return 0, or -1 on a write error (errno set by stdio). */
 int simreport_write_regret(const simreport *r, FILE *f);
 int simreport_write_summary(const simreport *r, FILE *f);
+int simreport_write_robust(const simreport *r, FILE *f);
 
 #endif

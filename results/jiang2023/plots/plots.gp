@@ -24,7 +24,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -71,7 +71,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -118,7 +118,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -165,7 +165,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -212,7 +212,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -259,7 +259,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#5c01a6' notitle, \
@@ -308,7 +308,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#5c01a6' notitle, \
@@ -357,7 +357,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#5c01a6' notitle, \
@@ -406,7 +406,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#5c01a6' notitle, \
@@ -455,7 +455,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#5c01a6' notitle, \
@@ -504,7 +504,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c26.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#5c01a6' notitle, \

@@ -24,7 +24,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#000000' notitle, \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
@@ -61,7 +61,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#000000' notitle, \
   'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
@@ -98,7 +98,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#000000' notitle, \
   'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
@@ -135,7 +135,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
@@ -176,7 +176,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
@@ -217,7 +217,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#000000' notitle, \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
@@ -254,7 +254,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#000000' notitle, \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
@@ -291,7 +291,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#000000' notitle, \
   'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
@@ -328,7 +328,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \
@@ -369,7 +369,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#cc4778' notitle, \

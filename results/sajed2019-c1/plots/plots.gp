@@ -24,7 +24,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -60,7 +60,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -96,7 +96,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -132,7 +132,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -168,7 +168,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -210,7 +210,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -252,7 +252,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -293,7 +293,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -334,7 +334,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -375,7 +375,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -416,7 +416,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -457,7 +457,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -498,7 +498,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c14.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -539,7 +539,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -580,7 +580,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -616,7 +616,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -652,7 +652,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c14.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -688,7 +688,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -724,7 +724,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -766,7 +766,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -808,7 +808,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -844,7 +844,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c17.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -880,7 +880,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c18.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c22.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -916,7 +916,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c19.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c23.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -952,7 +952,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c17.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -994,7 +994,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -1036,7 +1036,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c24.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c28.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1072,7 +1072,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c29.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1108,7 +1108,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c26.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c30.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1144,7 +1144,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c27.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c31.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1180,7 +1180,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c24.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -1222,7 +1222,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c28.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c29.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \

@@ -24,7 +24,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -60,7 +60,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -95,7 +95,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -130,7 +130,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -165,7 +165,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -204,7 +204,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -243,7 +243,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c0.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -284,7 +284,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c1.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -325,7 +325,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c2.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -366,7 +366,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c3.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -407,7 +407,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c4.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -448,7 +448,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c5.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -489,7 +489,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c6.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c14.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -530,7 +530,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c7.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -571,7 +571,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -607,7 +607,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -643,7 +643,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c10.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c14.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -678,7 +678,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c11.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c15.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -713,7 +713,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c8.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c9.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -753,7 +753,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c12.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c13.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -793,7 +793,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -829,7 +829,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c17.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -865,7 +865,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c18.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c22.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -901,7 +901,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c19.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c23.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -936,7 +936,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c16.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c17.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -977,7 +977,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c20.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c21.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -1018,7 +1018,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c24.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c28.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1054,7 +1054,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c29.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1090,7 +1090,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c26.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c30.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1126,7 +1126,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c27.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c31.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#ff7f0e' notitle, \
@@ -1162,7 +1162,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c24.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c25.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
@@ -1204,7 +1204,7 @@ set style fill transparent solid 0.16 noborder
 set samples 300
 set pointintervalbox 0.01
 set bmargin 5
-set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (algorithms.md 8.4), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
+set label 1 'bands: 95% CI of the mean;  broken lines: lower-bound shapes (docs/derivations.md 13), reference only' at screen 0.985, screen 0.018 right font ',9' tc rgb '#555555' noenhanced
 plot \
   'data/c28.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#0d0887' notitle, \
   'data/c29.dat' using 1:($3 > YMIN ? $3 : YMIN):($4 > YMIN ? $4 : YMIN) with filledcurves lc rgb '#9c179e' notitle, \
