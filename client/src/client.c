@@ -811,13 +811,21 @@ static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double re
     return LDPB_OK;
 }
 
-ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward)
+static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const double *x, size_t n_x,
+                            double reward)
 {
     if (!c)
         return LDPB_EINVAL;
     c->errmsg[0] = '\0';
     if (!a)
         return setf(c, LDPB_EINVAL, "no assignment (a is NULL)");
+    if (n_x && !x)
+        return setf(c, LDPB_EINVAL, "features are NULL with n_features %zu", n_x);
+    if (n_x > LDPB_WIRE_REPORT_CTX_MAX)
+        return setf(c, LDPB_ERANGE, "%zu features, more than %u", n_x, LDPB_WIRE_REPORT_CTX_MAX);
+    for (size_t i = 0; i < n_x; i++)
+        if (!isfinite(x[i]))
+            return setf(c, LDPB_EINVAL, "features[%zu] is not a finite number", i);
     if (!isfinite(reward))
         return setf(c, LDPB_EINVAL, "the reward is not a finite number");
     ldpb_err err = check_assignment(c, a, LDPB_EINVAL);
@@ -835,6 +843,8 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
     rep.assignment_id.len = a->id_len;
     rep.mechanism = (Ldpb__V1__Mechanism)a->mechanism;
     rep.epsilon = a->epsilon;
+    rep.n_context = n_x;
+    rep.context = (double *)x;
     if (is_bit) {
         rep.value_case = LDPB__V1__REPORT__VALUE_BIT;
         rep.bit = value != 0.0;
@@ -879,6 +889,17 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
         err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
     ldpb_envelope_free(reply);
     return err;
+}
+
+ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward)
+{
+    return report_impl(c, a, NULL, 0, reward);
+}
+
+ldpb_err ldpb_client_report_context(ldpb_client *c, const ldpb_assignment *a,
+                                    const double *features, size_t n_features, double reward)
+{
+    return report_impl(c, a, features, n_features, reward);
 }
 
 /* ---- status ------------------------------------------------------------------------------- */
