@@ -90,10 +90,10 @@ static uint64_t reports_of(ldpb_client *c, const char *policy)
 
 /* Learning across a kill -9. With 4000 rounds (horizon 4000, epsilon 10, delta 0.1, d 3, K 5) the
  * mean regret of the last 1000 rounds was at most 0.2015 in 2000 runs of the same game with
- * independent noise (the calibration of ctx_env.h's instance through the policy library; median
- * 0.109, 99th percentile 0.175), against 0.327 for uniform choices: the bound 0.25 fails with
- * probability below 1/2000 by that count, about 1e-6 by a normal fit (sd 0.028). The restart
- * restores the same state, so the law of the run is the calibrated one. */
+ * independent decisions and noise (ctx_e2e_calibrate 2000 4000 1000 jdp-linucb-gaussian 10 4000:
+ * median 0.109, 99th percentile 0.175, sd 0.024), against 0.330 for uniform choices. So the bound
+ * 0.25 fails with probability below 1/2000 by that count; a normal fit (5.8 sd) puts it below
+ * 1e-8. The restart restores the committed state, so the law of the run is the calibrated one. */
 static void test_jdp_gaussian_learns_and_restarts(void **state)
 {
     (void)state;
@@ -119,8 +119,9 @@ static void test_jdp_gaussian_learns_and_restarts(void **state)
 }
 
 /* LinUCB (nonprivate): the last 500 of 1500 rounds have mean regret below 0.05 (the library's
- * run of the same game has 0.003; the daemon's decisions depend only on the reports and on tie
- * breaks, and past the first round this instance has no exact ties). */
+ * run of the same game, ctx_e2e_calibrate 3 1500 500 linucb 1 1500, has 0.005; the daemon's
+ * decisions depend only on the reports and on tie breaks, and past the first round this instance
+ * has no exact ties). */
 static void test_linucb_nonprivate_learns(void **state)
 {
     (void)state;
