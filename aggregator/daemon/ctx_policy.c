@@ -185,6 +185,16 @@ double agg_ctx_policy_norm_bound(const agg_policy *p)
     return agg_linucb_get_config(((const ctx_policy *)p)->lin)->L;
 }
 
+uint64_t agg_ctx_policy_rounds(const agg_policy *p)
+{
+    return agg_linucb_rounds(((const ctx_policy *)p)->lin);
+}
+
+uint64_t agg_ctx_policy_horizon(const agg_policy *p)
+{
+    return agg_linucb_get_config(((const ctx_policy *)p)->lin)->horizon;
+}
+
 ldpb_err agg_ctx_policy_choose(agg_policy *pp, agg_policy_env *env, const double *x, size_t n,
                                uint32_t *arm, uint32_t *ties, char reason[256])
 {

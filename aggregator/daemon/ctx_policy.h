@@ -44,6 +44,10 @@ double agg_ctx_policy_norm_bound(const agg_policy *p);
 ldpb_err agg_ctx_policy_choose(agg_policy *p, agg_policy_env *env, const double *x, size_t n,
                                uint32_t *arm, uint32_t *ties, char reason[256]);
 
+/* Reports observed so far, and the horizon n (observe refuses more, LDPB_ESTATE). */
+uint64_t agg_ctx_policy_rounds(const agg_policy *p);
+uint64_t agg_ctx_policy_horizon(const agg_policy *p);
+
 /* Observes the reward y in [0, 1] of `arm`, whose features were x (d values). */
 ldpb_err agg_ctx_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, const double *x,
                                 double y);

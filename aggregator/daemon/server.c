@@ -377,8 +377,19 @@ static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
     memset(&t, 0, sizeof t);
     pthread_mutex_lock(&s->policy_mu);
     agg_policy_env env = policy_env(s);
-    ldpb_err err =
-        agg_ctx_policy_choose(s->policy, &env, ar->context, ar->n_context, &arm, &ties, reason);
+    ldpb_err err = LDPB_OK;
+    /* The tree has room for `horizon` observations: past it no report could be learned from. */
+    uint64_t rounds = agg_ctx_policy_rounds(s->policy), n = agg_ctx_policy_horizon(s->policy);
+    if (rounds >= n) {
+        snprintf(reason, sizeof reason,
+                 "no assignments: the contextual policy has learned from its horizon of %" PRIu64
+                 " reports (configure a larger horizon)",
+                 n);
+        err = LDPB_ESTATE;
+    } else {
+        err =
+            agg_ctx_policy_choose(s->policy, &env, ar->context, ar->n_context, &arm, &ties, reason);
+    }
     t.policy_version = s->policy_version;
     pthread_mutex_unlock(&s->policy_mu);
     if (err) {
@@ -1019,6 +1030,14 @@ size_t agg_server_commit_batch(agg_server *s)
                       ? agg_ctx_policy_observe(s->next, &env, it->tok.arm, it->x, it->value)
                       : agg_policy_observe_with_propensity(s->next, &env, it->tok.arm, it->value,
                                                            it->tok.propensity);
+            if (err == LDPB_ESTATE && s->contextual) {
+                /* Assigned before the horizon was reached, reported after: counted, not
+                 * learned from (docs/aggregator.md, "Contextual policies"). */
+                logf_(s, AGG_LOG_WARN,
+                      "a report past the contextual policy's horizon is counted but not "
+                      "learned from");
+                err = LDPB_OK;
+            }
             if (err)
                 logf_(s, AGG_LOG_ERROR, "the policy refused a validated report (arm %u): %s",
                       (unsigned)it->tok.arm, ldpb_strerror(err));

@@ -251,6 +251,59 @@ static void test_bad_contexts_refused(void **state)
     dt_daemon_cleanup(&d);
 }
 
+/* The horizon: once the policy has learned from `horizon` reports, assignments are refused
+ * (LDPB_ESTATE); a report of an assignment issued before that but arriving after is acknowledged
+ * and counted, not learned from (it does not fail the batch and stall the daemon). */
+static void test_horizon_reached(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    start(&d, "arms = 5\nmode = nonprivate\nallow_nonprivate = true\npolicy = linucb\nd = 3\n"
+              "horizon = 5\nlog_level = error\n");
+    dt_client c;
+    assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
+    agg_rand env;
+    agg_rand_seed_u64(&env, 5);
+    double x[2][CTX_K * CTX_D];
+    uint8_t id[2][LDPB_WIRE_ID_MAX];
+    size_t id_len[2];
+    uint32_t arm[2];
+    dt_reply r;
+    int dup = -1;
+    for (int t = 0; t < 6; t++) {
+        /* rounds 0-3 one at a time; rounds 4 and 5 both assigned before either is reported */
+        int slot = t < 4 ? 0 : t - 4;
+        ctx_env_features(&env, x[slot]);
+        assign_raw(&c, x[slot], CTX_K * CTX_D, &r);
+        assert_int_equal(r.kind, 1);
+        assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_ASSIGNMENT);
+        id_len[slot] = r.env->assignment->assignment_id.len;
+        memcpy(id[slot], r.env->assignment->assignment_id.data, id_len[slot]);
+        arm[slot] = r.env->assignment->arm;
+        dt_reply_clear(&r);
+        if (t < 4 || t == 5)
+            for (int j = 0; j <= (t == 5); j++) {
+                report_raw(&c, id[j], id_len[j], x[j] + arm[j] * CTX_D, CTX_D, &r);
+                assert_true(dt_is_ack(&r, &dup));
+                assert_int_equal(dup, 0);
+                dt_reply_clear(&r);
+            }
+    }
+    ctx_env_features(&env, x[0]);
+    assign_raw(&c, x[0], CTX_K * CTX_D, &r);
+    expect_error(&r, LDPB_ESTATE, "horizon of 5 reports");
+    dt_reply_clear(&r);
+    uint64_t pulls[CTX_K], reports = 0, sum = 0;
+    assert_int_equal(dt_status(&c, pulls, CTX_K, &reports), CTX_K);
+    for (int a = 0; a < CTX_K; a++)
+        sum += pulls[a];
+    assert_int_equal(reports, 6);
+    assert_int_equal(sum, 5);
+    dt_client_close(&c);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
 /* A non-contextual daemon ignores a context (in the request and in the report). */
 static void test_noncontextual_ignores_context(void **state)
 {
@@ -306,6 +359,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_contexts_refused),
         cmocka_unit_test(test_noncontextual_ignores_context),
+        cmocka_unit_test(test_horizon_reached),
         cmocka_unit_test(test_contextual_config_refused),
         cmocka_unit_test(test_linucb_nonprivate_learns),
         cmocka_unit_test(test_jdp_gaussian_learns_and_restarts),
