@@ -13,6 +13,8 @@
 #   RATE_CLIENTS clients of the open-loop runs (default 256)
 #   TRANSPORT   tcp or ipc (default tcp: tcp://127.0.0.1)
 #   STATE_ROOT  where the state directories go (default: mktemp -d under TMPDIR or /tmp)
+#   CTX_CLIENTS clients of the daemon-CPU rows (contextual jdp-linucb-gaussian, d 10, K 20, and
+#               dp-ucb K 20 beside it) (default 16)
 #   KEEP        1: keep the logs and state directories and print where they are
 #   CPU_CLIENTS clients of the CPU-per-report runs (default 256)
 #   CPU_MODES   which of them (default "two-trips report-and-assign batch16 batch256
@@ -185,6 +187,54 @@ if [ -n "$relay_clients" ]; then
         stop_daemon
     done
 fi
+
+# The daemon's CPU per contextual assignment: jdp-linucb-gaussian (central, epsilon 1), d = 10,
+# K = 20, served to `loadgen --contextual 10` with CTX_CLIENTS clients for SECONDS; utime + stime
+# of the daemon from /proc/PID/stat over the run, divided by the assignments loadgen counted. The
+# daemon's CPU also covers the reports (decoding, the commit's observe: one rank-one update of
+# the tree and one save of the (d+1)^2 statistics per report), so this is per round; the same
+# measure of a K-armed central policy (dp-ucb, 20 arms, no context) beside it isolates the cost of
+# the contexts.
+# cpu_row LABEL AGGREGATOR-FLAGS LOADGEN-FLAGS
+cpu_row() {
+    run=$((run + 1))
+    if [ "$transport" = ipc ]; then url="ipc://$work/agg$run.sock"; else url="tcp://127.0.0.1:$((port + run))"; fi
+    # shellcheck disable=SC2086
+    "$aggregator" --listen "$url" --state-dir "$work/state$run" --key "$work/keys/aggregator.key" \
+        $2 --log-level warn ${AGGREGATOR_FLAGS:-} 2>"$work/aggregator$run.log" &
+    daemon_pid=$!
+    i=0
+    until "$ldpb" status --connect "$url" --server-key "$work/keys/aggregator.pub" \
+        --timeout-ms 200 >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+            echo "run_service_bench: the aggregator ($1) did not come up:" >&2
+            cat "$work/aggregator$run.log" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    c0=$(awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat")
+    out="$work/loadgen-cpu-$run.txt"
+    # shellcheck disable=SC2086
+    "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+        --clients "${CTX_CLIENTS:-16}" --duration "$seconds" $3 >"$out" 2>&1 || true
+    c1=$(awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat")
+    awk -v l="$1" -v t0="$c0" -v t1="$c1" -v hz="$(getconf CLK_TCK)" \
+        -v n="$(field "$out" "assignments" 2)" -v r="$(field "$out" "throughput" 2)" 'BEGIN {
+        printf "%-34s %10s %9s %8.2f %9.1f\n", l, n, r, (t1 - t0) / hz,
+            (n > 0 ? 1e6 * (t1 - t0) / hz / n : 0) }'
+    stop_daemon
+}
+echo
+echo "# daemon CPU (utime+stime, /proc/PID/stat) per assignment with its report; ${CTX_CLIENTS:-16} clients, $seconds s"
+printf '%-34s %10s %9s %8s %9s\n' policy assigned reports/s "cpu s" "us/assign"
+cpu_row "jdp-linucb-gaussian d=10 K=20" \
+    "--arms 20 --mode central --policy jdp-linucb-gaussian --d 10 --epsilon 1 --horizon 100000000" \
+    "--contextual 10"
+cpu_row "dp-ucb K=20 (no context)" \
+    "--arms 20 --mode central --policy dp-ucb --epsilon 1 --horizon 100000000" ""
+
 echo
 echo "# closed: every client starts its next round when the last one is acked; open: rounds start"
 echo "# at the offered rate in all (--rate); reports/s below the offered rate means it was not reached."

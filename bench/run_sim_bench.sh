@@ -19,7 +19,7 @@ seconds=${1:-1}
 if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-if ! ninja -C "$build" bench_sim >"$build/run_sim_bench.log" 2>&1; then
+if ! ninja -C "$build" bench_sim bench_linucb >"$build/run_sim_bench.log" 2>&1; then
     # A tree others are editing may not configure; an existing binary still gives figures.
     [ -x "$build/bench/bench_sim" ] || { cat "$build/run_sim_bench.log" >&2; exit 1; }
     echo "run_sim_bench: build failed (see $build/run_sim_bench.log); using the existing" \
@@ -60,3 +60,31 @@ echo
 echo "# rounds/s: T rounds over the thread's CPU time, median of 3 runs; one core, one thread."
 echo "# ldp-*: client privatization (linear mechanism, epsilon 1) inside the round on both sides."
 echo "# dp-ucb-secure: dp-ucb with AGG_NOISE_SECURE (ChaCha20 ldpb_rng, grid Laplace); no numpy twin."
+
+# Contextual policies (bench_linucb against bench/linucb_numpy.py): one round at d = 10, K = 20.
+if [ -x "$build/bench/bench_linucb" ]; then
+    "$build/bench/bench_linucb" --tsv --seconds "$seconds" >"$tmp/lc.tsv"
+    "$python" "$here/linucb_numpy.py" --tsv --seconds "$seconds" >"$tmp/lnumpy.tsv"
+    echo
+    awk -F '\t' '
+        FILENAME != prev { file++; prev = FILENAME }
+        /^#/ || $1 == "label" { next }
+        file == 1 { order[++n] = $1; d[$1] = $2; k[$1] = $3; c[$1] = $4; next }
+        file == 2 { np[$1] = $4 }
+        END {
+            printf "%-20s %3s %3s %14s %16s %8s\n", "policy", "d", "K", "C rounds/s",
+                   "numpy rounds/s", "ratio"
+            for (i = 1; i <= n; i++) {
+                l = order[i]
+                if (l in np)
+                    printf "%-20s %3d %3d %14.0f %16.0f %7.1fx\n", l, d[l], k[l], c[l], np[l],
+                           c[l] / np[l]
+                else
+                    printf "%-20s %3d %3d %14.0f %16s %8s\n", l, d[l], k[l], c[l], "-", "-"
+            }
+        }' "$tmp/lc.tsv" "$tmp/lnumpy.tsv"
+    echo
+    echo "# linucb / jdp-*: choose among K = 20 unit actions (Cholesky of the released d x d matrix"
+    echo "# from scratch, beta_t, K quadratic forms) and observe (tree update, node noise redrawn"
+    echo "# for every level that changes); -secure: noise from the ChaCha20 ldpb_rng; no numpy twin."
+fi

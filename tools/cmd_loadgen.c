@@ -161,6 +161,7 @@ struct run {
     atomic_uint_fast64_t phase2_end_ns;
     int allow_raw;
     int seeded;
+    uint32_t ctx_d; /* --contextual D: 0 for the K-armed environment */
     uint8_t seed[LDPB_RNG_SEED_BYTES];
 
     atomic_uint_fast64_t claimed; /* rounds handed out */
@@ -183,8 +184,10 @@ typedef struct worker {
     ldpb_rng *noise; /* seeded privacy noise with --seed, else NULL (the client's system RNG) */
     hist assign_h, report_h;
     uint64_t rounds, assigned, acked, devices;
-    uint64_t frames; /* report frames sent with --batch */
-    uint64_t *pulls; /* acked reports per arm */
+    uint64_t frames;                /* report frames sent with --batch */
+    uint64_t *pulls;                /* acked reports per arm */
+    double *ctx_x;                  /* --contextual: the round's K x d features */
+    double ctx_regret, ctx_uniform; /* --contextual: over the acked reports */
     uint64_t errors[OP_COUNT][ERR_SLOTS];
     char first_msg[ERR_SLOTS][ERR_MSG];
 } worker;
@@ -459,6 +462,53 @@ static void batch_loop(worker *w, ldpb_client *c)
     ldpb_client_free(c);
 }
 
+/* --contextual D: each round, every arm's features are an independent uniform direction of
+ * the positive orthant of R^d (unit norm, as in Shariff & Sheffet 2018's experiments, sec. 5,
+ * restricted to the orthant so the mean reward lies in [0, 1]); the reward is <theta, x> +
+ * 0.1 N(0, 1) clipped to [0, 1], theta = (1, ..., 1)/sqrt(d). */
+static void ctx_features(worker *w)
+{
+    uint32_t d = w->run->ctx_d;
+    for (uint32_t a = 0; a < w->run->k; a++) {
+        double *x = w->ctx_x + (size_t)a * d, s = 0.0;
+        for (uint32_t j = 0; j < d; j++) {
+            x[j] = fabs(agg_rand_normal(&w->env_rand));
+            s += x[j] * x[j];
+        }
+        s = sqrt(s);
+        for (uint32_t j = 0; j < d; j++)
+            x[j] = s > 0.0 ? x[j] / s : (j == 0);
+    }
+}
+
+static double ctx_mean(const worker *w, uint32_t arm)
+{
+    uint32_t d = w->run->ctx_d;
+    double m = 0.0;
+    for (uint32_t j = 0; j < d; j++)
+        m += w->ctx_x[(size_t)arm * d + j];
+    return m / sqrt((double)d);
+}
+
+static double ctx_reward(worker *w, uint32_t arm)
+{
+    double y = ctx_mean(w, arm) + 0.1 * agg_rand_normal(&w->env_rand);
+    return y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+}
+
+/* The round's regret against its best arm, and uniform play's expected regret. */
+static void ctx_account(worker *w, uint32_t arm)
+{
+    double best = 0.0, sum = 0.0;
+    for (uint32_t a = 0; a < w->run->k; a++) {
+        double m = ctx_mean(w, a);
+        best = m > best ? m : best;
+        sum += m;
+    }
+    w->ctx_regret += best - ctx_mean(w, arm);
+    w->ctx_uniform += best - sum / (double)w->run->k;
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -504,7 +554,10 @@ static void *worker_main(void *arg)
         w->rounds++;
         ldpb_assignment a;
         uint64_t t0 = now_ns();
-        ldpb_err err = ldpb_client_assign(c, NULL, 0, &a);
+        if (r->ctx_d)
+            ctx_features(w);
+        ldpb_err err = r->ctx_d ? ldpb_client_assign(c, w->ctx_x, (size_t)r->k * r->ctx_d, &a)
+                                : ldpb_client_assign(c, NULL, 0, &a);
         uint64_t t1 = now_ns();
         if (err) {
             note_error(w, OP_ASSIGN, err, ldpb_client_errmsg(c));
@@ -519,10 +572,13 @@ static void *worker_main(void *arg)
             note_error(w, OP_ASSIGN, LDPB_EPROTO, msg);
             continue;
         }
-        double reward = agg_env_sample(r->env, a.arm, &w->env_rand);
+        double reward =
+            r->ctx_d ? ctx_reward(w, a.arm) : agg_env_sample(r->env, a.arm, &w->env_rand);
         on_device++; /* the report may spend from the ledger even if it fails */
         t0 = now_ns();
-        err = ldpb_client_report(c, &a, reward);
+        err = r->ctx_d ? ldpb_client_report_context(c, &a, w->ctx_x + (size_t)a.arm * r->ctx_d,
+                                                    r->ctx_d, reward)
+                       : ldpb_client_report(c, &a, reward);
         t1 = now_ns();
         if (err) {
             note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
@@ -531,6 +587,8 @@ static void *worker_main(void *arg)
         hist_add(&w->report_h, t1 - t0);
         w->acked++;
         w->pulls[a.arm]++;
+        if (r->ctx_d)
+            ctx_account(w, a.arm);
     }
     ldpb_client_free(c);
     return NULL;
@@ -540,7 +598,7 @@ static void *worker_main(void *arg)
 
 struct args {
     const char *connect, *server_key, *clients, *reports, *duration, *means, *laws, *seed, *timeout,
-        *device_reports, *rate, *mode, *batch, *prefill;
+        *device_reports, *rate, *mode, *batch, *prefill, *contextual;
 };
 
 static const tool_option options[] = {
@@ -558,6 +616,7 @@ static const tool_option options[] = {
     {"mode", TOOL_OPT_VALUE, offsetof(struct args, mode)},
     {"batch", TOOL_OPT_VALUE, offsetof(struct args, batch)},
     {"prefill", TOOL_OPT_VALUE, offsetof(struct args, prefill)},
+    {"contextual", TOOL_OPT_VALUE, offsetof(struct args, contextual)},
 };
 
 static void usage(FILE *f)
@@ -567,6 +626,7 @@ static void usage(FILE *f)
             "                    [--duration S] [--means LIST | --laws LIST] [--seed S]\n"
             "                    [--timeout-ms MS] [--device-reports R] [--rate R]\n"
             "                    [--mode two-trips|report-and-assign] [--batch N [--prefill P]]\n"
+            "                    [--contextual D]\n"
             "\n"
             "Drives a running ldpb-aggregator with N simulated devices at once, each a thread\n"
             "with its own ldpb_client (the real client library over the real transport). A\n"
@@ -608,6 +668,12 @@ static void usage(FILE *f)
             "  --prefill P           with --batch: every client first queues P reports, then all\n"
             "                        send theirs in batches at once; that phase is timed on its\n"
             "                        own (its throughput and the report latency of a flush)\n"
+            "  --contextual D        a contextual aggregator (linucb, jdp-linucb-*, configured\n"
+            "                        with d = D): each round sends a feature set, one unit\n"
+            "                        vector of the positive orthant of R^D per arm, and\n"
+            "                        reports the reward <theta, x> + 0.1 N(0, 1) clipped to\n"
+            "                        [0, 1], theta = (1, ..., 1)/sqrt(D); arms x D <= 256;\n"
+            "                        prints the regret against each round's best arm\n"
             "  -h, --help            print this help and exit\n"
             "\n"
             "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
@@ -734,6 +800,7 @@ struct totals {
     hist assign_h, report_h;
     uint64_t rounds, assigned, acked, devices, failed, frames;
     uint64_t *pulls;
+    double ctx_regret, ctx_uniform;
     uint64_t errors[OP_COUNT][ERR_SLOTS];
     const char *first_msg[ERR_SLOTS];
 };
@@ -785,6 +852,12 @@ int cmd_loadgen(int argc, char **argv)
                                 a.connect);
     if (a.means && a.laws)
         return tool_usage_error(PROG, "give --means or --laws, not both", NULL);
+    if (a.contextual && (a.means || a.laws))
+        return tool_usage_error(PROG, "--contextual draws its own rewards: no --means or --laws",
+                                NULL);
+    uint64_t ctx_d = 0;
+    if (a.contextual && parse_uint("--contextual", a.contextual, 1, 64, &ctx_d))
+        return EXIT_USAGE;
 
     uint64_t clients = CLIENTS_DEFAULT, reports = 0, timeout = TIMEOUT_DEFAULT_MS;
     uint64_t device_reports = DEVICE_REPORTS_DEF;
@@ -822,6 +895,13 @@ int cmd_loadgen(int argc, char **argv)
         return a.batch ? EXIT_USAGE : tool_usage_error(PROG, "--prefill needs --batch", NULL);
     if (a.batch && a.mode)
         return tool_usage_error(PROG, "--batch sends its own frames: give it without --mode", NULL);
+    /* A contextual report carries its arm's features, which batches and report_and_assign do
+     * not (docs/protocol.md, "Contexts"). */
+    if (a.contextual && (a.batch || (a.mode && strcmp(a.mode, "two-trips") != 0)))
+        return tool_usage_error(
+            PROG,
+            "--contextual sends each report alone: not with --batch or --mode report-and-assign",
+            NULL);
     if (a.rate) {
         char e[ECHO_MAX + 4];
         if (parse_number(a.rate, strlen(a.rate), &rate) != 0 || !(rate > 0.0 && rate <= RATE_MAX)) {
@@ -893,6 +973,15 @@ int cmd_loadgen(int argc, char **argv)
         rc = EXIT_RUNTIME;
         goto done;
     }
+    if (ctx_d && ctx_d * k > 256) {
+        fprintf(stderr,
+                "%s: --contextual %" PRIu64 " with the %" PRIu32
+                " arms of the aggregator at %s is more than the 256 context values a request "
+                "carries\n",
+                PROG, ctx_d, k, a.connect);
+        rc = EXIT_USAGE;
+        goto done;
+    }
     if (env && agg_env_arms(env) != k) {
         fprintf(stderr,
                 "%s: --%s has %" PRIu32 " arms but the aggregator at %s serves %" PRIu32
@@ -930,6 +1019,7 @@ int cmd_loadgen(int argc, char **argv)
     run->batch = (uint32_t)batch;
     run->prefill = prefill;
     atomic_init(&run->phase2_end_ns, 0);
+    run->ctx_d = (uint32_t)ctx_d;
     /* Central and non-private aggregators assign RAW: the devices opt in to sending rewards. */
     run->allow_raw = strcmp(before.model, "local") != 0;
     run->seeded = a.seed != NULL;
@@ -963,7 +1053,9 @@ int cmd_loadgen(int argc, char **argv)
         worker *w = &workers[i];
         w->run = run;
         w->pulls = calloc(k, sizeof *w->pulls);
-        if (!w->pulls) {
+        if (ctx_d)
+            w->ctx_x = calloc((size_t)k * ctx_d, sizeof *w->ctx_x);
+        if (!w->pulls || (ctx_d && !w->ctx_x)) {
             err = LDPB_ENOMEM;
             break;
         }
@@ -1037,6 +1129,8 @@ int cmd_loadgen(int argc, char **argv)
         t.frames += w->frames;
         for (uint32_t arm = 0; arm < k; arm++)
             t.pulls[arm] += w->pulls[arm];
+        t.ctx_regret += w->ctx_regret;
+        t.ctx_uniform += w->ctx_uniform;
         for (int op = 0; op < OP_COUNT; op++)
             for (size_t s = 0; s < ERR_SLOTS; s++) {
                 if (w->errors[op][s] && !t.first_msg[s])
@@ -1059,8 +1153,14 @@ int cmd_loadgen(int argc, char **argv)
         regret += (double)t.pulls[arm] * (best - agg_env_mean(env, arm));
     fprintf(f, "aggregator      %s: policy %s, model %s, %" PRIu32 " arms\n", a.connect,
             before.policy, before.model, k);
-    fprintf(f, "environment     %s%s\n", text,
-            a.means || a.laws ? "" : " (default: evenly spaced means)");
+    if (ctx_d)
+        fprintf(f,
+                "environment     contextual: d %" PRIu64 ", unit features in the positive "
+                "orthant per arm and round, reward <theta, x> + 0.1 N(0, 1) in [0, 1]\n",
+                ctx_d);
+    else
+        fprintf(f, "environment     %s%s\n", text,
+                a.means || a.laws ? "" : " (default: evenly spaced means)");
     fprintf(f, "clients         %" PRIu64 " at a time, a thread and an ldpb_client each\n",
             clients);
     fprintf(
@@ -1098,15 +1198,26 @@ int cmd_loadgen(int argc, char **argv)
     print_errors(f, &t);
     fprintf(f, "\n%5s %9s %12s %7s\n", "arm", "mean", "pulls", "share");
     for (uint32_t arm = 0; arm < k; arm++)
-        fprintf(f, "%5" PRIu32 " %9.4f %12" PRIu64 " %6.1f%%\n", arm, agg_env_mean(env, arm),
-                t.pulls[arm], t.acked ? 100.0 * (double)t.pulls[arm] / (double)t.acked : 0.0);
+        if (ctx_d) /* an arm's mean depends on the round's features */
+            fprintf(f, "%5" PRIu32 " %9s %12" PRIu64 " %6.1f%%\n", arm, "-", t.pulls[arm],
+                    t.acked ? 100.0 * (double)t.pulls[arm] / (double)t.acked : 0.0);
+        else
+            fprintf(f, "%5" PRIu32 " %9.4f %12" PRIu64 " %6.1f%%\n", arm, agg_env_mean(env, arm),
+                    t.pulls[arm], t.acked ? 100.0 * (double)t.pulls[arm] / (double)t.acked : 0.0);
     double uniform = 0.0;
     for (uint32_t arm = 0; arm < k; arm++)
         uniform += (best - agg_env_mean(env, arm)) / (double)k;
-    fprintf(f,
-            "\npseudo-regret   %.1f over %" PRIu64 " acked reports (%.4f per report; uniform "
-            "play: %.4f)\n",
-            regret, t.acked, t.acked ? regret / (double)t.acked : 0.0, uniform);
+    if (ctx_d)
+        fprintf(f,
+                "\nregret          %.1f against each round's best arm over %" PRIu64
+                " acked reports (%.4f per report; uniform play: %.4f)\n",
+                t.ctx_regret, t.acked, t.acked ? t.ctx_regret / (double)t.acked : 0.0,
+                t.acked ? t.ctx_uniform / (double)t.acked : 0.0);
+    else
+        fprintf(f,
+                "\npseudo-regret   %.1f over %" PRIu64 " acked reports (%.4f per report; uniform "
+                "play: %.4f)\n",
+                regret, t.acked, t.acked ? regret / (double)t.acked : 0.0, uniform);
     if (err)
         fprintf(f, "daemon reports  unknown after the run: %s\n", msg);
     else
@@ -1128,6 +1239,7 @@ done:
     if (workers)
         for (uint64_t i = 0; i < clients; i++) {
             free(workers[i].pulls);
+            free(workers[i].ctx_x);
             ldpb_rng_free(workers[i].noise);
         }
     free(workers);

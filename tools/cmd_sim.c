@@ -20,6 +20,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "commands.h"
+#include "ctxrun.h"
 #include "ftal.h"
 #include "ldpb/rng.h"
 #include "nas.h"
@@ -148,6 +149,12 @@ static void usage(FILE *f)
             s += len + (nl ? 1 : 0);
         }
     }
+    fprintf(f,
+            "  %s\n      Shariff & Sheffet 2018 (App. D): contextual, d = %u, %u unit actions per\n"
+            "      round, gaps 0.1 and 0, rewards in {-1, +1}; linucb vs jdp-linucb-wishart\n"
+            "      and jdp-linucb-gaussian at eps 1, delta %g; T = 5e7, 35 trials\n"
+            "      (takes --horizon, --trials, --algorithms, --epsilons)\n",
+            SIMCTX_PRESET, SIMCTX_D, SIMCTX_D * SIMCTX_D, SIMCTX_DELTA);
     const char *fname;
     for (size_t i = 0; simftal_preset_summary(i, &fname); i++) {
         fprintf(f, "  %s\n", fname);
@@ -1058,6 +1065,8 @@ int cmd_sim(int argc, char **argv)
         return tool_usage_error(PROG, "--gaps applies to --preset " SIMNAS_PRESET " only", NULL);
 
     gsl_set_error_handler_off();
+    if (a.plan.preset && strcmp(a.plan.preset, SIMCTX_PRESET) == 0)
+        return cmd_sim_ctx(&a.plan, seed_text, threads, out, a.no_plots, a.quiet, argc, argv);
     if (simftal_is_preset(a.plan.preset))
         return run_ftal_preset(&a, argc, argv, seed_text, out, threads);
     ldpb_err err = simplan_build(&plan, &a.plan, errmsg);

@@ -38,4 +38,10 @@ ldpb_err tool_status_fetch(const char *url, const uint8_t server_pk[TOOL_KEY_BYT
  * `prog`) and returns 1 if it cannot. */
 int tool_load_server_key(const char *prog, const char *path, uint8_t pk[TOOL_KEY_BYTES]);
 
+/* `ldpb sim --preset shariff2018` (cmd_sim_ctx.c): the contextual experiment, called by cmd_sim
+ * with its parsed options. Returns the exit status. */
+struct simplan_opts;
+int cmd_sim_ctx(const struct simplan_opts *o, const char *seed_text, unsigned threads,
+                const char *out, int no_plots, int quiet, int argc, char **argv);
+
 #endif

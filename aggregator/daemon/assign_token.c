@@ -117,3 +117,54 @@ ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len,
     memcpy(out->random, p, AGG_TOKEN_RANDOM_BYTES);
     return LDPB_OK;
 }
+
+/* The MAC of a contextual assignment covers the body, a domain string and the chosen arm's
+ * features as little-endian IEEE doubles: the body has a fixed length, so the input is
+ * unambiguous, and a token of one kind never verifies as the other. */
+static const char bound_context[] = "ldpb contextual features v1";
+
+static int mac_bound(const agg_token_key *key, const uint8_t *body, const double *x, size_t n,
+                     uint8_t out[AGG_TOKEN_MAC_BYTES])
+{
+    crypto_generichash_state st;
+    if (crypto_generichash_init(&st, key->k, sizeof key->k, AGG_TOKEN_MAC_BYTES) != 0)
+        return -1;
+    crypto_generichash_update(&st, body, AGG_TOKEN_BODY_BYTES);
+    crypto_generichash_update(&st, (const uint8_t *)bound_context, sizeof bound_context - 1);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b[8];
+        put_le(b, dbl_bits(x[i]), 8);
+        crypto_generichash_update(&st, b, sizeof b);
+    }
+    return crypto_generichash_final(&st, out, AGG_TOKEN_MAC_BYTES);
+}
+
+ldpb_err agg_token_seal_bound(const agg_token_key *key, const agg_token *t, const double *x,
+                              size_t n, uint8_t id[AGG_TOKEN_BYTES])
+{
+    if (!x && n)
+        return LDPB_EINVAL;
+    ldpb_err err = agg_token_seal(key, t, id);
+    if (!err && mac_bound(key, id, x, n, id + AGG_TOKEN_BODY_BYTES) != 0)
+        err = LDPB_ECRYPTO;
+    return err;
+}
+
+ldpb_err agg_token_open_bound(const agg_token_key *key, const uint8_t *id, size_t len,
+                              const double *x, size_t n, agg_token *out)
+{
+    if (!key || !out || (!id && len) || (!x && n))
+        return LDPB_EINVAL;
+    if (len != AGG_TOKEN_BYTES || id[0] != AGG_TOKEN_VERSION)
+        return LDPB_ENOTFOUND;
+    uint8_t want[AGG_TOKEN_MAC_BYTES], plain[AGG_TOKEN_BYTES];
+    if (mac_bound(key, id, x, n, want) != 0)
+        return LDPB_ECRYPTO;
+    if (sodium_memcmp(want, id + AGG_TOKEN_BODY_BYTES, AGG_TOKEN_MAC_BYTES) != 0)
+        return LDPB_ENOTFOUND;
+    /* Authentic: decode the body through the unbound path. */
+    memcpy(plain, id, AGG_TOKEN_BODY_BYTES);
+    if (mac(key, plain, plain + AGG_TOKEN_BODY_BYTES) != 0)
+        return LDPB_ECRYPTO;
+    return agg_token_open(key, plain, sizeof plain, out);
+}

@@ -60,4 +60,13 @@ ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id
  * constant time); LDPB_EINVAL for NULL. *out is written only on success. */
 ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len, agg_token *out);
 
+/* A contextual policy's assignment (docs/protocol.md, "Contexts"): the MAC also covers the n
+ * features x of the assigned arm, so the report that resends them is accepted only with exactly
+ * the vector the policy chose, and the aggregator keeps no per-assignment state. Same errors as
+ * seal/open; a token opened with other features (or sealed unbound) is LDPB_ENOTFOUND. */
+ldpb_err agg_token_seal_bound(const agg_token_key *key, const agg_token *t, const double *x,
+                              size_t n, uint8_t id[AGG_TOKEN_BYTES]);
+ldpb_err agg_token_open_bound(const agg_token_key *key, const uint8_t *id, size_t len,
+                              const double *x, size_t n, agg_token *out);
+
 #endif

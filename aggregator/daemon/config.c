@@ -19,6 +19,8 @@
 #include "ldpb/seal.h"
 #include "metrics.h"
 #include "policy.h"
+#include "ctx_policy.h"
+#include "ldpb/wire.h"
 
 typedef enum opt_type {
     OPT_STR = 1,
@@ -77,7 +79,8 @@ static const option options[] = {
     {"policy", OPT_STR, OFF(policy), "ldp-ts-b", 0, 0, 0, NULL, "NAME",
      "bandit policy, a name of `ldpb sim` (local: ldp-ts-b, ldp-ucb-b, ldp-ucb-l, ldp-se, "
      "ldp-exp3-lap; central: dp-ucb, dp-ucb-bound, dp-se, dp-exp3-lap; nonprivate: ucb1, ts, se, "
-     "exp3, exp3-tau); it must belong to the mode"},
+     "exp3, exp3-tau, linucb; contextual central: jdp-linucb-wishart, jdp-linucb-gaussian); it "
+     "must belong to the mode"},
     {"mechanism", OPT_MECH, OFF(params.mechanism), "linear", 0, 0, 0, NULL, "M",
      "local mode: the clients' mechanism"},
     {"epsilon", OPT_DBL, OFF(params.epsilon), "1", 0, LDPB_EPSILON_MAX, OPEN_MIN, NULL, "E",
@@ -102,6 +105,21 @@ static const option options[] = {
      "block length in rounds, in [1, horizon]; 0 = ceil(horizon^(1/3))"},
     {"threshold", OPT_DBL, OFF(params.threshold), "0", 0, 1e300, 0, NULL, "B",
      "half-width b of the accepted noisy gains [-b, 1 + b], > 0; 0 = ln(horizon)/epsilon"},
+    {"d", OPT_U32, OFF(ctx.d), "0", 0, AGG_LINUCB_D_MAX, 0, NULL, "D",
+     "contextual policies (linucb, jdp-linucb-*): the feature dimension, arms x d <= 256 "
+     "(required by them)"},
+    {"delta", OPT_DBL, OFF(ctx.delta), "0.1", 0, 1, OPEN_MIN | OPEN_MAX, NULL, "D",
+     "jdp-linucb-*: the joint-DP delta, in (0, 1)"},
+    {"alpha", OPT_DBL, OFF(ctx.alpha), "0", 0, 1, OPEN_MAX, NULL, "A",
+     "contextual policies: failure probability of the confidence sets, (0, 1); 0 = 1/horizon"},
+    {"feature_norm", OPT_DBL, OFF(ctx.L), "1", 0, 1e6, OPEN_MIN, NULL, "L",
+     "contextual policies: bound L on every arm's feature norm; longer rows are refused"},
+    {"theta_norm", OPT_DBL, OFF(ctx.S), "1", 0, 1e6, OPEN_MIN, NULL, "S",
+     "contextual policies: bound S on the norm of the unknown parameter theta"},
+    {"noise_sigma", OPT_DBL, OFF(ctx.sigma), "1", 0, 1e6, OPEN_MIN, NULL, "S",
+     "contextual policies: sub-Gaussian parameter of the reward noise"},
+    {"rho", OPT_DBL, OFF(ctx.rho), "1", 0, 1e6, OPEN_MIN, NULL, "R",
+     "linucb: the ridge regulariser (the JDP variants derive theirs from the noise)"},
     {"workers", OPT_U64, OFF(workers), "2", 1, 64, 0, NULL, "N",
      "worker threads receiving and answering requests"},
     {"batch_max", OPT_U64, OFF(batch_max), "4096", 1, 1000000, 0, NULL, "N",
@@ -646,6 +664,8 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
         return LDPB_EINVAL;
     }
     const agg_policy_ops *ops = agg_policy_find(cfg->policy);
+    if (!ops)
+        ops = agg_ctx_policy_find(cfg->policy);
     if (!ops) {
         size_t n;
         const agg_policy_ops *const *all = agg_policy_all(&n);
@@ -673,6 +693,14 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
     if (cfg->mode == AGG_MODE_NONPRIVATE && !cfg->allow_nonprivate) {
         say(err, "mode nonprivate sends raw rewards to a non-private policy: it needs "
                  "allow_nonprivate = true (--allow-nonprivate)");
+        return LDPB_EINVAL;
+    }
+    if (agg_ctx_policy_find(cfg->policy) &&
+        (cfg->ctx.d == 0 || (uint64_t)cfg->ctx.d * cfg->params.k > LDPB_WIRE_CONTEXT_MAX)) {
+        say(err,
+            "policy '%s' needs d (--d D, the feature dimension) with arms x d <= %u (the "
+            "features of every arm travel in one AssignRequest); arms %u, d %u",
+            cfg->policy, LDPB_WIRE_CONTEXT_MAX, (unsigned)cfg->params.k, (unsigned)cfg->ctx.d);
         return LDPB_EINVAL;
     }
     if (cfg->mode == AGG_MODE_LOCAL) {

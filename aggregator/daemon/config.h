@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "ldpb/err.h"
+#include "ctx_policy.h"
 #include "policy.h"
 
 #define AGG_LISTEN_MAX    16  /* --listen URLs */
@@ -45,6 +46,9 @@ typedef struct agg_config {
     /* The policy's parameters: options arms (params.k), mechanism, epsilon, kappa, horizon,
      * beta, gamma and eps_arm. */
     agg_policy_config params;
+    /* The contextual policies' options: d, delta, alpha, feature_norm, theta_norm, noise_sigma,
+     * rho (ctx_policy.h). */
+    agg_ctx_params ctx;
     int mode; /* agg_mode */
     int allow_nonprivate;
     uint64_t workers;

@@ -29,6 +29,7 @@
 #include <sodium.h>
 
 #include "assign_token.h"
+#include "ctx_policy.h"
 #include "ldpb/detail.h"
 #include "ldpb/keyfile.h"
 #include "ldpb/mech.h"
@@ -84,6 +85,8 @@ typedef struct item {
     agg_token tok;
     uint8_t id[AGG_TOKEN_BYTES];
     double value;
+    /* contextual reports: the assigned arm's d features (malloc'd; answer_report frees them) */
+    double *x;
     uint64_t at_ms;
     /* reports: how to answer */
     uint8_t client_pk[LDPB_KEY_BYTES];
@@ -130,6 +133,7 @@ struct agg_server {
     agg_store *store;
     agg_policy *policy; /* served: always a committed state (choose() may move its cursor) */
     int mc_propensity;  /* ops->choose_is_draw: estimate the propensity by repeated draws */
+    int contextual;     /* ctx_policy.h: assignments need the request's K x d features */
     ldpb_rng *policy_rng, *noise_rng;
     agg_rand rand;
     agg_noise *noise; /* the served policy's: choose() requires one but never draws from it */
@@ -388,6 +392,83 @@ static agg_policy_env policy_env(agg_server *s)
     return env;
 }
 
+/* A contextual policy's assignment (docs/protocol.md, "Contexts"): the request's K x d feature
+ * set is checked and chosen from; the id's MAC binds the chosen row, which the report resends. */
+static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
+                                 const uint8_t *client_pk, const ldpb_seal_key *key,
+                                 const Ldpb__V1__Envelope *req)
+{
+    const Ldpb__V1__AssignRequest *ar = req->assign_request;
+    char reason[256] = "";
+    uint32_t arm = 0, ties = 1;
+    agg_token t;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_lock(&s->policy_mu);
+    agg_policy_env env = policy_env(s);
+    ldpb_err err = LDPB_OK;
+    /* The tree has room for `horizon` observations: past it no report could be learned from. */
+    uint64_t rounds = agg_ctx_policy_rounds(s->policy), n = agg_ctx_policy_horizon(s->policy);
+    if (rounds >= n) {
+        snprintf(reason, sizeof reason,
+                 "no assignments: the contextual policy has learned from its horizon of %" PRIu64
+                 " reports (configure a larger horizon)",
+                 n);
+        err = LDPB_ESTATE;
+    } else {
+        err =
+            agg_ctx_policy_choose(s->policy, &env, ar->context, ar->n_context, &arm, &ties, reason);
+    }
+    t.policy_version = s->policy_version;
+    pthread_mutex_unlock(&s->policy_mu);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          reason);
+        return;
+    }
+    /* The argmax is deterministic; exact ties are broken uniformly (linucb.h), so the chosen
+     * arm had probability exactly 1/ties. */
+    t.propensity = 1.0 / (double)ties;
+    uint64_t now = ldpb_seal_now_ms();
+    t.arm = arm;
+    t.mechanism = (uint8_t)s->wire_mechanism;
+    t.epsilon = s->wire_epsilon;
+    t.expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
+    ldpb_rng_bytes(w->rng, t.random, sizeof t.random);
+    item it;
+    memset(&it, 0, sizeof it);
+    it.kind = ITEM_DECISION;
+    it.tok = t;
+    it.at_ms = now;
+    uint32_t d = agg_ctx_policy_d(s->policy);
+    err = agg_token_seal_bound(&s->token_key, &t, ar->context + (size_t)arm * d, d, it.id);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          "cannot issue an assignment id");
+        return;
+    }
+    atomic_fetch_add(&s->n_assignments, 1);
+    if (!enqueue(s, &it, s->q_cap / 2))
+        atomic_fetch_add(&s->n_decisions_dropped, 1);
+
+    Ldpb__V1__Envelope env_out = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
+    env_out.protocol_version = LDPB_PROTOCOL_VERSION;
+    env_out.has_request_id = req->has_request_id;
+    env_out.request_id = req->request_id;
+    env_out.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+    env_out.assignment = &a;
+    a.assignment_id.data = it.id;
+    a.assignment_id.len = AGG_TOKEN_BYTES;
+    a.arm = arm;
+    a.mechanism = (Ldpb__V1__Mechanism)s->wire_mechanism;
+    a.epsilon = s->wire_epsilon;
+    a.expires_at_ms = t.expires_at_ms;
+    a.propensity = t.propensity;
+    a.has_policy_version = 1;
+    a.policy_version = t.policy_version;
+    send_sealed(s, w, to, client_pk, key, &env_out);
+}
+
 static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
                       const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
 {
@@ -416,6 +497,10 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     uint32_t arm = 0;
     agg_token t;
     memset(&t, 0, sizeof t);
+    if (s->contextual) {
+        do_assign_contextual(s, w, to, client_pk, key, req);
+        return;
+    }
     pthread_mutex_lock(&s->policy_mu);
     agg_policy_env env = policy_env(s);
     ldpb_err err = agg_policy_choose(s->policy, &env, &arm);
@@ -535,18 +620,44 @@ static void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
                       const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
 {
     const Ldpb__V1__Report *r = req->report;
-    char reason[256];
+    char reason[256] = "";
     item it;
     memset(&it, 0, sizeof it);
-    ldpb_err err =
-        agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it.tok);
-    if (err == LDPB_ENOTFOUND)
+    ldpb_err err = LDPB_OK;
+    uint32_t d = s->contextual ? agg_ctx_policy_d(s->policy) : 0;
+    if (s->contextual && r->n_context != d) {
+        snprintf(reason, sizeof reason,
+                 "report context has %zu values; this aggregator's contextual policy needs the "
+                 "assigned arm's %u features, as sent in the assign request",
+                 r->n_context, (unsigned)d);
+        err = LDPB_EINVAL;
+    } else if (s->contextual) {
+        err = agg_token_open_bound(&s->token_key, r->assignment_id.data, r->assignment_id.len,
+                                   r->context, d, &it.tok);
+        if (err == LDPB_ENOTFOUND) {
+            snprintf(reason, sizeof reason,
+                     "unknown assignment, or the report's context is not the assigned arm's "
+                     "features");
+        }
+    } else {
+        err = agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it.tok);
+    }
+    if (err == LDPB_ENOTFOUND && !reason[0])
         snprintf(reason, sizeof reason,
                  "unknown assignment (not issued by this aggregator, or corrupted)");
-    else if (err)
+    else if (err && !reason[0])
         snprintf(reason, sizeof reason, "cannot verify the assignment id");
     if (!err)
         err = check_report(s, &it.tok, r, &it.value, reason);
+    if (!err && s->contextual) {
+        it.x = malloc(d * sizeof *it.x);
+        if (!it.x) {
+            err = LDPB_ENOMEM;
+            snprintf(reason, sizeof reason, "out of memory");
+        } else {
+            memcpy(it.x, r->context, d * sizeof *it.x);
+        }
+    }
     if (err) {
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
                           reason);
@@ -562,6 +673,7 @@ static void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     it.has_request_id = req->has_request_id;
     it.to = to;
     if (!enqueue(s, &it, s->q_cap)) {
+        free(it.x);
         sodium_memzero(&it.key, sizeof it.key);
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
                           LDPB_EBUSY, "the aggregator's commit queue is full; retry later");
@@ -730,6 +842,14 @@ static void collector_settle(agg_server *s, agg_worker *w, struct collector *c, 
 static ldpb_err prepare_report(agg_server *s, const Ldpb__V1__Report *r, item *it, char reason[256])
 {
     memset(it, 0, sizeof *it);
+    if (s->contextual) {
+        /* A contextual report needs the assigned arm's features, bound to its id: do_report's
+         * path; batches and report_and_assign do not carry them. */
+        snprintf(reason, 256,
+                 "this aggregator serves a contextual policy: send each report alone, with the "
+                 "assigned arm's features (Report.context)");
+        return LDPB_EINVAL;
+    }
     ldpb_err err =
         agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it->tok);
     if (err == LDPB_ENOTFOUND)
@@ -1181,6 +1301,8 @@ static void collector_settle(agg_server *s, agg_worker *w, struct collector *c, 
 
 static void answer_report(agg_server *s, item *it, int status)
 {
+    free(it->x);
+    it->x = NULL;
     if (it->coll) {
         collector_settle(s, s->cw, it->coll, it->slot, status);
         return;
@@ -1338,8 +1460,18 @@ size_t agg_server_commit_batch(agg_server *s)
             if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
                 continue;
             observed = 1;
-            err = agg_policy_observe_with_propensity(s->next, &env, it->tok.arm, it->value,
-                                                     it->tok.propensity);
+            err = s->contextual
+                      ? agg_ctx_policy_observe(s->next, &env, it->tok.arm, it->x, it->value)
+                      : agg_policy_observe_with_propensity(s->next, &env, it->tok.arm, it->value,
+                                                           it->tok.propensity);
+            if (err == LDPB_ESTATE && s->contextual) {
+                /* Assigned before the horizon was reached, reported after: counted, not
+                 * learned from (docs/aggregator.md, "Contextual policies"). */
+                logf_(s, AGG_LOG_WARN,
+                      "a report past the contextual policy's horizon is counted but not "
+                      "learned from");
+                err = LDPB_OK;
+            }
             if (err)
                 logf_(s, AGG_LOG_ERROR, "the policy refused a validated report (arm %u): %s",
                       (unsigned)it->tok.arm, ldpb_strerror(err));
@@ -1594,9 +1726,16 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
 
     /* The policy, its generators and the noise source. */
     char pmsg[AGG_ERRMSG_MAX] = "";
-    err = agg_policy_new(&s->policy, cfg->policy, &cfg->params, pmsg);
-    if (!err)
-        err = agg_policy_new(&s->next, cfg->policy, &cfg->params, pmsg);
+    s->contextual = agg_ctx_policy_find(cfg->policy) != NULL;
+    if (s->contextual) {
+        err = agg_ctx_policy_new(&s->policy, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
+        if (!err)
+            err = agg_ctx_policy_new(&s->next, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
+    } else {
+        err = agg_policy_new(&s->policy, cfg->policy, &cfg->params, pmsg);
+        if (!err)
+            err = agg_policy_new(&s->next, cfg->policy, &cfg->params, pmsg);
+    }
     if (err) {
         say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
         goto fail;

@@ -1093,6 +1093,51 @@ double agg_noise_laplace(agg_noise *n, double scale)
     return scale * y;
 }
 
+/* A gsl_rng whose state is an ldpb_rng pointer, so GSL's samplers draw from the secure stream. */
+typedef struct gsl_ldpb_state {
+    ldpb_rng *rng;
+} gsl_ldpb_state;
+
+static void gsl_ldpb_set(void *state, unsigned long seed)
+{
+    (void)state;
+    (void)seed;
+}
+
+static unsigned long gsl_ldpb_get(void *state)
+{
+    return (unsigned long)(ldpb_rng_u64(((gsl_ldpb_state *)state)->rng) >> 32);
+}
+
+static double gsl_ldpb_get_double(void *state)
+{
+    return ldpb_rng_double(((gsl_ldpb_state *)state)->rng);
+}
+
+static const gsl_rng_type gsl_ldpb_type = {"ldpb-chacha20",        0xffffffffUL, 0,
+                                           sizeof(gsl_ldpb_state), gsl_ldpb_set, gsl_ldpb_get,
+                                           gsl_ldpb_get_double};
+
+double agg_noise_normal(agg_noise *n)
+{
+    if (n->kind == AGG_NOISE_FAST)
+        return agg_rand_normal(n->fast);
+    gsl_ldpb_state st = {n->rng};
+    gsl_rng g = {&gsl_ldpb_type, &st};
+    return gsl_ran_gaussian_ziggurat(&g, 1.0);
+}
+
+double agg_noise_gamma(agg_noise *n, double shape)
+{
+    if (!(shape > 0.0) || !isfinite(shape))
+        return NAN;
+    if (n->kind == AGG_NOISE_FAST)
+        return agg_rand_gamma(n->fast, shape);
+    gsl_ldpb_state st = {n->rng};
+    gsl_rng g = {&gsl_ldpb_type, &st};
+    return gsl_ran_gamma(&g, shape, 1.0);
+}
+
 double agg_noise_uniform_pos(agg_noise *n)
 {
     if (n->kind == AGG_NOISE_FAST)

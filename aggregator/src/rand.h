@@ -79,6 +79,15 @@ void agg_noise_free(agg_noise *n);
 agg_noise_kind agg_noise_get_kind(const agg_noise *n);
 /* A Laplace(0, scale) draw, scale > 0 and finite. */
 double agg_noise_laplace(agg_noise *n, double scale);
+/* A standard normal draw, and a Gamma(shape, 1) draw (shape > 0 and finite; NaN otherwise), for
+ * the matrix noise of joint-DP LinUCB (Gaussian entries; chi-square diagonals of the Bartlett
+ * decomposition of a Wishart matrix). SECURE draws through GSL's samplers (Ziggurat normal,
+ * Marsaglia-Tsang gamma) fed by the ChaCha20 stream; FAST draws from the agg_rand. These are
+ * textbook floating-point samplers: unlike the Laplace above they are not snapped to a grid
+ * (docs/privacy.md says what that leaves open). */
+double agg_noise_normal(agg_noise *n);
+double agg_noise_gamma(agg_noise *n, double shape);
+
 /* A uniform draw in (0, 1) from the same source (SECURE: 53 bits of the ChaCha20 stream, 0
  * redrawn): the building block of the vector tree's Gamma radius and Gaussian direction. */
 double agg_noise_uniform_pos(agg_noise *n);

@@ -859,13 +859,21 @@ static void queue_unanswered(ldpb_client *c, const rq_entry *e)
         sodium_memzero(&c->queue->e[--c->queue->n], sizeof(rq_entry));
 }
 
-ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward)
+static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const double *x, size_t n_x,
+                            double reward)
 {
     if (!c)
         return LDPB_EINVAL;
     c->errmsg[0] = '\0';
     if (!a)
         return setf(c, LDPB_EINVAL, "no assignment (a is NULL)");
+    if (n_x && !x)
+        return setf(c, LDPB_EINVAL, "features are NULL with n_features %zu", n_x);
+    if (n_x > LDPB_WIRE_REPORT_CTX_MAX)
+        return setf(c, LDPB_ERANGE, "%zu features, more than %u", n_x, LDPB_WIRE_REPORT_CTX_MAX);
+    for (size_t i = 0; i < n_x; i++)
+        if (!isfinite(x[i]))
+            return setf(c, LDPB_EINVAL, "features[%zu] is not a finite number", i);
     if (!isfinite(reward))
         return setf(c, LDPB_EINVAL, "the reward is not a finite number");
     ldpb_err err = check_assignment(c, a, LDPB_EINVAL);
@@ -883,6 +891,8 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
     rep.assignment_id.len = a->id_len;
     rep.mechanism = (Ldpb__V1__Mechanism)a->mechanism;
     rep.epsilon = a->epsilon;
+    rep.n_context = n_x;
+    rep.context = (double *)x;
     if (is_bit) {
         rep.value_case = LDPB__V1__REPORT__VALUE_BIT;
         rep.bit = value != 0.0;
@@ -912,7 +922,8 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
     reply_buf rb = own_buf(c);
     err = exchange(c, pt_len, env.request_id, &rb, &reply);
     sodium_memzero(c->req_pt, pt_len);
-    if (err == LDPB_ETIMEDOUT || err == LDPB_ETRANSPORT)
+    /* The queue holds no features, so a contextual report is left to the app's own retry. */
+    if ((err == LDPB_ETIMEDOUT || err == LDPB_ETRANSPORT) && n_x == 0)
         queue_unanswered(c, &qe);
     sodium_memzero(&qe, sizeof qe);
     if (err) {
@@ -934,6 +945,17 @@ ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double rew
         err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
     ldpb_envelope_free(reply);
     return err;
+}
+
+ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward)
+{
+    return report_impl(c, a, NULL, 0, reward);
+}
+
+ldpb_err ldpb_client_report_context(ldpb_client *c, const ldpb_assignment *a,
+                                    const double *features, size_t n_features, double reward)
+{
+    return report_impl(c, a, features, n_features, reward);
 }
 
 /* ---- status ------------------------------------------------------------------------------- */

@@ -292,6 +292,20 @@ static ldpb_err check_report(const Ldpb__V1__Report *m, char *detail)
     ldpb_err err = check_id(&m->assignment_id, "report", detail);
     if (err)
         return err;
+    if (m->n_context > LDPB_WIRE_REPORT_CTX_MAX) {
+        say(detail, "report.context has %zu values, more than %u", m->n_context,
+            LDPB_WIRE_REPORT_CTX_MAX);
+        return LDPB_ERANGE;
+    }
+    if (m->n_context && !m->context) {
+        say(detail, "report.context is missing");
+        return LDPB_EINVAL;
+    }
+    for (size_t i = 0; i < m->n_context; i++)
+        if (!isfinite(m->context[i])) {
+            say(detail, "report.context[%zu] is not a finite number", i);
+            return LDPB_EINVAL;
+        }
     switch ((int)m->value_case) {
     case LDPB__V1__REPORT__VALUE_BIT:
         return ldpb_mech_check_field((int)m->mechanism, m->epsilon, 1, (double)m->bit, "report",
@@ -601,6 +615,7 @@ static const struct {
     size_t max;
 } repeated_limits[] = {
     {&ldpb__v1__assign_request__descriptor, 1, LDPB_WIRE_CONTEXT_MAX},
+    {&ldpb__v1__report__descriptor, 6, LDPB_WIRE_REPORT_CTX_MAX},
     {&ldpb__v1__status__descriptor, 5, LDPB_WIRE_ARMS_MAX},
     {&ldpb__v1__report_batch__descriptor, 1, LDPB_WIRE_BATCH_MAX},
     {&ldpb__v1__batch_ack__descriptor, 1, LDPB_WIRE_BATCH_MAX},

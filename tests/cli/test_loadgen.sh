@@ -191,6 +191,8 @@ usage_case "--mode must be two-trips or report-and-assign, not" "${C[@]}" --mode
 usage_case '--batch 513 outside' "${C[@]}" --batch 513
 usage_case '--prefill needs --batch' "${C[@]}" --prefill 8
 usage_case '--batch sends its own frames' "${C[@]}" --batch 4 --mode two-trips
+usage_case '--contextual sends each report alone' "${C[@]}" --contextual 4 --batch 4
+usage_case '--contextual sends each report alone' "${C[@]}" --contextual 4 --mode report-and-assign
 
 before=$(daemon_reports "$IPC")
 run "${C[@]}" --clients 4 --reports 200 --mode report-and-assign --means 0.9,0.5,0.2

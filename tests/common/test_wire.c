@@ -584,12 +584,63 @@ static void schema_is_covered_by_the_limits(void **state)
                 continue;
             repeated++;
             int known = (all[i] == &ldpb__v1__assign_request__descriptor && fd->id == 1) ||
-                        (all[i] == &ldpb__v1__status__descriptor && fd->id == 5);
+                        (all[i] == &ldpb__v1__status__descriptor && fd->id == 5) ||
+                        (all[i] == &ldpb__v1__report__descriptor && fd->id == 6);
             if (!known)
                 fail_msg("%s.%s is repeated but has no limit in wire.c", all[i]->name, fd->name);
         }
     }
-    assert_int_equal(repeated, 2);
+    assert_int_equal(repeated, 3);
+}
+
+/* docs/protocol.md, "Contexts": the worked bytes of a K = 2, d = 2 feature set decode to it, and a
+ * Report's context (field 6) of more than 64 values or a non-finite one is refused. */
+static void context_worked_example(void **state)
+{
+    (void)state;
+    static const uint8_t b[] = {
+        0x08, 0x01, 0x10, 0x07, 0x52, 0x22, 0x0a, 0x20, 0x33, 0x33, 0x33, 0x33, 0x33, 0x33,
+        0xe3, 0x3f, 0x9a, 0x99, 0x99, 0x99, 0x99, 0x99, 0xe9, 0x3f, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0xf0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    };
+    Ldpb__V1__Envelope *env = NULL;
+    assert_int_equal(ldpb_envelope_decode(b, sizeof b, &env, NULL), LDPB_OK);
+    assert_int_equal(env->request_id, 7);
+    assert_int_equal(env->body_case, LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST);
+    assert_int_equal(env->assign_request->n_context, 4);
+    const double want[] = {0.6, 0.8, 1.0, 0.0};
+    for (int i = 0; i < 4; i++)
+        assert_true(env->assign_request->context[i] == want[i]);
+    ldpb_envelope_free(env);
+
+    uint8_t id[62] = {1};
+    double x[65] = {0};
+    Ldpb__V1__Envelope e = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Report r = LDPB__V1__REPORT__INIT;
+    e.protocol_version = 1;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    e.report = &r;
+    r.assignment_id.data = id;
+    r.assignment_id.len = sizeof id;
+    r.mechanism = LDPB__V1__MECHANISM__RAW;
+    r.value_case = LDPB__V1__REPORT__VALUE_REAL;
+    r.real = 0.5;
+    r.context = x;
+    uint8_t out[2048];
+    size_t len = 0;
+    char detail[LDPB_DETAIL_BYTES];
+    r.n_context = 64;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_OK);
+    assert_int_equal(ldpb_envelope_decode(out, len, &env, NULL), LDPB_OK);
+    assert_int_equal(env->report->n_context, 64);
+    ldpb_envelope_free(env);
+    r.n_context = 65;
+    assert_int_not_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_OK);
+    assert_non_null(strstr(detail, "report.context has 65 values, more than 64"));
+    r.n_context = 3;
+    x[1] = NAN;
+    assert_int_not_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_OK);
+    assert_non_null(strstr(detail, "report.context[1] is not a finite number"));
 }
 
 /* ---- semantic rules, both directions ------------------------------------------------------- */
@@ -1117,6 +1168,7 @@ int main(void)
         cmocka_unit_test(malformed_encodings_refused),
         cmocka_unit_test(unknown_fields_bounded),
         cmocka_unit_test(schema_is_covered_by_the_limits),
+        cmocka_unit_test(context_worked_example),
         cmocka_unit_test(semantic_rules),
         cmocka_unit_test(truncated_envelopes_fail_cleanly),
         cmocka_unit_test(version_rules),

@@ -1,4 +1,5 @@
 /* Assignment tokens: exact round trip, and every corruption or foreign key is "unknown". */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,13 +143,39 @@ static void test_version1_still_opens(void **state)
     assert_int_equal(agg_token_open(&key, id, sizeof id, &u), LDPB_ENOTFOUND);
 }
 
+/* A contextual token opens only with the exact features it was sealed with: another value (even
+ * one bit, or -0.0 for 0.0), a shorter vector, an unbound open, and a bound open of an unbound
+ * token are all "unknown". */
+static void test_bound_features(void **state)
+{
+    (void)state;
+    agg_token_key key;
+    agg_token t, u;
+    make(&key, &t, 9);
+    const double x[3] = {0.6, 0.0, 0.8};
+    uint8_t id[AGG_TOKEN_BYTES], plain[AGG_TOKEN_BYTES];
+    assert_int_equal(agg_token_seal_bound(&key, &t, x, 3, id), LDPB_OK);
+    assert_int_equal(agg_token_open_bound(&key, id, sizeof id, x, 3, &u), LDPB_OK);
+    assert_same_token(&u, &t);
+    double y[3] = {0.6, -0.0, 0.8};
+    assert_int_equal(agg_token_open_bound(&key, id, sizeof id, y, 3, &u), LDPB_ENOTFOUND);
+    y[1] = 0.0;
+    y[2] = nextafter(0.8, 1.0);
+    assert_int_equal(agg_token_open_bound(&key, id, sizeof id, y, 3, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_bound(&key, id, sizeof id, x, 2, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open(&key, id, sizeof id, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_seal(&key, &t, plain), LDPB_OK);
+    assert_int_equal(agg_token_open_bound(&key, plain, sizeof plain, x, 3, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_bound(&key, plain, sizeof plain, NULL, 0, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_bound(&key, id, sizeof id, NULL, 3, &u), LDPB_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_forgeries),
-        cmocka_unit_test(test_ids_sort_by_expiry),
-        cmocka_unit_test(test_version1_still_opens),
+        cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_forgeries),
+        cmocka_unit_test(test_ids_sort_by_expiry), cmocka_unit_test(test_version1_still_opens),
+        cmocka_unit_test(test_bound_features),
     };
     return cmocka_run_group_tests_name("assign_token", tests, NULL, NULL);
 }

@@ -216,6 +216,14 @@ LDPB_API ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush
 
 /* Reports waiting in the queue (0 without a queue_path). */
 LDPB_API size_t ldpb_client_queued(const ldpb_client *c);
+/* The report of an assignment of a contextual policy (linucb, jdp-linucb-*; docs/client.md,
+ * "Contextual policies"): as ldpb_client_report, and it resends `features`, the n_features = d
+ * values of row a->arm of the context given to ldpb_client_assign, exactly (the assignment id
+ * binds them: other values are refused with LDPB_ENOTFOUND). Only the assigned arm's features
+ * are sent. Also LDPB_EINVAL (NULL or non-finite features), LDPB_ERANGE (more than 64). */
+LDPB_API ldpb_err ldpb_client_report_context(ldpb_client *c, const ldpb_assignment *a,
+                                             const double *features, size_t n_features,
+                                             double reward);
 
 /* Bytes of the strings of a status (without the terminating NUL), as the wire allows. */
 #define LDPB_CLIENT_STATUS_STRING_MAX 1024u

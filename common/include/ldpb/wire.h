@@ -44,6 +44,7 @@ extern "C" {
 
 /* Limits on a decoded Envelope. Receivers refuse more; encoders refuse to produce more. */
 #define LDPB_WIRE_CONTEXT_MAX    256u       /* AssignRequest.context values */
+#define LDPB_WIRE_REPORT_CTX_MAX 64u        /* Report.context values (one arm's features) */
 #define LDPB_WIRE_ARMS_MAX       65536u     /* Status.arms (the frame size binds first: ~10^4) */
 #define LDPB_WIRE_STRING_MAX     1024u      /* bytes of any string (Status, Error, PLAIN_ERROR) */
 #define LDPB_WIRE_ID_MAX         64u        /* bytes of an assignment id (at least 1) */

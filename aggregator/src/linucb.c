@@ -1,0 +1,662 @@
+/* LinUCB and joint-DP LinUCB (Shariff & Sheffet 2018, Alg. 1): see linucb.h. */
+#include "linucb.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_matrix.h>
+
+#include "statefmt.h"
+
+#define STATE_VERSION 1
+
+struct agg_linucb {
+    agg_linucb_config cfg;
+    agg_linucb_constants c;
+    uint32_t d, p; /* p = d + 1 */
+    uint64_t t;    /* observations so far: the prefix count of the next release */
+    int primed;    /* the noise slots have been drawn */
+    uint64_t failures;
+    double *M;        /* p x p exact sum of v v^T */
+    double *slots;    /* m x p x p noise */
+    double *nsum;     /* p x p sum of the slots */
+    double *V;        /* d x d release (then its Cholesky factor) */
+    double *u;        /* d */
+    double *theta;    /* d */
+    double *w;        /* d scratch */
+    double *evals;    /* d, for the ridge on a Cholesky failure */
+    double *inv_diag; /* d: 1 / L_ii of the current factor */
+    gsl_eigen_symm_workspace *eig;
+    double *vcopy; /* d x d scratch for the eigenvalue repair */
+};
+
+void agg_linucb_config_init(agg_linucb_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->variant = AGG_LINUCB_PLAIN;
+    cfg->epsilon = 1.0;
+    cfg->delta = 0.1;
+    cfg->L = 1.0;
+    cfg->S = 1.0;
+    cfg->sigma = 1.0;
+    cfg->rho = 1.0;
+}
+
+const char *agg_linucb_variant_name(agg_linucb_variant v)
+{
+    switch (v) {
+    case AGG_LINUCB_PLAIN:
+        return "linucb";
+    case AGG_LINUCB_WISHART:
+        return "jdp-linucb-wishart";
+    case AGG_LINUCB_GAUSSIAN:
+        return "jdp-linucb-gaussian";
+    }
+    return "unknown";
+}
+
+agg_linucb_variant agg_linucb_variant_find(const char *name)
+{
+    for (int v = AGG_LINUCB_PLAIN; v <= AGG_LINUCB_GAUSSIAN; v++)
+        if (name && strcmp(name, agg_linucb_variant_name((agg_linucb_variant)v)) == 0)
+            return (agg_linucb_variant)v;
+    return (agg_linucb_variant)0;
+}
+
+static int pos_finite(double v)
+{
+    return v > 0.0 && isfinite(v);
+}
+
+ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_constants *out,
+                                 char errmsg[AGG_ERRMSG_MAX])
+{
+    if (!cfg || !out)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "linucb: NULL configuration");
+    memset(out, 0, sizeof *out);
+    agg_linucb_variant v = cfg->variant;
+    if (v != AGG_LINUCB_PLAIN && v != AGG_LINUCB_WISHART && v != AGG_LINUCB_GAUSSIAN)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "linucb: unknown variant %d", (int)v);
+    const char *name = agg_linucb_variant_name(v);
+    if (cfg->d < 1 || cfg->d > AGG_LINUCB_D_MAX)
+        return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: d %u outside [1, %u]", name, cfg->d,
+                                 AGG_LINUCB_D_MAX);
+    if (cfg->horizon < 1 || cfg->horizon > AGG_LINUCB_HORIZON_MAX)
+        return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: horizon %llu outside [1, 2^40]", name,
+                                 (unsigned long long)cfg->horizon);
+    const double n = (double)cfg->horizon;
+    const struct {
+        const char *field;
+        double value;
+    } positive[] = {{"L", cfg->L}, {"S", cfg->S}, {"sigma", cfg->sigma}};
+    for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
+        if (!pos_finite(positive[i].value))
+            return agg_policy_refuse(errmsg, isnan(positive[i].value) ? LDPB_EINVAL : LDPB_ERANGE,
+                                     "%s: %s %g must be finite and > 0", name, positive[i].field,
+                                     positive[i].value);
+    double alpha = cfg->alpha == 0.0 ? 1.0 / n : cfg->alpha;
+    if (!(alpha > 0.0 && alpha < 1.0))
+        return agg_policy_refuse(errmsg, isnan(alpha) ? LDPB_EINVAL : LDPB_ERANGE,
+                                 "%s: alpha %g outside (0, 1)", name, alpha);
+    out->alpha = alpha;
+    uint64_t nm1 = cfg->horizon - 1;
+    uint32_t bits = 0;
+    while (nm1) {
+        bits++;
+        nm1 >>= 1;
+    }
+    out->m = 1 + bits;
+    const double d = (double)cfg->d, m = (double)out->m;
+    if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
+        if (!pos_finite(cfg->rho))
+            return agg_policy_refuse(errmsg, isnan(cfg->rho) ? LDPB_EINVAL : LDPB_ERANGE,
+                                     "%s: rho %g must be finite and > 0", name, cfg->rho);
+    }
+    if (v != AGG_LINUCB_PLAIN) {
+        if (isnan(cfg->epsilon) || isnan(cfg->delta) || isnan(cfg->Ltilde))
+            return agg_policy_refuse(errmsg, LDPB_EINVAL,
+                                     "%s: epsilon, delta and Ltilde must "
+                                     "not be NaN",
+                                     name);
+        if (!(cfg->epsilon > 0.0 && cfg->epsilon <= LDPB_EPSILON_MAX))
+            return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: epsilon %g outside (0, %g]", name,
+                                     cfg->epsilon, LDPB_EPSILON_MAX);
+        if (!(cfg->delta > 0.0 && cfg->delta < 1.0))
+            return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: delta %g outside (0, 1)", name,
+                                     cfg->delta);
+        double lt = cfg->Ltilde == 0.0 ? sqrt(cfg->L * cfg->L + 1.0) : cfg->Ltilde;
+        if (!(lt >= cfg->L) || !isfinite(lt))
+            return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                     "%s: Ltilde %g must be finite and >= L %g (it bounds "
+                                     "||x||^2 + y^2)",
+                                     name, lt, cfg->L);
+        out->Ltilde = lt;
+    }
+    const double eps = cfg->epsilon, delta = cfg->delta, lt = out->Ltilde, lt2 = lt * lt;
+    if (v == AGG_LINUCB_WISHART) {
+        /* SS18 sec. 4.1: Sheffet 2015's per-node condition with the per-node budget
+         * (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. */
+        double extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
+        out->k = d + 1.0 + extra;
+        if (!(out->k < 9007199254740992.0))
+            return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                     "%s: Wishart degrees of freedom %g "
+                                     "too large (epsilon too small)",
+                                     name, out->k);
+        double smk = sqrt(m * out->k);
+        double a8 = sqrt(d) + sqrt(2.0 * log(8.0 * n / alpha));
+        double a2 = sqrt(d) + sqrt(2.0 * log(2.0 * n / alpha));
+        if (!(smk > a8))
+            return agg_policy_refuse(
+                errmsg, LDPB_ERANGE,
+                "%s: sqrt(m k) = %g must exceed sqrt(d) + sqrt(2 ln(8n/alpha)) "
+                "= %g (SS18 Prop. 9)",
+                name, smk, a8);
+        out->wishart_unshifted_rho_min = lt2 * (smk - a8) * (smk - a8);
+        out->wishart_unshifted_rho_max = lt2 * (smk + a8) * (smk + a8);
+        out->wishart_unshifted_gamma = lt * a2;
+        double c = lt2 * (smk - a8) * (smk - a8) - 4.0 * lt2 * smk * a8;
+        if (c > 0.0) { /* SS18 Eq. (4) */
+            out->shift = -c;
+            out->rho_min = 4.0 * lt2 * smk * a8;
+            out->rho_max = 8.0 * lt2 * smk * a8;
+            out->gamma = lt * sqrt(smk * a2);
+        } else {
+            out->shift = 0.0;
+            out->rho_min = out->wishart_unshifted_rho_min;
+            out->rho_max = out->wishart_unshifted_rho_max;
+            out->gamma = out->wishart_unshifted_gamma;
+        }
+    } else if (v == AGG_LINUCB_GAUSSIAN) {
+        /* SS18 Prop. 11 and its shift by 2 Upsilon. */
+        double l4 = log(4.0 / delta);
+        out->sigma_noise = sqrt(16.0 * m * lt2 * lt2 * l4 * l4 / (eps * eps));
+        double l2n = log(2.0 * n / alpha);
+        out->upsilon = out->sigma_noise * sqrt(2.0 * m) * (4.0 * sqrt(d) + 2.0 * l2n);
+        out->shift = 2.0 * out->upsilon;
+        out->rho_min = out->upsilon;
+        out->rho_max = 3.0 * out->upsilon;
+        out->gamma =
+            sqrt(1.0 / out->upsilon) * sqrt(m) * out->sigma_noise * (sqrt(d) + sqrt(2.0 * l2n));
+    }
+    if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
+        out->shift = cfg->rho;
+        out->rho_min = out->rho_max = cfg->rho;
+        out->gamma = 0.0;
+    }
+    return LDPB_OK;
+}
+
+double agg_linucb_beta(double sigma, double alpha, uint32_t d, double logdet_v, double rho_min,
+                       double rho_max, double S, double gamma)
+{
+    double arg = 2.0 * log(2.0 / alpha) + logdet_v - (double)d * log(rho_min);
+    return sigma * sqrt(arg > 0.0 ? arg : 0.0) + S * sqrt(rho_max) + gamma;
+}
+
+void agg_linucb_free(agg_linucb *p)
+{
+    if (!p)
+        return;
+    if (p->eig)
+        gsl_eigen_symm_free(p->eig);
+    free(p->M);
+    free(p->slots);
+    free(p->nsum);
+    free(p->V);
+    free(p->u);
+    free(p->theta);
+    free(p->w);
+    free(p->evals);
+    free(p->inv_diag);
+    free(p->vcopy);
+    free(p);
+}
+
+ldpb_err agg_linucb_new(agg_linucb **out, const agg_linucb_config *cfg, char errmsg[AGG_ERRMSG_MAX])
+{
+    if (!out)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "linucb: NULL output");
+    *out = NULL;
+    agg_linucb_constants c;
+    ldpb_err err = agg_linucb_constants_of(cfg, &c, errmsg);
+    if (err)
+        return err;
+    agg_linucb *p = calloc(1, sizeof *p);
+    if (!p)
+        return LDPB_ENOMEM;
+    p->cfg = *cfg;
+    p->c = c;
+    p->d = cfg->d;
+    p->p = cfg->d + 1;
+    size_t pp = (size_t)p->p * p->p, dd = (size_t)p->d * p->d;
+    p->M = calloc(pp, sizeof *p->M);
+    p->slots = calloc(pp * c.m, sizeof *p->slots);
+    p->nsum = calloc(pp, sizeof *p->nsum);
+    p->V = calloc(dd, sizeof *p->V);
+    p->vcopy = calloc(dd, sizeof *p->vcopy);
+    p->u = calloc(p->d, sizeof *p->u);
+    p->theta = calloc(p->d, sizeof *p->theta);
+    p->w = calloc(p->d, sizeof *p->w);
+    p->evals = calloc(p->d, sizeof *p->evals);
+    p->inv_diag = calloc(p->d, sizeof *p->inv_diag);
+    p->eig = gsl_eigen_symm_alloc(p->d);
+    if (!p->M || !p->slots || !p->nsum || !p->V || !p->vcopy || !p->u || !p->theta || !p->w ||
+        !p->evals || !p->inv_diag || !p->eig) {
+        agg_linucb_free(p);
+        return LDPB_ENOMEM;
+    }
+    *out = p;
+    return LDPB_OK;
+}
+
+const agg_linucb_config *agg_linucb_get_config(const agg_linucb *p)
+{
+    return &p->cfg;
+}
+
+const agg_linucb_constants *agg_linucb_get_constants(const agg_linucb *p)
+{
+    return &p->c;
+}
+
+uint64_t agg_linucb_rounds(const agg_linucb *p)
+{
+    return p->t;
+}
+
+uint64_t agg_linucb_cholesky_failures(const agg_linucb *p)
+{
+    return p->failures;
+}
+
+int agg_linucb_cholesky(double *a, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        double *rj = a + (size_t)j * n;
+        double s = rj[j];
+        for (uint32_t k = 0; k < j; k++)
+            s -= rj[k] * rj[k];
+        if (!(s > 0.0) || !isfinite(s))
+            return -1;
+        double ljj = sqrt(s), inv = 1.0 / ljj;
+        rj[j] = ljj;
+        for (uint32_t i = j + 1; i < n; i++) {
+            double *ri = a + (size_t)i * n;
+            double t = ri[j];
+            for (uint32_t k = 0; k < j; k++)
+                t -= ri[k] * rj[k];
+            ri[j] = t * inv;
+        }
+    }
+    return 0;
+}
+
+static int noisy(const agg_linucb *p)
+{
+    return p->cfg.variant != AGG_LINUCB_PLAIN && !p->cfg.zero_noise;
+}
+
+/* One node sample into s (p x p, symmetric). Wishart W_p(Ltilde^2 I, k) by the Bartlett
+ * decomposition: A lower triangular with A_ii = sqrt(chi^2_{k-i}) and standard normal entries
+ * below the diagonal; W = Ltilde^2 A A^T, exact in law. Gaussian: the symmetrised matrix of SS18
+ * sec. 4.2, N(0, s^2) off the diagonal and N(0, 2 s^2) on it. */
+static ldpb_err draw_node(agg_linucb *p, agg_noise *noise, double *s)
+{
+    const uint32_t q = p->p;
+    if (p->cfg.variant == AGG_LINUCB_WISHART) {
+        double A[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
+        for (uint32_t i = 0; i < q; i++) {
+            for (uint32_t j = 0; j < i; j++)
+                A[i * q + j] = agg_noise_normal(noise);
+            double chi = 2.0 * agg_noise_gamma(noise, 0.5 * (p->c.k - (double)i));
+            A[i * q + i] = sqrt(chi);
+        }
+        double l2 = p->c.Ltilde * p->c.Ltilde;
+        for (uint32_t i = 0; i < q; i++)
+            for (uint32_t j = 0; j <= i; j++) {
+                double acc = 0.0;
+                for (uint32_t r = 0; r <= j; r++)
+                    acc += A[i * q + r] * A[j * q + r];
+                s[i * q + j] = s[j * q + i] = l2 * acc;
+            }
+    } else {
+        double sd = p->c.sigma_noise;
+        for (uint32_t i = 0; i < q; i++) {
+            s[i * q + i] = sqrt(2.0) * sd * agg_noise_normal(noise);
+            for (uint32_t j = i + 1; j < q; j++)
+                s[i * q + j] = s[j * q + i] = sd * agg_noise_normal(noise);
+        }
+    }
+    for (size_t i = 0; i < (size_t)q * q; i++)
+        if (!isfinite(s[i]))
+            return LDPB_ESTATE;
+    return LDPB_OK;
+}
+
+/* The sum of the slots, recomputed from scratch (no drift from adding and subtracting). */
+static void sum_slots(agg_linucb *p)
+{
+    size_t pp = (size_t)p->p * p->p;
+    memset(p->nsum, 0, pp * sizeof *p->nsum);
+    for (uint32_t l = 0; l < p->c.m; l++) {
+        const double *s = p->slots + l * pp;
+        for (size_t i = 0; i < pp; i++)
+            p->nsum[i] += s[i];
+    }
+}
+
+static ldpb_err prime(agg_linucb *p, agg_policy_env *env)
+{
+    if (p->primed || !noisy(p))
+        return LDPB_OK;
+    if (!env || !env->noise)
+        return LDPB_EINVAL;
+    size_t pp = (size_t)p->p * p->p;
+    for (uint32_t l = 0; l < p->c.m; l++) {
+        ldpb_err err = draw_node(p, env->noise, p->slots + l * pp);
+        if (err)
+            return err;
+    }
+    sum_slots(p);
+    p->primed = 1;
+    return LDPB_OK;
+}
+
+/* Builds V = M_dd + N_dd + shift I and u = M_d,d + N_d,d, factorises V (lower Cholesky in V),
+ * and returns ln det V. A failure is counted and repaired with the smallest ridge that makes V
+ * positive definite (SS18 bound the probability; the repair keeps the policy running). */
+static ldpb_err factor(agg_linucb *p, agg_policy_env *env, double *logdet)
+{
+    ldpb_err err = prime(p, env);
+    if (err)
+        return err;
+    const uint32_t d = p->d, q = p->p;
+    const int nz = noisy(p);
+    for (uint32_t i = 0; i < d; i++) {
+        for (uint32_t j = 0; j < d; j++)
+            p->V[i * d + j] = p->M[i * q + j] + (nz ? p->nsum[i * q + j] : 0.0);
+        p->V[i * d + i] += p->c.shift;
+        p->u[i] = p->M[i * q + d] + (nz ? p->nsum[i * q + d] : 0.0);
+    }
+    memcpy(p->vcopy, p->V, (size_t)d * d * sizeof *p->V);
+    int st = agg_linucb_cholesky(p->V, d);
+    if (st != 0) {
+        p->failures++;
+        gsl_matrix_view cv = gsl_matrix_view_array(p->vcopy, d, d);
+        gsl_vector_view ev = gsl_vector_view_array(p->evals, d);
+        double lo = 0.0, scale = 0.0;
+        for (uint32_t i = 0; i < d; i++)
+            scale = fmax(scale, fabs(p->vcopy[i * d + i]));
+        /* eigen_symm destroys its input: keep the matrix for the retries */
+        double keep[AGG_LINUCB_D_MAX * AGG_LINUCB_D_MAX];
+        memcpy(keep, p->vcopy, (size_t)d * d * sizeof *keep);
+        if (gsl_eigen_symm(&cv.matrix, &ev.vector, p->eig) != GSL_SUCCESS)
+            return LDPB_ESTATE;
+        lo = p->evals[0];
+        for (uint32_t i = 1; i < d; i++)
+            lo = fmin(lo, p->evals[i]);
+        double ridge = (lo < 0.0 ? -lo : 0.0) + 1e-9 * (scale > 1.0 ? scale : 1.0);
+        for (int attempt = 0; attempt < 60; attempt++) {
+            memcpy(p->V, keep, (size_t)d * d * sizeof *keep);
+            for (uint32_t i = 0; i < d; i++)
+                p->V[i * d + i] += ridge;
+            if (agg_linucb_cholesky(p->V, d) == 0) {
+                st = 0;
+                break;
+            }
+            ridge *= 2.0;
+        }
+        if (st != 0)
+            return LDPB_ESTATE;
+    }
+    for (uint32_t i = 0; i < d; i++)
+        p->inv_diag[i] = 1.0 / p->V[i * d + i];
+    double ld = 0.0;
+    for (uint32_t i = 0; i < d; i++)
+        ld += log(p->V[i * d + i]);
+    *logdet = 2.0 * ld;
+    /* theta = V^{-1} u by forward then backward substitution on the lower factor */
+    for (uint32_t i = 0; i < d; i++) {
+        double acc = p->u[i];
+        for (uint32_t j = 0; j < i; j++)
+            acc -= p->V[i * d + j] * p->w[j];
+        p->w[i] = acc * p->inv_diag[i];
+    }
+    for (uint32_t i = d; i-- > 0;) {
+        double acc = p->w[i];
+        for (uint32_t j = i + 1; j < d; j++)
+            acc -= p->V[j * d + i] * p->theta[j];
+        p->theta[i] = acc * p->inv_diag[i];
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_action(const agg_linucb *p, const double *x)
+{
+    double n2 = 0.0;
+    for (uint32_t j = 0; j < p->d; j++) {
+        if (!isfinite(x[j]))
+            return LDPB_EINVAL;
+        n2 += x[j] * x[j];
+    }
+    double lim = p->cfg.L * (1.0 + 1e-9);
+    return n2 <= lim * lim ? LDPB_OK : LDPB_ERANGE;
+}
+
+ldpb_err agg_linucb_choose(agg_linucb *p, agg_policy_env *env, const double *x, uint32_t n,
+                           uint32_t *arm, uint32_t *ties)
+{
+    if (!p || !env || !env->rand || !x || !arm)
+        return LDPB_EINVAL;
+    if (n < 1 || n > AGG_LINUCB_ACTIONS_MAX)
+        return LDPB_ERANGE;
+    const uint32_t d = p->d;
+    for (uint32_t a = 0; a < n; a++) {
+        ldpb_err err = check_action(p, x + (size_t)a * d);
+        if (err)
+            return err;
+    }
+    double logdet;
+    ldpb_err err = factor(p, env, &logdet);
+    if (err)
+        return err;
+    double beta = agg_linucb_beta(p->cfg.sigma, p->c.alpha, d, logdet, p->c.rho_min, p->c.rho_max,
+                                  p->cfg.S, p->c.gamma);
+    agg_argmax am;
+    agg_argmax_init(&am);
+    const double *Lf = p->V;
+    for (uint32_t a = 0; a < n; a++) {
+        const double *xa = x + (size_t)a * d;
+        double mean = 0.0, q = 0.0;
+        /* ||x||_{V^-1}^2 = ||L^{-1} x||^2 */
+        for (uint32_t i = 0; i < d; i++) {
+            double acc = xa[i];
+            for (uint32_t j = 0; j < i; j++)
+                acc -= Lf[i * d + j] * p->w[j];
+            double wi = acc * p->inv_diag[i];
+            p->w[i] = wi;
+            q += wi * wi;
+            mean += p->theta[i] * xa[i];
+        }
+        double idx = mean + beta * sqrt(q);
+        if (isnan(idx))
+            return LDPB_ESTATE;
+        agg_argmax_offer(&am, a, idx, env->rand);
+    }
+    *arm = am.arm;
+    if (ties)
+        *ties = am.ties;
+    return LDPB_OK;
+}
+
+ldpb_err agg_linucb_observe(agg_linucb *p, agg_policy_env *env, const double *x_arm, double y)
+{
+    if (!p || !x_arm || !isfinite(y))
+        return LDPB_EINVAL;
+    ldpb_err err = check_action(p, x_arm);
+    if (err)
+        return err;
+    if (p->t >= p->cfg.horizon)
+        return LDPB_ESTATE;
+    err = prime(p, env);
+    if (err)
+        return err;
+    const uint32_t d = p->d, q = p->p;
+    double v[AGG_LINUCB_D_MAX + 1];
+    double n2 = 0.0;
+    for (uint32_t j = 0; j < d; j++) {
+        v[j] = x_arm[j];
+        n2 += v[j] * v[j];
+    }
+    if (p->cfg.variant != AGG_LINUCB_PLAIN) {
+        double room = p->c.Ltilde * p->c.Ltilde - n2;
+        double lim = room > 0.0 ? sqrt(room) : 0.0;
+        y = y > lim ? lim : (y < -lim ? -lim : y);
+    }
+    v[d] = y;
+    for (uint32_t i = 0; i < q; i++)
+        for (uint32_t j = 0; j < q; j++)
+            p->M[i * q + j] += v[i] * v[j];
+    uint64_t changed = p->t ^ (p->t + 1);
+    p->t++;
+    if (noisy(p)) {
+        size_t pp = (size_t)q * q;
+        double fresh[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
+        for (uint32_t l = 0; l < p->c.m && (changed >> l); l++)
+            if ((changed >> l) & 1u) {
+                err = draw_node(p, env->noise, fresh);
+                if (err)
+                    return err;
+                double *slot = p->slots + l * pp;
+                for (size_t i = 0; i < pp; i++) {
+                    p->nsum[i] += fresh[i] - slot[i];
+                    slot[i] = fresh[i];
+                }
+            }
+        /* the running sum is exact up to rounding; a full recount every 4096 rounds keeps the
+         * rounding from accumulating (the slots' entries reach Ltilde^2 m k) */
+        if (changed >> 12)
+            sum_slots(p);
+    }
+    return LDPB_OK;
+}
+
+ldpb_err agg_linucb_release(agg_linucb *p, agg_policy_env *env, double *v, double *u)
+{
+    if (!p || !v || !u)
+        return LDPB_EINVAL;
+    const uint32_t d = p->d, q = p->p;
+    ldpb_err err = prime(p, env);
+    if (err)
+        return err;
+    const int nz = noisy(p);
+    for (uint32_t i = 0; i < d; i++) {
+        for (uint32_t j = 0; j < d; j++)
+            v[i * d + j] = p->M[i * q + j] + (nz ? p->nsum[i * q + j] : 0.0);
+        v[i * d + i] += p->c.shift;
+        u[i] = p->M[i * q + d] + (nz ? p->nsum[i * q + d] : 0.0);
+    }
+    return LDPB_OK;
+}
+
+ldpb_err agg_linucb_noise_sum(agg_linucb *p, agg_policy_env *env, double *out)
+{
+    if (!p || !out)
+        return LDPB_EINVAL;
+    ldpb_err err = prime(p, env);
+    if (err)
+        return err;
+    size_t pp = (size_t)p->p * p->p;
+    if (noisy(p))
+        memcpy(out, p->nsum, pp * sizeof *out);
+    else
+        memset(out, 0, pp * sizeof *out);
+    return LDPB_OK;
+}
+
+static void put_header(agg_wbuf *w, const agg_linucb *p)
+{
+    const agg_linucb_config *c = &p->cfg;
+    agg_put_u8(w, 'L');
+    agg_put_u8(w, 'C');
+    agg_put_u8(w, 'S');
+    agg_put_u8(w, 'T');
+    agg_put_u8(w, STATE_VERSION);
+    agg_put_u32(w, (uint32_t)c->variant);
+    agg_put_u32(w, c->d);
+    agg_put_u64(w, c->horizon);
+    agg_put_u32(w, (uint32_t)(c->zero_noise != 0));
+    const double f[] = {c->epsilon, c->delta, c->alpha, c->L, c->Ltilde, c->S, c->sigma, c->rho};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        agg_put_f64(w, f[i]);
+}
+
+ldpb_err agg_linucb_save(const agg_linucb *p, uint8_t *buf, size_t cap, size_t *len)
+{
+    if (!p || !len)
+        return LDPB_EINVAL;
+    agg_wbuf w;
+    agg_wbuf_init(&w, buf, cap);
+    put_header(&w, p);
+    size_t pp = (size_t)p->p * p->p;
+    agg_put_u64(&w, p->t);
+    agg_put_u8(&w, (uint8_t)p->primed);
+    agg_put_u64(&w, p->failures);
+    for (size_t i = 0; i < pp; i++)
+        agg_put_f64(&w, p->M[i]);
+    for (size_t i = 0; i < pp * p->c.m; i++)
+        agg_put_f64(&w, p->slots[i]);
+    return agg_wbuf_finish(&w, len);
+}
+
+ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
+{
+    if (!p || !buf)
+        return LDPB_EINVAL;
+    /* the header must be byte-identical to this configuration's */
+    agg_wbuf hw;
+    uint8_t hdr[128];
+    agg_wbuf_init(&hw, hdr, sizeof hdr);
+    put_header(&hw, p);
+    if (hw.len > sizeof hdr || len < hw.len || memcmp(buf, hdr, hw.len) != 0)
+        return LDPB_ECORRUPT;
+    agg_rbuf r;
+    agg_rbuf_init(&r, buf + hw.len, len - hw.len);
+    size_t pp = (size_t)p->p * p->p, ns = pp * p->c.m;
+    uint64_t t = agg_get_u64(&r);
+    uint8_t primed = agg_get_u8(&r);
+    uint64_t failures = agg_get_u64(&r);
+    double *M = malloc(pp * sizeof *M), *slots = malloc(ns * sizeof *slots);
+    ldpb_err err = LDPB_ECORRUPT;
+    if (!M || !slots) {
+        err = LDPB_ENOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < pp; i++)
+        M[i] = agg_get_f64(&r);
+    for (size_t i = 0; i < ns; i++)
+        slots[i] = agg_get_f64(&r);
+    if (!agg_rbuf_done(&r) || t > p->cfg.horizon || primed > 1)
+        goto done;
+    for (size_t i = 0; i < pp; i++)
+        if (!isfinite(M[i]))
+            goto done;
+    for (size_t i = 0; i < ns; i++)
+        if (!isfinite(slots[i]))
+            goto done;
+    memcpy(p->M, M, pp * sizeof *M);
+    memcpy(p->slots, slots, ns * sizeof *slots);
+    p->t = t;
+    p->primed = primed;
+    p->failures = failures;
+    sum_slots(p);
+    err = LDPB_OK;
+done:
+    free(M);
+    free(slots);
+    return err;
+}
