@@ -18,10 +18,10 @@
 #include "linucb.h"
 #include "rand.h"
 
-#define REPS 3
-#define POOL 256u
-#define D    10u
-#define K    20u
+#define REPS    3
+#define POOL    256u
+#define D       10u
+#define K       20u
 #define HORIZON 1000000ULL /* the tree's depth (m = 21); runs stop well before it */
 
 typedef struct bench_case {
@@ -169,8 +169,7 @@ int main(int argc, char **argv)
             printf("%s\t%u\t%u\t%.0f\t%.0f\t%.0f\t%.0f\t%llu\n", c->label, D, K, rate[1], rate[0],
                    rate[REPS - 1], wrate[1], (unsigned long long)T);
         else
-            printf("%-20s %3u %3u %14.0f %12llu\n", c->label, D, K, rate[1],
-                   (unsigned long long)T);
+            printf("%-20s %3u %3u %14.0f %12llu\n", c->label, D, K, rate[1], (unsigned long long)T);
         fflush(stdout);
     }
     free(pool_x);

@@ -139,10 +139,11 @@ static void usage(FILE *f)
             s += len + (nl ? 1 : 0);
         }
     }
-    fprintf(f, "  %s\n      Shariff & Sheffet 2018 (App. D): contextual, d = %u, %u unit actions per\n"
-               "      round, gaps 0.1 and 0, rewards in {-1, +1}; linucb vs jdp-linucb-wishart\n"
-               "      and jdp-linucb-gaussian at eps 1, delta %g; T = 5e7, 35 trials\n"
-               "      (takes --horizon, --trials, --algorithms, --epsilons)\n",
+    fprintf(f,
+            "  %s\n      Shariff & Sheffet 2018 (App. D): contextual, d = %u, %u unit actions per\n"
+            "      round, gaps 0.1 and 0, rewards in {-1, +1}; linucb vs jdp-linucb-wishart\n"
+            "      and jdp-linucb-gaussian at eps 1, delta %g; T = 5e7, 35 trials\n"
+            "      (takes --horizon, --trials, --algorithms, --epsilons)\n",
             SIMCTX_PRESET, SIMCTX_D, SIMCTX_D * SIMCTX_D, SIMCTX_DELTA);
     fprintf(f,
             "\n"

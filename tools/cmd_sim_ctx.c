@@ -116,21 +116,22 @@ static double final_mean(const simctx_plan *p, double *const *regret, size_t c)
 int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, const char *out,
                 int no_plots, int quiet, int argc, char **argv)
 {
-    const char *unused[][2] = {{"--means", o->means},     {"--laws", o->laws},
+    const char *unused[][2] = {{"--means", o->means},           {"--laws", o->laws},
                                {"--mechanisms", o->mechanisms}, {"--k", o->ks},
-                               {"--kappa", o->kappa},     {"--gamma", o->gamma},
+                               {"--kappa", o->kappa},           {"--gamma", o->gamma},
                                {"--eps-arm", o->eps_arm}};
     for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++)
         if (unused[i][1]) {
-            fprintf(stderr, "%s: %s does not apply to --preset %s (it takes --horizon, --trials, "
-                            "--algorithms, --epsilons)\n",
+            fprintf(stderr,
+                    "%s: %s does not apply to --preset %s (it takes --horizon, --trials, "
+                    "--algorithms, --epsilons)\n",
                     PROG, unused[i][0], SIMCTX_PRESET);
             return 2;
         }
     simctx_plan plan;
     char errmsg[SIMCTX_ERRMSG_MAX];
-    ldpb_err err = simctx_plan_build(&plan, o->horizon, o->trials, o->algorithms, o->epsilons,
-                                     errmsg);
+    ldpb_err err =
+        simctx_plan_build(&plan, o->horizon, o->trials, o->algorithms, o->epsilons, errmsg);
     if (err) {
         fprintf(stderr, "%s: %s\n", PROG, errmsg);
         return err == LDPB_ENOMEM ? 1 : 2;
@@ -157,7 +158,8 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
     err = simctx_run(&plan, seed, threads, regret, fails, progress, &pr, errmsg);
     double seconds = now_seconds() - pr.start;
     if (err) {
-        fprintf(stderr, "%s: simulation failed: %s\n", PROG, errmsg[0] ? errmsg : ldpb_strerror(err));
+        fprintf(stderr, "%s: simulation failed: %s\n", PROG,
+                errmsg[0] ? errmsg : ldpb_strerror(err));
         goto done;
     }
     FILE *f;
@@ -177,8 +179,9 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
         fprintf(f, " %s", argv[i]);
     fprintf(f, "\npreset: %s\nseed: %s\nhorizon: %llu\ntrials: %llu\n", SIMCTX_PRESET, seed_text,
             (unsigned long long)plan.horizon, (unsigned long long)plan.trials);
-    fprintf(f, "environment: d = %u, %u unit-norm actions per round, theta* uniform on the "
-               "sphere, best mean 0.75, rewards in {-1, +1}\n",
+    fprintf(f,
+            "environment: d = %u, %u unit-norm actions per round, theta* uniform on the "
+            "sphere, best mean 0.75, rewards in {-1, +1}\n",
             SIMCTX_D, SIMCTX_D * SIMCTX_D);
     fprintf(f, "delta: %g\nnoise: fast simulation generators (AGG_NOISE_FAST)\n", SIMCTX_DELTA);
     for (size_t c = 0; c < plan.n_cfg; c++) {
@@ -204,8 +207,9 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
             strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
         uint64_t rounds = plan.horizon * plan.trials * plan.n_cfg;
         fprintf(f, "# ldpb sim: facts of this execution that do not affect the results\n");
-        fprintf(f, "date: %s\nwall_seconds: %.3f\nthreads: %u\nrounds: %llu\n"
-                   "rounds_per_second: %.4g\n",
+        fprintf(f,
+                "date: %s\nwall_seconds: %.3f\nthreads: %u\nrounds: %llu\n"
+                "rounds_per_second: %.4g\n",
                 date, seconds, threads, (unsigned long long)rounds,
                 seconds > 0 ? (double)rounds / seconds : 0.0);
     }
@@ -220,8 +224,9 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
         }
         int st = gnuplot(plots_dir);
         if (st == 127) {
-            fprintf(stderr, "%s: warning: gnuplot not found; plots skipped (cd %s && gnuplot "
-                            "plots.gp)\n",
+            fprintf(stderr,
+                    "%s: warning: gnuplot not found; plots skipped (cd %s && gnuplot "
+                    "plots.gp)\n",
                     PROG, plots_dir);
             figures = 0;
         } else if (st != 0) {
@@ -234,12 +239,12 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
     printf("%s: %s, %zu configurations x %llu trials, T = %s, seed '%s': %.1f s on %u thread%s\n\n",
            PROG, SIMCTX_PRESET, plan.n_cfg, (unsigned long long)plan.trials, T, seed_text, seconds,
            threads, threads == 1 ? "" : "s");
-    printf("%-20s  %-20s  %-7s  %14s  %23s  %s\n", "preset", "algorithm", "epsilon",
-           "final regret", "95% interval", "cholesky failures");
+    printf("%-20s  %-20s  %-7s  %14s  %23s  %s\n", "preset", "algorithm", "epsilon", "final regret",
+           "95% interval", "cholesky failures");
     for (size_t c = 0; c < plan.n_cfg; c++) {
         simstat s;
-        simstat_compute(regret[c] + plan.n_checkpoints - 1, (size_t)plan.trials,
-                        plan.n_checkpoints, NULL, &s);
+        simstat_compute(regret[c] + plan.n_checkpoints - 1, (size_t)plan.trials, plan.n_checkpoints,
+                        NULL, &s);
         printf("%-20s  %-20s  %-7s  %14.6g  [%10.6g, %10.6g]  %llu\n", plan.cfg[c].label,
                agg_linucb_variant_name(plan.cfg[c].sim.policy.variant), plan.cfg[c].eps_text,
                s.mean, s.lo, s.hi, (unsigned long long)fails[c]);

@@ -126,8 +126,7 @@ double agg_ctx_env_reward(agg_ctx_env *e, double mean)
 
 ldpb_err agg_ctx_sim_run_trial(const agg_ctx_sim_config *cfg,
                                const uint8_t seed[LDPB_RNG_SEED_BYTES], uint64_t trial,
-                               double *regret, uint64_t *chol_failures,
-                               char errmsg[AGG_ERRMSG_MAX])
+                               double *regret, uint64_t *chol_failures, char errmsg[AGG_ERRMSG_MAX])
 {
     if (!cfg || !seed || !regret || !cfg->checkpoints || cfg->n_checkpoints == 0)
         return agg_policy_refuse(errmsg, LDPB_EINVAL, "ctxsim: NULL argument");
@@ -188,8 +187,7 @@ ldpb_err agg_ctx_sim_run_trial(const agg_ctx_sim_config *cfg,
         }
         if (err) {
             agg_policy_refuse(errmsg, err, "ctxsim: %s: round %llu of trial %llu: %s", name,
-                              (unsigned long long)t, (unsigned long long)trial,
-                              ldpb_strerror(err));
+                              (unsigned long long)t, (unsigned long long)trial, ldpb_strerror(err));
             goto done;
         }
         cum += cfg->env.best - mean[arm];

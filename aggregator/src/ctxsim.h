@@ -32,10 +32,10 @@ typedef enum agg_ctx_reward {
 } agg_ctx_reward;
 
 typedef struct agg_ctx_env_config {
-    uint32_t d;    /* >= 2 */
-    uint32_t k;    /* actions per round, >= 1 */
-    double best;   /* projection of the optimal action, (0, 1] */
-    double gap;    /* suboptimal projections are <= best - gap; gap in [0, 2 best) */
+    uint32_t d;  /* >= 2 */
+    uint32_t k;  /* actions per round, >= 1 */
+    double best; /* projection of the optimal action, (0, 1] */
+    double gap;  /* suboptimal projections are <= best - gap; gap in [0, 2 best) */
     agg_ctx_reward reward;
 } agg_ctx_env_config;
 

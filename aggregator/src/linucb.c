@@ -16,18 +16,18 @@
 struct agg_linucb {
     agg_linucb_config cfg;
     agg_linucb_constants c;
-    uint32_t d, p;   /* p = d + 1 */
-    uint64_t t;      /* observations so far: the prefix count of the next release */
-    int primed;      /* the noise slots have been drawn */
+    uint32_t d, p; /* p = d + 1 */
+    uint64_t t;    /* observations so far: the prefix count of the next release */
+    int primed;    /* the noise slots have been drawn */
     uint64_t failures;
-    double *M;       /* p x p exact sum of v v^T */
-    double *slots;   /* m x p x p noise */
-    double *nsum;    /* p x p sum of the slots */
-    double *V;       /* d x d release (then its Cholesky factor) */
-    double *u;       /* d */
-    double *theta;   /* d */
-    double *w;       /* d scratch */
-    double *evals;   /* d, for the ridge on a Cholesky failure */
+    double *M;        /* p x p exact sum of v v^T */
+    double *slots;    /* m x p x p noise */
+    double *nsum;     /* p x p sum of the slots */
+    double *V;        /* d x d release (then its Cholesky factor) */
+    double *u;        /* d */
+    double *theta;    /* d */
+    double *w;        /* d scratch */
+    double *evals;    /* d, for the ridge on a Cholesky failure */
     double *inv_diag; /* d: 1 / L_ii of the current factor */
     gsl_eigen_symm_workspace *eig;
     double *vcopy; /* d x d scratch for the eigenvalue repair */
@@ -117,8 +117,10 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
     }
     if (v != AGG_LINUCB_PLAIN) {
         if (isnan(cfg->epsilon) || isnan(cfg->delta) || isnan(cfg->Ltilde))
-            return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: epsilon, delta and Ltilde must "
-                                                          "not be NaN", name);
+            return agg_policy_refuse(errmsg, LDPB_EINVAL,
+                                     "%s: epsilon, delta and Ltilde must "
+                                     "not be NaN",
+                                     name);
         if (!(cfg->epsilon > 0.0 && cfg->epsilon <= LDPB_EPSILON_MAX))
             return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: epsilon %g outside (0, %g]", name,
                                      cfg->epsilon, LDPB_EPSILON_MAX);
@@ -140,17 +142,19 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         double extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
         out->k = d + 1.0 + extra;
         if (!(out->k < 9007199254740992.0))
-            return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: Wishart degrees of freedom %g "
-                                                          "too large (epsilon too small)",
+            return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                     "%s: Wishart degrees of freedom %g "
+                                     "too large (epsilon too small)",
                                      name, out->k);
         double smk = sqrt(m * out->k);
         double a8 = sqrt(d) + sqrt(2.0 * log(8.0 * n / alpha));
         double a2 = sqrt(d) + sqrt(2.0 * log(2.0 * n / alpha));
         if (!(smk > a8))
-            return agg_policy_refuse(errmsg, LDPB_ERANGE,
-                                     "%s: sqrt(m k) = %g must exceed sqrt(d) + sqrt(2 ln(8n/alpha)) "
-                                     "= %g (SS18 Prop. 9)",
-                                     name, smk, a8);
+            return agg_policy_refuse(
+                errmsg, LDPB_ERANGE,
+                "%s: sqrt(m k) = %g must exceed sqrt(d) + sqrt(2 ln(8n/alpha)) "
+                "= %g (SS18 Prop. 9)",
+                name, smk, a8);
         out->wishart_unshifted_rho_min = lt2 * (smk - a8) * (smk - a8);
         out->wishart_unshifted_rho_max = lt2 * (smk + a8) * (smk + a8);
         out->wishart_unshifted_gamma = lt * a2;
@@ -212,8 +216,7 @@ void agg_linucb_free(agg_linucb *p)
     free(p);
 }
 
-ldpb_err agg_linucb_new(agg_linucb **out, const agg_linucb_config *cfg,
-                        char errmsg[AGG_ERRMSG_MAX])
+ldpb_err agg_linucb_new(agg_linucb **out, const agg_linucb_config *cfg, char errmsg[AGG_ERRMSG_MAX])
 {
     if (!out)
         return agg_policy_refuse(errmsg, LDPB_EINVAL, "linucb: NULL output");
@@ -461,8 +464,8 @@ ldpb_err agg_linucb_choose(agg_linucb *p, agg_policy_env *env, const double *x, 
     ldpb_err err = factor(p, env, &logdet);
     if (err)
         return err;
-    double beta = agg_linucb_beta(p->cfg.sigma, p->c.alpha, d, logdet, p->c.rho_min,
-                                  p->c.rho_max, p->cfg.S, p->c.gamma);
+    double beta = agg_linucb_beta(p->cfg.sigma, p->c.alpha, d, logdet, p->c.rho_min, p->c.rho_max,
+                                  p->cfg.S, p->c.gamma);
     agg_argmax am;
     agg_argmax_init(&am);
     const double *Lf = p->V;

@@ -1095,7 +1095,7 @@ static double gsl_ldpb_get_double(void *state)
     return ldpb_rng_double(((gsl_ldpb_state *)state)->rng);
 }
 
-static const gsl_rng_type gsl_ldpb_type = {"ldpb-chacha20",      0xffffffffUL,        0,
+static const gsl_rng_type gsl_ldpb_type = {"ldpb-chacha20",        0xffffffffUL, 0,
                                            sizeof(gsl_ldpb_state), gsl_ldpb_set, gsl_ldpb_get,
                                            gsl_ldpb_get_double};
 

@@ -45,8 +45,8 @@ static agg_linucb_config base(agg_linucb_variant v, uint32_t d, uint64_t n)
 
 static agg_ctx_env_config env_cfg(uint32_t d, double gap)
 {
-    agg_ctx_env_config e = {.d = d, .k = d * d, .best = 0.75, .gap = gap,
-                            .reward = AGG_CTX_REWARD_BOUNDED};
+    agg_ctx_env_config e = {
+        .d = d, .k = d * d, .best = 0.75, .gap = gap, .reward = AGG_CTX_REWARD_BOUNDED};
     return e;
 }
 

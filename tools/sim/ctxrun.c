@@ -85,8 +85,8 @@ ldpb_err simctx_plan_build(simctx_plan *plan, const char *horizon, const char *t
     plan->checkpoints = calloc(nc, sizeof *plan->checkpoints);
     if (!plan->checkpoints)
         return LDPB_ENOMEM;
-    plan->n_checkpoints = agg_sim_checkpoints(plan->horizon, SIMPLAN_PER_DECADE,
-                                              plan->checkpoints, nc);
+    plan->n_checkpoints =
+        agg_sim_checkpoints(plan->horizon, SIMPLAN_PER_DECADE, plan->checkpoints, nc);
     for (size_t g = 0; g < sizeof GAPS / sizeof GAPS[0]; g++) {
         for (int v = AGG_LINUCB_PLAIN; v <= AGG_LINUCB_GAUSSIAN; v++) {
             if (!want[v])
@@ -192,12 +192,16 @@ static void *worker(void *arg)
 
 ldpb_err simctx_run(const simctx_plan *plan, const uint8_t seed[LDPB_RNG_SEED_BYTES],
                     unsigned threads, double *const *regret, uint64_t *fails,
-                    simctx_progress_fn progress, void *progress_ctx,
-                    char errmsg[SIMCTX_ERRMSG_MAX])
+                    simctx_progress_fn progress, void *progress_ctx, char errmsg[SIMCTX_ERRMSG_MAX])
 {
-    struct batch b = {.plan = plan, .seed = seed, .regret = regret, .fails = fails,
-                      .progress = progress, .progress_ctx = progress_ctx,
-                      .total = plan->trials * plan->n_cfg, .errmsg = errmsg};
+    struct batch b = {.plan = plan,
+                      .seed = seed,
+                      .regret = regret,
+                      .fails = fails,
+                      .progress = progress,
+                      .progress_ctx = progress_ctx,
+                      .total = plan->trials * plan->n_cfg,
+                      .errmsg = errmsg};
     errmsg[0] = '\0';
     memset(fails, 0, plan->n_cfg * sizeof *fails);
     if (pthread_mutex_init(&b.lock, NULL) != 0)
@@ -232,8 +236,8 @@ int simctx_write_regret(const simctx_plan *plan, double *const *regret, FILE *f)
             simstat s;
             simstat_compute(regret[c] + j, (size_t)plan->trials, plan->n_checkpoints, NULL, &s);
             fprintf(f, "%s,%s,none,%s,%u,%llu,%.6g,%.6g,%.6g,%llu\n", cfg->label, alg_name(cfg),
-                    cfg->eps_text, cfg->sim.env.k, (unsigned long long)plan->checkpoints[j],
-                    s.mean, s.lo, s.hi, (unsigned long long)plan->trials);
+                    cfg->eps_text, cfg->sim.env.k, (unsigned long long)plan->checkpoints[j], s.mean,
+                    s.lo, s.hi, (unsigned long long)plan->trials);
         }
     }
     return ferror(f) ? -1 : 0;
@@ -252,8 +256,7 @@ int simctx_write_summary(const simctx_plan *plan, double *const *regret, FILE *f
         simstat_compute(regret[c] + j, (size_t)plan->trials, plan->n_checkpoints, scratch, &s);
         fprintf(f, "%s,%s,none,%s,%u,%llu,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g\n", cfg->label,
                 alg_name(cfg), cfg->eps_text, cfg->sim.env.k, (unsigned long long)plan->horizon,
-                (unsigned long long)plan->trials, s.mean, s.lo, s.hi, s.sd, s.median, s.min,
-                s.max);
+                (unsigned long long)plan->trials, s.mean, s.lo, s.hi, s.sd, s.median, s.min, s.max);
     }
     free(scratch);
     return ferror(f) ? -1 : 0;
@@ -261,8 +264,8 @@ int simctx_write_summary(const simctx_plan *plan, double *const *regret, FILE *f
 
 long simctx_write_plots(const simctx_plan *plan, double *const *regret, const char *plots_dir)
 {
-    static const char *const colors[] = {"#000000", "#1f77b4", "#d62728", "#2ca02c", "#9467bd",
-                                         "#ff7f0e", "#8c564b", "#e377c2"};
+    static const char *const colors[] = {"#000000", "#1f77b4", "#d62728", "#2ca02c",
+                                         "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
     char path[4200];
     for (size_t c = 0; c < plan->n_cfg; c++) {
         snprintf(path, sizeof path, "%s/data/c%zu.dat", plots_dir, c);
@@ -284,8 +287,9 @@ long simctx_write_plots(const simctx_plan *plan, double *const *regret, const ch
     FILE *gp = fopen(path, "w");
     if (!gp)
         return -1;
-    fprintf(gp, "# ldpb sim --preset %s: regret of LinUCB and JDP LinUCB, one figure per gap.\n"
-                "# Render: gnuplot plots.gp\n",
+    fprintf(gp,
+            "# ldpb sim --preset %s: regret of LinUCB and JDP LinUCB, one figure per gap.\n"
+            "# Render: gnuplot plots.gp\n",
             SIMCTX_PRESET);
     long figures = 0;
     for (size_t g = 0; g < sizeof GAPS / sizeof GAPS[0]; g++) {
@@ -300,20 +304,23 @@ long simctx_write_plots(const simctx_plan *plan, double *const *regret, const ch
         simplan_format_count(T, sizeof T, plan->horizon);
         for (int pass = 0; pass < 2; pass++) {
             if (pass == 0)
-                fprintf(gp, "set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' "
-                            "background rgb 'white'\nset output '%s.png'\n",
+                fprintf(gp,
+                        "set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' "
+                        "background rgb 'white'\nset output '%s.png'\n",
                         stem);
             else
-                fprintf(gp, "set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' "
-                            "background rgb 'white'\nset output '%s.svg'\n",
+                fprintf(gp,
+                        "set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' "
+                        "background rgb 'white'\nset output '%s.svg'\n",
                         stem);
-            fprintf(gp, "set logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
-                        "set xrange [1:%llu]\nset xlabel 'round t'\n"
-                        "set ylabel 'cumulative pseudo-regret'\n"
-                        "set title 'Shariff and Sheffet 2018: d = %u, %u actions/round, gap %g, "
-                        "n = %s, %llu runs, {/Symbol d} = %g'\n"
-                        "set key top left box opaque\nset grid\n"
-                        "set style fill transparent solid 0.16 noborder\nplot \\\n",
+            fprintf(gp,
+                    "set logscale xy\nset format x '10^{%%L}'\nset format y '10^{%%L}'\n"
+                    "set xrange [1:%llu]\nset xlabel 'round t'\n"
+                    "set ylabel 'cumulative pseudo-regret'\n"
+                    "set title 'Shariff and Sheffet 2018: d = %u, %u actions/round, gap %g, "
+                    "n = %s, %llu runs, {/Symbol d} = %g'\n"
+                    "set key top left box opaque\nset grid\n"
+                    "set style fill transparent solid 0.16 noborder\nplot \\\n",
                     (unsigned long long)plan->horizon, SIMCTX_D, SIMCTX_D * SIMCTX_D, GAPS[g], T,
                     (unsigned long long)plan->trials, SIMCTX_DELTA);
             int first_curve = 1;
@@ -322,14 +329,15 @@ long simctx_write_plots(const simctx_plan *plan, double *const *regret, const ch
                 if (plan->cfg[c].gap != GAPS[g])
                     continue;
                 const char *color = colors[col++ % (sizeof colors / sizeof colors[0])];
-                fprintf(gp,
-                        "%s  'data/c%zu.dat' using 1:3:4 with filledcurves lc rgb '%s' notitle, "
-                        "\\\n  'data/c%zu.dat' using 1:2 with lines lw 2 lc rgb '%s' title "
-                        "'%s%s%s'",
-                        first_curve ? "" : ", \\\n", c, color, c, color, alg_name(&plan->cfg[c]),
-                        plan->cfg[c].sim.policy.variant == AGG_LINUCB_PLAIN ? "" : ", {/Symbol e} = ",
-                        plan->cfg[c].sim.policy.variant == AGG_LINUCB_PLAIN ? ""
-                                                                           : plan->cfg[c].eps_text);
+                fprintf(
+                    gp,
+                    "%s  'data/c%zu.dat' using 1:3:4 with filledcurves lc rgb '%s' notitle, "
+                    "\\\n  'data/c%zu.dat' using 1:2 with lines lw 2 lc rgb '%s' title "
+                    "'%s%s%s'",
+                    first_curve ? "" : ", \\\n", c, color, c, color, alg_name(&plan->cfg[c]),
+                    plan->cfg[c].sim.policy.variant == AGG_LINUCB_PLAIN ? "" : ", {/Symbol e} = ",
+                    plan->cfg[c].sim.policy.variant == AGG_LINUCB_PLAIN ? ""
+                                                                        : plan->cfg[c].eps_text);
                 first_curve = 0;
             }
             fprintf(gp, "\nunset output\n");

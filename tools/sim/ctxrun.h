@@ -16,18 +16,18 @@
 #include "ctxsim.h"
 #include "ldpb/err.h"
 
-#define SIMCTX_PRESET        "shariff2018"
-#define SIMCTX_D             5u
-#define SIMCTX_HORIZON       50000000ULL
-#define SIMCTX_TRIALS        35ULL
-#define SIMCTX_EPSILON       1.0
-#define SIMCTX_DELTA         0.1
-#define SIMCTX_CFG_MAX       64u
-#define SIMCTX_ERRMSG_MAX    320
+#define SIMCTX_PRESET     "shariff2018"
+#define SIMCTX_D          5u
+#define SIMCTX_HORIZON    50000000ULL
+#define SIMCTX_TRIALS     35ULL
+#define SIMCTX_EPSILON    1.0
+#define SIMCTX_DELTA      0.1
+#define SIMCTX_CFG_MAX    64u
+#define SIMCTX_ERRMSG_MAX 320
 
 typedef struct simctx_cfg {
-    char label[48];   /* the preset column: "shariff2018-gap0.1" */
-    char eps_text[32];/* "inf" for linucb */
+    char label[48];    /* the preset column: "shariff2018-gap0.1" */
+    char eps_text[32]; /* "inf" for linucb */
     double gap;
     agg_ctx_sim_config sim; /* checkpoints borrowed from the plan */
 } simctx_cfg;
