@@ -886,22 +886,12 @@ static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const doub
 
     /* Encoded once: every attempt, and every later call for this assignment, carries the same
      * value (only the nonce, hence the ciphertext, differs). */
-    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
-    rep.assignment_id.data = (uint8_t *)a->id;
-    rep.assignment_id.len = a->id_len;
-    rep.mechanism = (Ldpb__V1__Mechanism)a->mechanism;
-    rep.epsilon = a->epsilon;
-    rep.n_context = n_x;
-    rep.context = (double *)x;
-    if (is_bit) {
-        rep.value_case = LDPB__V1__REPORT__VALUE_BIT;
-        rep.bit = value != 0.0;
-    } else {
-        rep.value_case = LDPB__V1__REPORT__VALUE_REAL;
-        rep.real = value;
-    }
     rq_entry qe;
     entry_of(&qe, a, value, is_bit);
+    Ldpb__V1__Report rep;
+    report_of(&rep, &qe);
+    rep.n_context = n_x;
+    rep.context = (double *)x;
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
     env.protocol_version = LDPB_PROTOCOL_VERSION;
     env.has_request_id = 1;
