@@ -392,6 +392,38 @@ static agg_policy_env policy_env(agg_server *s)
     return env;
 }
 
+/* Counts an assignment whose id is sealed in it->id, queues its decision row (best effort) and
+ * answers with the Assignment: the one reply of do_assign and do_assign_contextual. */
+static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                            const ldpb_seal_key *key, const Ldpb__V1__Envelope *req, const item *it)
+{
+    atomic_fetch_add(&s->n_assignments, 1);
+    if (!enqueue(s, it, s->q_cap / 2))
+        atomic_fetch_add(&s->n_decisions_dropped, 1);
+
+    Ldpb__V1__Envelope env_out = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
+    env_out.protocol_version = LDPB_PROTOCOL_VERSION;
+    env_out.has_request_id = req->has_request_id;
+    env_out.request_id = req->request_id;
+    env_out.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+    env_out.assignment = &a;
+    a.assignment_id.data = (uint8_t *)it->id;
+    a.assignment_id.len = AGG_TOKEN_BYTES;
+    a.arm = it->tok.arm;
+    a.mechanism = (Ldpb__V1__Mechanism)s->wire_mechanism;
+    a.epsilon = s->wire_epsilon;
+    a.expires_at_ms = it->tok.expires_at_ms;
+    a.propensity = it->tok.propensity;
+    a.has_policy_version = 1;
+    a.policy_version = it->tok.policy_version;
+    if (s->wire_desc->params & LDPB_MECH_PARAM_KAPPA) {
+        a.has_kappa = 1;
+        a.kappa = s->cfg->params.kappa;
+    }
+    send_sealed(s, w, to, client_pk, key, &env_out);
+}
+
 /* A contextual policy's assignment (docs/protocol.md, "Contexts"): the request's K x d feature
  * set is checked and chosen from; the id's MAC binds the chosen row, which the report resends. */
 static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
@@ -446,27 +478,7 @@ static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
                           "cannot issue an assignment id");
         return;
     }
-    atomic_fetch_add(&s->n_assignments, 1);
-    if (!enqueue(s, &it, s->q_cap / 2))
-        atomic_fetch_add(&s->n_decisions_dropped, 1);
-
-    Ldpb__V1__Envelope env_out = LDPB__V1__ENVELOPE__INIT;
-    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
-    env_out.protocol_version = LDPB_PROTOCOL_VERSION;
-    env_out.has_request_id = req->has_request_id;
-    env_out.request_id = req->request_id;
-    env_out.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
-    env_out.assignment = &a;
-    a.assignment_id.data = it.id;
-    a.assignment_id.len = AGG_TOKEN_BYTES;
-    a.arm = arm;
-    a.mechanism = (Ldpb__V1__Mechanism)s->wire_mechanism;
-    a.epsilon = s->wire_epsilon;
-    a.expires_at_ms = t.expires_at_ms;
-    a.propensity = t.propensity;
-    a.has_policy_version = 1;
-    a.policy_version = t.policy_version;
-    send_sealed(s, w, to, client_pk, key, &env_out);
+    send_assignment(s, w, to, client_pk, key, req, &it);
 }
 
 static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
@@ -543,31 +555,7 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
                           "cannot issue an assignment id");
         return;
     }
-    atomic_fetch_add(&s->n_assignments, 1);
-    if (!enqueue(s, &it, s->q_cap / 2))
-        atomic_fetch_add(&s->n_decisions_dropped, 1);
-
-    Ldpb__V1__Envelope env_out = LDPB__V1__ENVELOPE__INIT;
-    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
-    env_out.protocol_version = LDPB_PROTOCOL_VERSION;
-    env_out.has_request_id = req->has_request_id;
-    env_out.request_id = req->request_id;
-    env_out.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
-    env_out.assignment = &a;
-    a.assignment_id.data = it.id;
-    a.assignment_id.len = AGG_TOKEN_BYTES;
-    a.arm = arm;
-    a.mechanism = (Ldpb__V1__Mechanism)s->wire_mechanism;
-    a.epsilon = s->wire_epsilon;
-    a.expires_at_ms = t.expires_at_ms;
-    a.propensity = t.propensity;
-    a.has_policy_version = 1;
-    a.policy_version = t.policy_version;
-    if (s->wire_desc->params & LDPB_MECH_PARAM_KAPPA) {
-        a.has_kappa = 1;
-        a.kappa = s->cfg->params.kappa;
-    }
-    send_sealed(s, w, to, client_pk, key, &env_out);
+    send_assignment(s, w, to, client_pk, key, req, &it);
 }
 
 /* ---- report ------------------------------------------------------------------------------ */
