@@ -1019,14 +1019,28 @@ static void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
 
 /* ---- the request handler ----------------------------------------------------------------- */
 
-static void seal_lock(void *mu)
+/* The lock the seal layer takes around the key cache and the replay cache. The replay
+ * cache's eviction count is read on the way out of each section, so noticing the first eviction
+ * costs no acquisition of seal_mu of its own on every request. */
+typedef struct seal_guard {
+    agg_server *s;
+    int first_eviction; /* set under seal_mu by the section that first saw an eviction */
+} seal_guard;
+
+static void seal_lock(void *ctx)
 {
-    pthread_mutex_lock(mu);
+    seal_guard *g = ctx;
+    pthread_mutex_lock(&g->s->seal_mu);
 }
 
-static void seal_unlock(void *mu)
+static void seal_unlock(void *ctx)
 {
-    pthread_mutex_unlock(mu);
+    seal_guard *g = ctx;
+    if (!g->s->replay_full_logged && ldpb_replay_evicted(g->s->rp) > 0) {
+        g->s->replay_full_logged = 1;
+        g->first_eviction = 1;
+    }
+    pthread_mutex_unlock(&g->s->seal_mu);
 }
 
 /* One device frame, received directly or inside a relay batch: exactly one reply to `to`. */
@@ -1051,24 +1065,22 @@ static void handle_frame(agg_server *s, agg_worker *w, const uint8_t *msg, size_
     size_t pt_len = 0;
     /* seal_mu is held only around the table work: a derivation for a key the cache lacks (maybe
      * an attacker's fresh one) runs unlocked, so it never stalls the workers serving known keys. */
-    const ldpb_seal_lock lk = {seal_lock, seal_unlock, &s->seal_mu};
+    seal_guard guard = {s, 0};
+    const ldpb_seal_lock lk = {seal_lock, seal_unlock, &guard};
     err = ldpb_seal_open_request_locked(s->kc, s->rp, &lk, &fr, ldpb_seal_now_ms(), w->pt,
                                         sizeof w->pt, &pt_len, &key, detail);
-    pthread_mutex_lock(&s->seal_mu);
-    uint64_t evicted = ldpb_replay_evicted(s->rp);
-    int first_eviction = evicted > 0 && !s->replay_full_logged;
-    if (first_eviction)
-        s->replay_full_logged = 1;
+    const int first_eviction = guard.first_eviction;
     /* An unauthenticated refusal for the budget: a flood sends thousands a second, so warn at
-     * most once a minute. */
+     * most once a minute. Only that refusal takes seal_mu here again. */
     int budget_warn = 0;
     if (err == LDPB_EBUSY && sodium_is_zero(key.k, sizeof key.k)) {
+        pthread_mutex_lock(&s->seal_mu);
         uint64_t now_us = mono_us();
         budget_warn = !s->budget_warned_us || now_us - s->budget_warned_us >= 60000000u;
         if (budget_warn)
             s->budget_warned_us = now_us;
+        pthread_mutex_unlock(&s->seal_mu);
     }
-    pthread_mutex_unlock(&s->seal_mu);
     if (budget_warn)
         logf_(s, AGG_LOG_WARN,
               "key_derivations_per_s (%" PRIu64 ") is spent: frames under client keys not in the "
