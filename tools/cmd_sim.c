@@ -24,6 +24,7 @@
 #include "ftal.h"
 #include "ldpb/rng.h"
 #include "nas.h"
+#include "outdir.h"
 #include "plan.h"
 #include "plot.h"
 #include "report.h"
@@ -238,42 +239,6 @@ static int parse_threads(const char *text, unsigned *out)
     return 0;
 }
 
-/* mkdir -p: creates every missing component of path. */
-static int make_dirs(const char *path)
-{
-    char buf[PATH_BYTES];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        buf[i] = c;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The progress line: at most once a second, in place on a terminal (carriage return), a new
  * line every 10 s otherwise; nothing during the first second. */
 struct progress {
@@ -287,7 +252,7 @@ static void progress_cb(void *ctx, const agg_sim_progress *g)
     struct progress *p = ctx;
     if (!p->enabled)
         return;
-    double t = now_seconds(), el = t - p->start;
+    double t = simout_now_seconds(), el = t - p->start;
     if (el < 1.0 || t - p->last < 1.0 || (!p->tty && t - p->last_line < 10.0))
         return;
     p->last = t;
@@ -508,58 +473,32 @@ static int run_fn(const void *ctx, FILE *f)
     return ferror(f) ? -1 : 0;
 }
 
-/* The directory of the gnuplot executable on PATH, or 0 if there is none. */
-static int have_program(const char *name)
-{
-    const char *path = getenv("PATH");
-    if (!path)
-        return 0;
-    while (*path) {
-        const char *colon = strchr(path, ':');
-        size_t len = colon ? (size_t)(colon - path) : strlen(path);
-        char buf[PATH_BYTES];
-        if (len + strlen(name) + 2 < sizeof buf) {
-            if (len == 0)
-                snprintf(buf, sizeof buf, "./%s", name);
-            else
-                snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, name);
-            if (access(buf, X_OK) == 0)
-                return 1;
-        }
-        path += len + (colon ? 1 : 0);
-    }
-    return 0;
-}
-
-/* Runs `gnuplot plots.gp` in dir, its output in dir/gnuplot.log. Returns its exit status, or -1
- * if it could not be started. */
+/* Draws the run's figures: `gnuplot plots.gp` in dir (outdir.h). */
 static int run_gnuplot(const char *dir)
 {
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        if (chdir(dir) != 0)
-            _exit(126);
-        int fd = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        int null = open("/dev/null", O_RDWR);
-        if (fd < 0 || null < 0)
-            _exit(126);
-        dup2(null, STDIN_FILENO);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        execlp("gnuplot", "gnuplot", SIMPLOT_SCRIPT, (char *)NULL);
-        _exit(127);
+    return simout_run_gnuplot(dir, SIMPLOT_SCRIPT);
+}
+
+/* Runs gnuplot on the figures' script in plots_dir, or warns that it is not on PATH (the CSV
+ * files are written either way). 0, with *drawn set, or -1 after saying why gnuplot failed. */
+static int draw_figures(const char *plots_dir, int *drawn)
+{
+    *drawn = 0;
+    if (!simout_have_program("gnuplot")) {
+        fprintf(stderr,
+                "%s: warning: gnuplot not found on PATH; plots skipped (the CSV files are "
+                "written; to draw later: cd %s && gnuplot %s)\n",
+                PROG, plots_dir, SIMPLOT_SCRIPT);
+        return 0;
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    int st = run_gnuplot(plots_dir);
+    if (st != 0) {
+        fprintf(stderr, "%s: gnuplot failed (status %d); see %s/gnuplot.log\n", PROG, st,
+                plots_dir);
+        return -1;
+    }
+    *drawn = 1;
+    return 0;
 }
 
 static void config_name(char *dst, size_t cap, const simplan *p, const simplan_config *c)
@@ -764,7 +703,7 @@ static void print_claim_a7(const simplan *p, const simreport *r)
 
 static int gnuplot_on_path(void)
 {
-    return have_program("gnuplot");
+    return simout_have_program("gnuplot");
 }
 
 /* The smith2013 presets run private FTAL, which is not a K-armed policy of the engine: their own
@@ -956,17 +895,18 @@ static int run_nas(const struct args *a, int argc, char **argv, unsigned threads
     }
     snprintf(plots_dir, sizeof plots_dir, "%s/plots", out);
     snprintf(data_dir, sizeof data_dir, "%s/data", plots_dir);
-    if (make_dirs(out) != 0 || (!a->no_plots && (make_dirs(plots_dir) || make_dirs(data_dir)))) {
+    if (simout_make_dirs(out) != 0 ||
+        (!a->no_plots && (simout_make_dirs(plots_dir) || simout_make_dirs(data_dir)))) {
         fprintf(stderr, "%s: cannot create the output directory %s: %s\n", PROG, out,
                 strerror(errno));
         goto done;
     }
     uint8_t seed[LDPB_RNG_SEED_BYTES];
     ldpb_rng_seed_from_text(seed, seed_text);
-    double t0 = now_seconds();
+    double t0 = simout_now_seconds();
     char msg[AGG_ERRMSG_MAX];
     err = simnas_run(&plan, seed, threads, trials, msg);
-    double seconds = now_seconds() - t0;
+    double seconds = simout_now_seconds() - t0;
     if (err) {
         fprintf(stderr, "%s: simulation failed: %s\n", PROG, msg[0] ? msg : ldpb_strerror(err));
         goto done;
@@ -992,20 +932,8 @@ static int run_nas(const struct args *a, int argc, char **argv, unsigned threads
             fprintf(stderr, "%s: %s\n", PROG, errmsg);
             goto done;
         }
-        if (!have_program("gnuplot")) {
-            fprintf(stderr,
-                    "%s: warning: gnuplot not found on PATH; plots skipped (the CSV file is "
-                    "written; to draw later: cd %s && gnuplot %s)\n",
-                    PROG, plots_dir, SIMPLOT_SCRIPT);
-        } else {
-            int st = run_gnuplot(plots_dir);
-            if (st != 0) {
-                fprintf(stderr, "%s: gnuplot failed (status %d); see %s/gnuplot.log\n", PROG, st,
-                        plots_dir);
-                goto done;
-            }
-            plots_ok = 1;
-        }
+        if (draw_figures(plots_dir, &plots_ok) != 0)
+            goto done;
     }
     printf("%s: %s, %zu cells x %llu trial%s, seed '%s': %.1f s on %u thread%s\n\n", PROG,
            SIMNAS_PRESET, plan.n_cell, (unsigned long long)plan.trials, plan.trials == 1 ? "" : "s",
@@ -1078,7 +1006,8 @@ int cmd_sim(int argc, char **argv)
 
     snprintf(plots_dir, sizeof plots_dir, "%s/plots", out);
     snprintf(data_dir, sizeof data_dir, "%s/data", plots_dir);
-    if (make_dirs(out) != 0 || (!a.no_plots && (make_dirs(plots_dir) || make_dirs(data_dir)))) {
+    if (simout_make_dirs(out) != 0 ||
+        (!a.no_plots && (simout_make_dirs(plots_dir) || simout_make_dirs(data_dir)))) {
         fprintf(stderr, "%s: cannot create the output directory %s: %s\n", PROG, out,
                 strerror(errno));
         goto done;
@@ -1098,11 +1027,11 @@ int cmd_sim(int argc, char **argv)
     uint8_t seed[LDPB_RNG_SEED_BYTES];
     ldpb_rng_seed_from_text(seed, seed_text);
     struct progress prog = {.enabled = !a.quiet, .tty = isatty(STDERR_FILENO)};
-    prog.start = prog.last = prog.last_line = now_seconds();
+    prog.start = prog.last = prog.last_line = simout_now_seconds();
     char msg[AGG_ERRMSG_MAX] = "";
     err = agg_sim_run_batch(sc, plan.n_cfg, plan.trials, seed, threads, regret, progress_cb, &prog,
                             msg);
-    double seconds = now_seconds() - prog.start;
+    double seconds = simout_now_seconds() - prog.start;
     progress_clear(&prog);
     if (err) {
         fprintf(stderr, "%s: simulation failed: %s\n", PROG, msg[0] ? msg : ldpb_strerror(err));
@@ -1127,20 +1056,8 @@ int cmd_sim(int argc, char **argv)
             fprintf(stderr, "%s: %s\n", PROG, errmsg);
             goto done;
         }
-        if (!have_program("gnuplot")) {
-            fprintf(stderr,
-                    "%s: warning: gnuplot not found on PATH; plots skipped (the CSV files are "
-                    "written; to draw later: cd %s && gnuplot %s)\n",
-                    PROG, plots_dir, SIMPLOT_SCRIPT);
-        } else {
-            int st = run_gnuplot(plots_dir);
-            if (st != 0) {
-                fprintf(stderr, "%s: gnuplot failed (status %d); see %s/gnuplot.log\n", PROG, st,
-                        plots_dir);
-                goto done;
-            }
-            plots_ok = 1;
-        }
+        if (draw_figures(plots_dir, &plots_ok) != 0)
+            goto done;
     }
 
     char T[32];

@@ -15,17 +15,11 @@
 #include "commands.h"
 #include "ctxrun.h"
 #include "ldpb/rng.h"
+#include "outdir.h"
 #include "plan.h"
 #include "report.h"
 
 #define PROG "ldpb sim"
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 struct prog {
     int enabled;
@@ -35,55 +29,12 @@ struct prog {
 static void progress(void *ctx, uint64_t done, uint64_t total)
 {
     struct prog *p = ctx;
-    double t = now_seconds();
+    double t = simout_now_seconds();
     if (!p->enabled || (t - p->last < 10.0 && done != total))
         return;
     p->last = t;
     fprintf(stderr, "sim: %llu/%llu runs, %.0f s elapsed\n", (unsigned long long)done,
             (unsigned long long)total, t - p->start);
-}
-
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    if (strlen(path) >= sizeof buf)
-        return -1;
-    strcpy(buf, path);
-    for (char *s = buf + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return -1;
-            *s = '/';
-        }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-static int gnuplot(const char *dir)
-{
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        if (chdir(dir) != 0)
-            _exit(126);
-        int fd = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        int null = open("/dev/null", O_RDWR);
-        if (fd < 0 || null < 0)
-            _exit(126);
-        dup2(null, STDIN_FILENO);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        execlp("gnuplot", "gnuplot", "plots.gp", (char *)NULL);
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 static FILE *open_out(const char *out, const char *name)
@@ -147,16 +98,18 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
     for (size_t c = 0; c < plan.n_cfg; c++)
         if (!(regret[c] = calloc((size_t)plan.trials * plan.n_checkpoints, sizeof **regret)))
             goto oom;
-    if (mkdir_p(out) != 0 || (!no_plots && (mkdir_p(plots_dir) || mkdir_p(data_dir)))) {
+    if (simout_make_dirs(out) != 0 ||
+        (!no_plots && (simout_make_dirs(plots_dir) || simout_make_dirs(data_dir)))) {
         fprintf(stderr, "%s: cannot create the output directory %s: %s\n", PROG, out,
                 strerror(errno));
         goto done;
     }
     uint8_t seed[LDPB_RNG_SEED_BYTES];
     ldpb_rng_seed_from_text(seed, seed_text);
-    struct prog pr = {.enabled = !quiet, .start = now_seconds(), .last = now_seconds()};
+    struct prog pr = {
+        .enabled = !quiet, .start = simout_now_seconds(), .last = simout_now_seconds()};
     err = simctx_run(&plan, seed, threads, regret, fails, progress, &pr, errmsg);
-    double seconds = now_seconds() - pr.start;
+    double seconds = simout_now_seconds() - pr.start;
     if (err) {
         fprintf(stderr, "%s: simulation failed: %s\n", PROG,
                 errmsg[0] ? errmsg : ldpb_strerror(err));
@@ -222,7 +175,7 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
             fprintf(stderr, "%s: cannot write the plots under %s\n", PROG, plots_dir);
             goto done;
         }
-        int st = gnuplot(plots_dir);
+        int st = simout_run_gnuplot(plots_dir, "plots.gp");
         if (st == 127) {
             fprintf(stderr,
                     "%s: warning: gnuplot not found; plots skipped (cd %s && gnuplot "
