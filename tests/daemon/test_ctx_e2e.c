@@ -240,10 +240,46 @@ static void test_bad_contexts_refused(void **state)
     report_raw(&c, id, id_len, x, 65, &r);
     expect_error(&r, LDPB_EPROTO, "more than 64");
     dt_reply_clear(&r);
+    /* Batches and report_and_assign carry no features: a contextual aggregator refuses the
+     * report in them with code 1, and counts nothing (docs/protocol.md, "Contexts"). */
+    Ldpb__V1__Report good = LDPB__V1__REPORT__INIT;
+    good.assignment_id.data = id;
+    good.assignment_id.len = id_len;
+    good.mechanism = LDPB__V1__MECHANISM__RAW;
+    good.value_case = LDPB__V1__REPORT__VALUE_REAL;
+    good.real = 0.5;
+    good.n_context = CTX_D;
+    good.context = x + arm * CTX_D;
+    Ldpb__V1__Report *reps[1] = {&good};
+    Ldpb__V1__ReportBatch batch = LDPB__V1__REPORT_BATCH__INIT;
+    batch.n_reports = 1;
+    batch.reports = reps;
+    Ldpb__V1__Envelope benv = LDPB__V1__ENVELOPE__INIT;
+    benv.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
+    benv.report_batch = &batch;
+    assert_int_equal(dt_client_call(&c, &benv, &r), 0);
+    assert_int_equal(r.kind, 1);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_BATCH_ACK);
+    assert_int_equal(r.env->batch_ack->n_results, 1);
+    assert_int_equal(r.env->batch_ack->results[0]->code, LDPB_EINVAL);
+    dt_reply_clear(&r);
+    Ldpb__V1__AssignRequest next = LDPB__V1__ASSIGN_REQUEST__INIT;
+    next.n_context = CTX_K * CTX_D;
+    next.context = x;
+    Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
+    ra.report = &good;
+    ra.next = &next;
+    Ldpb__V1__Envelope renv = LDPB__V1__ENVELOPE__INIT;
+    renv.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+    renv.report_and_assign = &ra;
+    assert_int_equal(dt_client_call(&c, &renv, &r), 0);
+    expect_error(&r, LDPB_EINVAL, "serves a contextual policy");
+    dt_reply_clear(&r);
+
     report_raw(&c, id, id_len, x + arm * CTX_D, CTX_D, &r);
     int dup = -1;
     assert_true(dt_is_ack(&r, &dup));
-    assert_int_equal(dup, 0);
+    assert_int_equal(dup, 0); /* the refused batch and report_and_assign counted nothing */
     dt_reply_clear(&r);
 
     dt_client_close(&c);
