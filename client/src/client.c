@@ -859,6 +859,31 @@ static void queue_unanswered(ldpb_client *c, const rq_entry *e)
         sodium_memzero(&c->queue->e[--c->queue->n], sizeof(rq_entry));
 }
 
+/* Sends a request that carries a report: encodes env (body set by the caller) under the next
+ * request id, exchanges it, and when no answer came (timeout, transport) puts the report `qe` in
+ * the queue if may_queue. qe is wiped either way; *reply is set on LDPB_OK. */
+static ldpb_err send_report_request(ldpb_client *c, Ldpb__V1__Envelope *env, rq_entry *qe,
+                                    int may_queue, Ldpb__V1__Envelope **reply)
+{
+    env->protocol_version = LDPB_PROTOCOL_VERSION;
+    env->has_request_id = 1;
+    env->request_id = c->next_request_id++;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    ldpb_err err = ldpb_envelope_encode(env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    if (err) {
+        sodium_memzero(qe, sizeof *qe);
+        return setf(c, err, "encoding the report: %s", detail);
+    }
+    reply_buf rb = own_buf(c);
+    err = exchange(c, pt_len, env->request_id, &rb, reply);
+    sodium_memzero(c->req_pt, pt_len);
+    if (may_queue && (err == LDPB_ETIMEDOUT || err == LDPB_ETRANSPORT))
+        queue_unanswered(c, qe);
+    sodium_memzero(qe, sizeof *qe);
+    return err;
+}
+
 static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const double *x, size_t n_x,
                             double reward)
 {
@@ -893,29 +918,13 @@ static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const doub
     rep.n_context = n_x;
     rep.context = (double *)x;
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
-    env.protocol_version = LDPB_PROTOCOL_VERSION;
-    env.has_request_id = 1;
-    env.request_id = c->next_request_id++;
     env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
     env.report = &rep;
-
-    char detail[LDPB_DETAIL_BYTES] = "";
-    size_t pt_len = 0;
-    err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    Ldpb__V1__Envelope *reply = NULL;
+    /* The queue holds no features, so a contextual report is left to the app's own retry. */
+    err = send_report_request(c, &env, &qe, n_x == 0, &reply);
     sodium_memzero(&rep, sizeof rep);
     sodium_memzero(&value, sizeof value);
-    if (err) {
-        sodium_memzero(&qe, sizeof qe);
-        return setf(c, err, "encoding the report: %s", detail);
-    }
-    Ldpb__V1__Envelope *reply = NULL;
-    reply_buf rb = own_buf(c);
-    err = exchange(c, pt_len, env.request_id, &rb, &reply);
-    sodium_memzero(c->req_pt, pt_len);
-    /* The queue holds no features, so a contextual report is left to the app's own retry. */
-    if ((err == LDPB_ETIMEDOUT || err == LDPB_ETRANSPORT) && n_x == 0)
-        queue_unanswered(c, &qe);
-    sodium_memzero(&qe, sizeof qe);
     if (err) {
         if (err == LDPB_ETIMEDOUT && ldpb_mech_desc_of((int)a->mechanism)->local) {
             char prev[ERRMSG_BYTES];
@@ -1109,26 +1118,11 @@ ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a,
     ra.report = &rep;
     ra.next = &req;
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
-    env.protocol_version = LDPB_PROTOCOL_VERSION;
-    env.has_request_id = 1;
-    env.request_id = c->next_request_id++;
     env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
     env.report_and_assign = &ra;
-    char detail[LDPB_DETAIL_BYTES] = "";
-    size_t pt_len = 0;
-    err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
-    sodium_memzero(&rep, sizeof rep);
-    if (err) {
-        sodium_memzero(&qe, sizeof qe);
-        return setf(c, err, "encoding the report: %s", detail);
-    }
     Ldpb__V1__Envelope *reply = NULL;
-    reply_buf rb = own_buf(c);
-    err = exchange(c, pt_len, env.request_id, &rb, &reply);
-    sodium_memzero(c->req_pt, pt_len);
-    if (err == LDPB_ETIMEDOUT || err == LDPB_ETRANSPORT)
-        queue_unanswered(c, &qe);
-    sodium_memzero(&qe, sizeof qe);
+    err = send_report_request(c, &env, &qe, 1, &reply);
+    sodium_memzero(&rep, sizeof rep);
     if (err == LDPB_ENOTSUP) {
         /* The value is in the ledger now: the fallback's report resends it, never a new draw. */
         c->no_raa = 1;
