@@ -5,8 +5,10 @@
  * vector in R^d. Every round brings a fresh decision set of k unit vectors: one optimal action
  * whose projection on theta* is `best` (0.75), at a uniformly random position, and k - 1 actions
  * whose projection is drawn from the law of one coordinate of a uniform unit vector (Beta((d-1)/2,
- * (d-1)/2) mapped to [-1, 1]) truncated to [-best, best - gap] by rejection, each completed by a
- * uniformly random direction orthogonal to theta* so that it has norm 1. Rewards: bounded on
+ * (d-1)/2) mapped to [-1, 1]) truncated to [-best, best - gap], each completed by an independent
+ * uniformly random direction orthogonal to theta* so that it has norm 1. A suboptimal action is
+ * drawn as one uniform unit vector (d normals, normalised) redrawn until its projection lies in
+ * that interval, which has exactly this law (ctxsim.c says why). Rewards: bounded on
  * {-1, +1} with mean <theta*, x> (P(+1) = (1 + <theta*, x>)/2), or <theta*, x> + N(0, 1).
  * Pseudo-regret of a round: best - <theta*, x_t>.
  *
@@ -44,7 +46,6 @@ typedef struct agg_ctx_env {
     agg_ctx_env_config cfg;
     double theta[AGG_LINUCB_D_MAX];
     agg_rand ctx, rew;
-    double half; /* (d - 1)/2, the Beta shapes */
 } agg_ctx_env;
 
 /* LDPB_ERANGE with a message for a configuration out of range. */
@@ -73,6 +74,17 @@ typedef struct agg_ctx_sim_config {
 ldpb_err agg_ctx_sim_run_trial(const agg_ctx_sim_config *cfg,
                                const uint8_t seed[LDPB_RNG_SEED_BYTES], uint64_t trial,
                                double *regret, uint64_t *chol_failures,
+                               char errmsg[AGG_ERRMSG_MAX]);
+
+/* Runs trial `trial` of n >= 1 configurations side by side against one environment: they must
+ * agree in env, policy.horizon and checkpoints (LDPB_EINVAL otherwise). regret[i] and
+ * chol_failures[i] (chol_failures may be NULL) are configuration i's, bit for bit what
+ * agg_ctx_sim_run_trial gives it alone: the environment's streams do not depend on the policies
+ * and each policy keeps its own POLICY and NOISE streams. The decision sets and the reward draw
+ * are made once per round for the group instead of once per configuration. */
+ldpb_err agg_ctx_sim_run_group(const agg_ctx_sim_config *const *cfgs, size_t n,
+                               const uint8_t seed[LDPB_RNG_SEED_BYTES], uint64_t trial,
+                               double *const *regret, uint64_t *chol_failures,
                                char errmsg[AGG_ERRMSG_MAX]);
 
 #endif

@@ -937,6 +937,23 @@ double agg_rand_beta(agg_rand *r, double a, double b)
     return agg_rand_beta_shapes(r, &ga, &gb);
 }
 
+void agg_rand_normal_fill(agg_rand *r, double *out, size_t n)
+{
+    xs st;
+    xs_load(&st, r);
+    for (size_t j = 0; j < n; j++) {
+        size_t i;
+        double u, x;
+        if (!LIKELY(zig_rect(xs_next(&st), &i, &u, &x))) {
+            xs_store(&st, r);
+            x = normal_finish(r, i, u, x);
+            xs_load(&st, r);
+        }
+        out[j] = x;
+    }
+    xs_store(&st, r);
+}
+
 /* GSL's binomial sampler (BTPE of Kachitvichyanukul and Schmeiser, with inversion for small
  * n p: an exact algorithm) drawing from an agg_rand through a gsl_rng whose state pointer is
  * the agg_rand itself, so nothing is allocated per call. */

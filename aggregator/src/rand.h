@@ -36,6 +36,10 @@ double agg_rand_uniform_pos(agg_rand *r);
 /* Unbiased integer in [0, bound), bound > 0. */
 uint64_t agg_rand_below(agg_rand *r, uint64_t bound);
 double agg_rand_normal(agg_rand *r);
+/* out[j] ~ N(0, 1) for j < n: the same draws, in the same order, as n calls of agg_rand_normal,
+ * with the generator state kept in registers across the batch (the contextual environment draws
+ * d normals per candidate action). */
+void agg_rand_normal_fill(agg_rand *r, double *out, size_t n);
 /* Gamma(shape, 1), shape > 0 (Marsaglia-Tsang; shape < 1 by the boosting identity). */
 double agg_rand_gamma(agg_rand *r, double shape);
 /* Beta(a, b), a, b > 0. */

@@ -146,6 +146,9 @@ ldpb_err simctx_plan_build(simctx_plan *plan, const char *horizon, const char *t
     return LDPB_OK;
 }
 
+/* A job is one trial of a group: consecutive configurations with the same environment (one gap),
+ * run side by side by agg_ctx_sim_run_group so that their decision sets are drawn once. Each
+ * configuration's regret is the same bit for bit as when it runs alone. */
 struct batch {
     const simctx_plan *plan;
     const uint8_t *seed;
@@ -154,10 +157,36 @@ struct batch {
     simctx_progress_fn progress;
     void *progress_ctx;
     pthread_mutex_t lock;
-    uint64_t next, done, total;
+    uint64_t next, done, total, jobs;
+    size_t group_first[SIMCTX_CFG_MAX + 1]; /* group g is [group_first[g], group_first[g + 1]) */
+    size_t n_groups;
     ldpb_err err;
     char *errmsg;
 };
+
+static int same_group(const simctx_cfg *a, const simctx_cfg *b)
+{
+    return a->sim.env.d == b->sim.env.d && a->sim.env.k == b->sim.env.k &&
+           a->sim.env.best == b->sim.env.best && a->sim.env.gap == b->sim.env.gap &&
+           a->sim.env.reward == b->sim.env.reward;
+}
+
+/* Groups consecutive configurations of one environment, unless that would leave threads idle. */
+static void make_groups(struct batch *b, unsigned threads)
+{
+    const simctx_plan *p = b->plan;
+    b->n_groups = 0;
+    for (size_t c = 0; c < p->n_cfg; c++)
+        if (c == 0 || !same_group(&p->cfg[c - 1], &p->cfg[c]))
+            b->group_first[b->n_groups++] = c;
+    if (b->n_groups * p->trials < threads) {
+        b->n_groups = p->n_cfg;
+        for (size_t c = 0; c < p->n_cfg; c++)
+            b->group_first[c] = c;
+    }
+    b->group_first[b->n_groups] = p->n_cfg;
+    b->jobs = b->n_groups * p->trials;
+}
 
 static void *worker(void *arg)
 {
@@ -165,25 +194,32 @@ static void *worker(void *arg)
     const simctx_plan *p = b->plan;
     for (;;) {
         pthread_mutex_lock(&b->lock);
-        if (b->err || b->next == b->total) {
+        if (b->err || b->next == b->jobs) {
             pthread_mutex_unlock(&b->lock);
             return NULL;
         }
         uint64_t job = b->next++;
         pthread_mutex_unlock(&b->lock);
-        size_t c = (size_t)(job / p->trials);
+        size_t g = (size_t)(job / p->trials);
         uint64_t i = job % p->trials;
+        size_t c0 = b->group_first[g], n = b->group_first[g + 1] - c0;
+        const agg_ctx_sim_config *cfgs[SIMCTX_CFG_MAX];
+        double *rows[SIMCTX_CFG_MAX];
+        uint64_t f[SIMCTX_CFG_MAX] = {0};
+        for (size_t j = 0; j < n; j++) {
+            cfgs[j] = &p->cfg[c0 + j].sim;
+            rows[j] = b->regret[c0 + j] + i * p->n_checkpoints;
+        }
         char msg[AGG_ERRMSG_MAX] = "";
-        uint64_t f = 0;
-        ldpb_err err = agg_ctx_sim_run_trial(&p->cfg[c].sim, b->seed, i,
-                                             b->regret[c] + i * p->n_checkpoints, &f, msg);
+        ldpb_err err = agg_ctx_sim_run_group(cfgs, n, b->seed, i, rows, f, msg);
         pthread_mutex_lock(&b->lock);
         if (err && !b->err) {
             b->err = err;
             snprintf(b->errmsg, SIMCTX_ERRMSG_MAX, "%s", msg);
         }
-        b->fails[c] += f;
-        b->done++;
+        for (size_t j = 0; j < n; j++)
+            b->fails[c0 + j] += f[j];
+        b->done += n;
         if (b->progress)
             b->progress(b->progress_ctx, b->done, b->total);
         pthread_mutex_unlock(&b->lock);
@@ -208,6 +244,7 @@ ldpb_err simctx_run(const simctx_plan *plan, const uint8_t seed[LDPB_RNG_SEED_BY
         return LDPB_ENOMEM;
     if (threads < 1)
         threads = 1;
+    make_groups(&b, threads);
     pthread_t *tid = calloc(threads, sizeof *tid);
     unsigned started = 0;
     if (tid)
