@@ -41,6 +41,10 @@ LDPB_API ldpb_err ldpb_ctxmodel_load(ldpb_ctxmodel *m, const double *stats, size
 LDPB_API ldpb_err ldpb_ctxmodel_choose(ldpb_ctxmodel *m, ldpb_rng *rng, const double *x,
                                        uint32_t n_actions, uint32_t *arm, uint32_t *ties);
 
+/* ln det V of the loaded model (after any repair); beta_t of Shariff & Sheffet 2018, Prop. 4 is a
+ * function of it, so the aggregator loads the model it hands out to compute beta. */
+LDPB_API double ldpb_ctxmodel_logdet(const ldpb_ctxmodel *m);
+
 /* The current estimate theta (d values). */
 LDPB_API ldpb_err ldpb_ctxmodel_theta(const ldpb_ctxmodel *m, double *theta);
 

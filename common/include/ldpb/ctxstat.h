@@ -26,7 +26,8 @@ extern "C" {
 #endif
 
 #define LDPB_CTXSTAT_D_MAX     32u    /* feature dimension d, [1, LDPB_CTXSTAT_D_MAX] */
-#define LDPB_CTXSTAT_DELTA_MAX 1e-2   /* per-report delta in (0, LDPB_CTXSTAT_DELTA_MAX] */
+#define LDPB_CTXSTAT_DELTA_MAX 0.1 /* per-report delta in (0, LDPB_CTXSTAT_DELTA_MAX]; deployments
+                                     should use far less (docs/privacy.md) */
 /* values in one report: the upper triangle (diagonal included) of the (d+1) x (d+1) matrix */
 #define LDPB_CTXSTAT_VALUES(d) ((size_t)((d) + 1u) * ((d) + 2u) / 2u)
 #define LDPB_CTXSTAT_VALUES_MAX LDPB_CTXSTAT_VALUES(LDPB_CTXSTAT_D_MAX)
