@@ -174,13 +174,9 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         /* SS18 Prop. 11 and its shift by 2 Upsilon. */
         double l4 = log(4.0 / delta);
         out->sigma_noise = sqrt(16.0 * m * lt2 * lt2 * l4 * l4 / (eps * eps));
-        double l2n = log(2.0 * n / alpha);
-        out->upsilon = out->sigma_noise * sqrt(2.0 * m) * (4.0 * sqrt(d) + 2.0 * l2n);
+        agg_linucb_gaussian_bounds(out->sigma_noise, m, cfg->d, log(2.0 * n / alpha),
+                                   &out->upsilon, &out->rho_min, &out->rho_max, &out->gamma);
         out->shift = 2.0 * out->upsilon;
-        out->rho_min = out->upsilon;
-        out->rho_max = 3.0 * out->upsilon;
-        out->gamma =
-            sqrt(1.0 / out->upsilon) * sqrt(m) * out->sigma_noise * (sqrt(d) + sqrt(2.0 * l2n));
     }
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         out->shift = cfg->rho;
@@ -188,6 +184,17 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         out->gamma = 0.0;
     }
     return LDPB_OK;
+}
+
+void agg_linucb_gaussian_bounds(double sd, double count, uint32_t d, double l2n, double *upsilon,
+                                double *rho_min, double *rho_max, double *gamma)
+{
+    const double dd = (double)d;
+    double u = sd * sqrt(2.0 * count) * (4.0 * sqrt(dd) + 2.0 * l2n);
+    *upsilon = u;
+    *rho_min = u;
+    *rho_max = 3.0 * u;
+    *gamma = sqrt(1.0 / u) * sqrt(count) * sd * (sqrt(dd) + sqrt(2.0 * l2n));
 }
 
 double agg_linucb_beta(double sigma, double alpha, uint32_t d, double logdet_v, double rho_min,

@@ -102,6 +102,16 @@ typedef struct agg_linucb_constants {
 ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_constants *out,
                                  char errmsg[AGG_ERRMSG_MAX]);
 
+/* SS18 Prop. 11's bounds for a noise matrix whose entries each have standard deviation (or
+ * sub-Gaussian parameter) sd * sqrt(count), shifted by 2 Upsilon: Upsilon = sd sqrt(2 count)
+ * (4 sqrt(d) + 2 l2n), rho_min = Upsilon, rho_max = 3 Upsilon, gamma = sqrt(1/Upsilon)
+ * sqrt(count) sd (sqrt(d) + sqrt(2 l2n)), with l2n = ln(2n/alpha). The central Gaussian variant
+ * calls it with (sigma_noise, m), the local contextual mode (ldp_linucb.c) with the per-report
+ * parameter and the number of reports summed (docs/derivations.md says why the same bound
+ * holds there). */
+void agg_linucb_gaussian_bounds(double sd, double count, uint32_t d, double l2n, double *upsilon,
+                                double *rho_min, double *rho_max, double *gamma);
+
 /* beta_t of SS18 Prop. 4 in its data-dependent form, the square root clamped at 0:
  *   sigma sqrt(max(0, 2 ln(2/alpha) + logdet_v - d ln rho_min)) + S sqrt(rho_max) + gamma. */
 double agg_linucb_beta(double sigma, double alpha, uint32_t d, double logdet_v, double rho_min,
