@@ -122,7 +122,8 @@ double agg_linucb_beta(double sigma, double alpha, uint32_t d, double logdet_v, 
  * Cholesky-Banachiewicz loop, used for the per-round refactorisation instead of GSL's
  * gsl_linalg_cholesky_decomp1, whose recursive path through the reference BLAS costs more than
  * the whole rest of a round at d = 10 (about 1.5 us against 0.15 us, measured); the tests check
- * it against GSL's factor. */
+ * it against GSL's factor. The loop is ldpb_linalg_cholesky (ldpb/linalg.h), which the device's
+ * model of the local contextual mode shares, with the solve and the UCB index. */
 int agg_linucb_cholesky(double *a, uint32_t n);
 
 typedef struct agg_linucb agg_linucb;
