@@ -241,7 +241,7 @@ ldpb_err agg_ldp_linucb_bounds_at(const agg_ldp_linucb *p, uint64_t n, agg_ldp_l
     const agg_ldp_linucb_config *c = &p->cfg;
     /* Per packed entry and report: the discrete Gaussian (sigma-sub-Gaussian) plus the
      * device's unbiased rounding to the grid (within one step: (g/2)-sub-Gaussian), so n
-     * reports give an (sd sqrt(n))-sub-Gaussian entry (docs/derivations.md sec. 14). Before
+     * reports give an (sd sqrt(n))-sub-Gaussian entry (docs/derivations.md sec. 15). Before
      * the first report there is no noise; the bounds of one report still hold for V = shift I
      * and keep the regulariser positive. */
     b->sd_entry = sqrt(p->sigma * p->sigma + 0.25 * p->grid * p->grid);
@@ -251,7 +251,7 @@ ldpb_err agg_ldp_linucb_bounds_at(const agg_ldp_linucb *p, uint64_t n, agg_ldp_l
                                &b->rho_max, &b->gamma);
     b->shift = 2.0 * b->upsilon;
     /* the self-normalised bound of SS18 Prop. 4 is applied with the one regulariser rho_min(1)
-     * <= rho_min(n) for every n, so it holds uniformly over the rounds (derivations.md 14) */
+     * <= rho_min(n) for every n, so it holds uniformly over the rounds (derivations.md 15) */
     double u1, r1max, g1;
     agg_linucb_gaussian_bounds(b->sd_entry, 1.0, c->d, l2n, &u1, &b->rho_min_beta, &r1max, &g1);
     return LDPB_OK;

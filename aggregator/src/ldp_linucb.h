@@ -56,7 +56,7 @@ uint64_t agg_ldp_linucb_reports(const agg_ldp_linucb *p);
  * for the current number of reports. */
 ldpb_err agg_ldp_linucb_model(agg_ldp_linucb *p, double *stats, double *shift, double *beta);
 
-/* The bounds behind the model after n reports (docs/derivations.md sec. 14): the per-report
+/* The bounds behind the model after n reports (docs/derivations.md sec. 15): the per-report
  * sub-Gaussian parameter of a packed entry's noise sd_entry = sqrt(sigma^2 + g^2/4), count =
  * max(n, 1), Upsilon, shift = 2 Upsilon, rho_min = Upsilon, rho_max = 3 Upsilon, gamma (SS18
  * Prop. 11 through agg_linucb_gaussian_bounds), and rho_min_beta = rho_min at one report, the

@@ -16,7 +16,7 @@ int ctxstat_bern_exp(ldpb_rng *rng, uint64_t num, uint64_t den);
  * conditioned on |Y| < 2^62 / t (see ctxstat.c for why that is invisible). */
 int64_t ctxstat_dlaplace(ldpb_rng *rng, uint64_t t);
 
-/* Discrete Gaussian with integer variance parameter sigma2 in [1, 2^44]: P(Y = y) proportional
+/* Discrete Gaussian with integer variance parameter sigma2 in [1, 2^56]: P(Y = y) proportional
  * to exp(-y^2 / (2 sigma2)) (CKS20, Alg. 3, with t = floor(sqrt(sigma2)) + 1). */
 int64_t ctxstat_dgauss(ldpb_rng *rng, uint64_t sigma2);
 

@@ -221,7 +221,7 @@ static void add_checks_and_sums_exactly(void **state)
 
 /* SS18 Prop. 11's Upsilon, used with the sub-Gaussian parameter of the summed reports, is at
  * least the epsilon-net bound 4 s sqrt(d ln 9 + ln(4n/alpha)) derived in docs/derivations.md
- * sec. 14 for every d the mechanism allows and every ln(2n/alpha) > ln 2: the shift is a valid
+ * sec. 15 for every d the mechanism allows and every ln(2n/alpha) > ln 2: the shift is a valid
  * bound for the discrete (non-Gaussian) noise. */
 static void upsilon_dominates_net_bound(void **state)
 {

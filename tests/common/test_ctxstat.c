@@ -254,6 +254,13 @@ static void construction_refusals(void **state)
         o.reward_bound = edges[i][4];
         assert_int_equal(ldpb_ctxstat_new(&m, &o), LDPB_OK);
         assert_true(ldpb_ctxstat_epsilon_effective(m) <= edges[i][1]);
+        /* and the sampler works at both ends of its range */
+        double x[32] = {0}, z[LDPB_CTXSTAT_VALUES_MAX];
+        x[0] = o.feature_norm;
+        ldpb_rng *rng = seeded("edges");
+        assert_int_equal(ldpb_ctxstat_privatize(m, rng, x, -o.reward_bound, z), LDPB_OK);
+        assert_int_equal(ldpb_ctxstat_check(m, z, ldpb_ctxstat_values(m), NULL), LDPB_OK);
+        ldpb_rng_free(rng);
         ldpb_ctxstat_free(m);
     }
     ldpb_ctxstat_free(NULL);
@@ -451,6 +458,13 @@ static void sampler_law_production_scale(void **state)
     assert_true(chi2 < gsl_cdf_chisq_Qinv(1e-9, CELLS - 1));
     /* the variance, at 6.1 standard errors (Var of y^2 is 2) */
     assert_true(fabs(sum2 / N - 1.0) < Z_1E9 * sqrt(2.0 / N));
+    /* the largest variance parameter the sampler accepts, 2^56: the variance, as above */
+    sum2 = 0.0;
+    for (int i = 0; i < N / 10; i++) {
+        double y = (double)ctxstat_dgauss(rng, (uint64_t)1 << 56) * 0x1p-28;
+        sum2 += y * y;
+    }
+    assert_true(fabs(sum2 / (N / 10) - 1.0) < Z_1E9 * sqrt(2.0 / (N / 10)));
     ldpb_rng_free(rng);
     ldpb_ctxstat_free(m);
 }

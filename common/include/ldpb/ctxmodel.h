@@ -28,9 +28,9 @@ LDPB_API void ldpb_ctxmodel_free(ldpb_ctxmodel *m);
 
 /* Loads a model: stats (LDPB_CTXSTAT_VALUES(d) finite values), shift >= 0 and beta >= 0 finite.
  * Factorises V; if the noise left V indefinite, adds the smallest ridge (doubling from 1e-9 of
- * the largest diagonal) that makes it positive definite and counts it in *repaired (may be NULL)
- * -- deterministic, so every device and the simulator agree. LDPB_EINVAL for bad values,
- * LDPB_ESTATE if no ridge up to 2^60 times the start helps. */
+ * the largest diagonal) that makes it positive definite and counts it in *repaired (may be NULL;
+ * set to 1 when a ridge was added, else 0) -- deterministic, so every device and the simulator
+ * agree. LDPB_EINVAL for bad values, LDPB_ESTATE if no ridge up to 2^60 times the start helps. */
 LDPB_API ldpb_err ldpb_ctxmodel_load(ldpb_ctxmodel *m, const double *stats, size_t n_stats,
                                      double shift, double beta, int *repaired);
 

@@ -25,10 +25,11 @@
 extern "C" {
 #endif
 
-#define LDPB_CTXSTAT_D_MAX 32u /* feature dimension d, [1, LDPB_CTXSTAT_D_MAX] */
-#define LDPB_CTXSTAT_DELTA_MAX                                                                     \
-    0.1 /* per-report delta in (0, LDPB_CTXSTAT_DELTA_MAX]; deployments                            \
-          should use far less (docs/privacy.md) */
+/* feature dimension d, [1, LDPB_CTXSTAT_D_MAX] */
+#define LDPB_CTXSTAT_D_MAX 32u
+/* per-report delta in (0, LDPB_CTXSTAT_DELTA_MAX]; deployments should use far less
+ * (docs/privacy.md) */
+#define LDPB_CTXSTAT_DELTA_MAX 0.1
 /* L and B must lie in [LDPB_CTXSTAT_BOUND_MIN, LDPB_CTXSTAT_BOUND_MAX]: the grid and noise
  * arithmetic are sized for that span (ctxstat.c). */
 #define LDPB_CTXSTAT_BOUND_MIN 1e-6
