@@ -205,7 +205,7 @@ static void local_mech_names(char *out, size_t cap)
     const ldpb_mech_desc *const *t = ldpb_mech_table(&n);
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
-        if (!t[i]->local)
+        if (!ldpb_mech_desc_scalar(t[i]))
             continue;
         if (out[0])
             strncat(out, ", ", cap - strlen(out) - 1);
@@ -328,7 +328,7 @@ static ldpb_err parse_value(agg_config *cfg, const option *o, const char *value,
         return LDPB_EINVAL;
     case OPT_MECH: {
         const ldpb_mech_desc *d = ldpb_mech_desc_by_name(value);
-        if (d && d->local) {
+        if (ldpb_mech_desc_scalar(d)) {
             *(int *)field = d->id;
             return LDPB_OK;
         }
