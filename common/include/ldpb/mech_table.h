@@ -48,8 +48,7 @@ typedef enum ldpb_mech_output {
 #define LDPB_MECH_PARAM_KAPPA     0x1u /* ldpb_mech_opts.kappa, sent as Assignment.kappa */
 #define LDPB_MECH_PARAM_LAMBDA    0x2u /* ldpb_mech_opts.lambda */
 #define LDPB_MECH_PARAM_ENDPOINTS 0x4u /* ldpb_mech_opts.p0, p1 */
-#define LDPB_MECH_PARAM_STATS     0x8u /* delta, d, L, B: ldpb_ctxstat_opts (Assignment.local_model) \
-                                        */
+#define LDPB_MECH_PARAM_STATS     0x8u /* delta, d, L, B (Assignment.local_model) */
 
 typedef struct ldpb_mech_desc {
     int id;           /* wire value; the ldpb_mech_kind of a local mechanism */
