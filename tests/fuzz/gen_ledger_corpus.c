@@ -64,7 +64,7 @@ static ldpb_mech *mech(ldpb_mech_kind kind, double eps)
 static void make_ledger(const char *name, double budget, double cap, size_t n,
                         const ldpb_mech *const *mechs, size_t nmechs)
 {
-    ldpb_ledger_opts o = {budget, cap};
+    ldpb_ledger_opts o = {budget, cap, 0.0, 0.0};
     ldpb_ledger *l;
     unlink(path_of(name, ""));
     if (ldpb_ledger_open(&l, path_of(name, ""), &o) != LDPB_OK)
