@@ -22,7 +22,7 @@ static agg_policy *make(const char *name, uint32_t d)
     cfg.k = CTX_K;
     cfg.horizon = 1000;
     cfg.epsilon = 1.0;
-    agg_ctx_params cp = {d, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0};
+    agg_ctx_params cp = {d, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0};
     agg_policy *p = NULL;
     char msg[AGG_ERRMSG_MAX] = "";
     ldpb_err e = agg_ctx_policy_new(&p, name, &cfg, &cp, msg);
@@ -167,7 +167,7 @@ static void test_config_refused(void **state)
     agg_policy_config_init(&cfg);
     cfg.k = 30;
     cfg.horizon = 100;
-    agg_ctx_params cp = {10, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0};
+    agg_ctx_params cp = {10, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0};
     agg_policy *p = NULL;
     char msg[AGG_ERRMSG_MAX] = "";
     assert_int_equal(agg_ctx_policy_new(&p, "linucb", &cfg, &cp, msg), LDPB_ERANGE);
