@@ -161,10 +161,7 @@ static uint64_t sample_magnitude(const struct ldpb_mech *m, ldpb_rng *rng)
 void mech_laplace_sample(const struct ldpb_mech *m, ldpb_rng *rng, double x01, double *out)
 {
     double scaled = x01 * (double)m->grid_units; /* exact: a power-of-two scaling */
-    double lower = floor(scaled);
-    double frac = scaled - lower;
-    uint64_t frac_threshold = (uint64_t)(frac * 0x1p64); /* exact; frac < 1, so it fits */
-    int64_t r = (int64_t)lower + (int64_t)ct_lt_u64(rng_next_u64(rng), frac_threshold);
+    int64_t r = rng_round_grid(rng, scaled);
 
     int64_t z;
     for (;;) {

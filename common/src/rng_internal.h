@@ -3,6 +3,7 @@
 #ifndef LDPB_RNG_INTERNAL_H
 #define LDPB_RNG_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -80,6 +81,18 @@ static inline uint32_t rng_next_u32(ldpb_rng *rng)
 static inline uint64_t ct_lt_u64(uint64_t x, uint64_t y)
 {
     return ((~x & y) | ((~x | y) & (x - y))) >> 63;
+}
+
+/* Unbiased randomized rounding of `scaled` (a value already in grid units, |scaled| < 2^62) to
+ * floor(scaled) or floor(scaled) + 1, the latter with probability frac(scaled) (to 2^-64): the
+ * grid mechanisms (Laplace, the contextual statistics) round their input this way so that the
+ * rounded value's mean is the input and it moves by less than one unit. */
+static inline int64_t rng_round_grid(ldpb_rng *rng, double scaled)
+{
+    double lower = floor(scaled);
+    double frac = scaled - lower;
+    uint64_t frac_threshold = (uint64_t)(frac * 0x1p64); /* exact; frac < 1, so it fits */
+    return (int64_t)lower + (int64_t)ct_lt_u64(rng_next_u64(rng), frac_threshold);
 }
 
 #endif

@@ -28,6 +28,13 @@ extern "C" {
 #define LDPB_CTXSTAT_D_MAX     32u    /* feature dimension d, [1, LDPB_CTXSTAT_D_MAX] */
 #define LDPB_CTXSTAT_DELTA_MAX 0.1 /* per-report delta in (0, LDPB_CTXSTAT_DELTA_MAX]; deployments
                                      should use far less (docs/privacy.md) */
+/* L and B must lie in [LDPB_CTXSTAT_BOUND_MIN, LDPB_CTXSTAT_BOUND_MAX]: the grid and noise
+ * arithmetic are sized for that span (ctxstat.c). */
+#define LDPB_CTXSTAT_BOUND_MIN 1e-6
+#define LDPB_CTXSTAT_BOUND_MAX 1e6
+/* The smallest per-report epsilon: below it the noise would need more than 2^56 squared grid
+ * units (ctxstat.c); such a report carries nothing useful anyway. */
+#define LDPB_CTXSTAT_EPSILON_MIN 1e-4
 /* values in one report: the upper triangle (diagonal included) of the (d+1) x (d+1) matrix */
 #define LDPB_CTXSTAT_VALUES(d) ((size_t)((d) + 1u) * ((d) + 2u) / 2u)
 #define LDPB_CTXSTAT_VALUES_MAX LDPB_CTXSTAT_VALUES(LDPB_CTXSTAT_D_MAX)
@@ -40,7 +47,7 @@ typedef enum ldpb_ctxstat_kind {
 typedef struct ldpb_ctxstat_opts {
     ldpb_ctxstat_kind kind;
     uint32_t d;
-    double epsilon;      /* per report, (0, LDPB_EPSILON_MAX] */
+    double epsilon;      /* per report, [LDPB_CTXSTAT_EPSILON_MIN, LDPB_EPSILON_MAX] */
     double delta;        /* per report, (0, LDPB_CTXSTAT_DELTA_MAX] */
     double feature_norm; /* L > 0, finite: the largest ||x|| a device may report */
     double reward_bound; /* B > 0, finite: rewards are clipped to [-B, B] */
