@@ -9,6 +9,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_matrix.h>
 
+#include "ldpb/linalg.h"
 #include "statefmt.h"
 
 #define STATE_VERSION 1
@@ -174,13 +175,9 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         /* SS18 Prop. 11 and its shift by 2 Upsilon. */
         double l4 = log(4.0 / delta);
         out->sigma_noise = sqrt(16.0 * m * lt2 * lt2 * l4 * l4 / (eps * eps));
-        double l2n = log(2.0 * n / alpha);
-        out->upsilon = out->sigma_noise * sqrt(2.0 * m) * (4.0 * sqrt(d) + 2.0 * l2n);
+        agg_linucb_gaussian_bounds(out->sigma_noise, m, cfg->d, log(2.0 * n / alpha),
+                                   &out->upsilon, &out->rho_min, &out->rho_max, &out->gamma);
         out->shift = 2.0 * out->upsilon;
-        out->rho_min = out->upsilon;
-        out->rho_max = 3.0 * out->upsilon;
-        out->gamma =
-            sqrt(1.0 / out->upsilon) * sqrt(m) * out->sigma_noise * (sqrt(d) + sqrt(2.0 * l2n));
     }
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         out->shift = cfg->rho;
@@ -188,6 +185,17 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         out->gamma = 0.0;
     }
     return LDPB_OK;
+}
+
+void agg_linucb_gaussian_bounds(double sd, double count, uint32_t d, double l2n, double *upsilon,
+                                double *rho_min, double *rho_max, double *gamma)
+{
+    const double dd = (double)d;
+    double u = sd * sqrt(2.0 * count) * (4.0 * sqrt(dd) + 2.0 * l2n);
+    *upsilon = u;
+    *rho_min = u;
+    *rho_max = 3.0 * u;
+    *gamma = sqrt(1.0 / u) * sqrt(count) * sd * (sqrt(dd) + sqrt(2.0 * l2n));
 }
 
 double agg_linucb_beta(double sigma, double alpha, uint32_t d, double logdet_v, double rho_min,
@@ -275,24 +283,7 @@ uint64_t agg_linucb_cholesky_failures(const agg_linucb *p)
 
 int agg_linucb_cholesky(double *a, uint32_t n)
 {
-    for (uint32_t j = 0; j < n; j++) {
-        double *rj = a + (size_t)j * n;
-        double s = rj[j];
-        for (uint32_t k = 0; k < j; k++)
-            s -= rj[k] * rj[k];
-        if (!(s > 0.0) || !isfinite(s))
-            return -1;
-        double ljj = sqrt(s), inv = 1.0 / ljj;
-        rj[j] = ljj;
-        for (uint32_t i = j + 1; i < n; i++) {
-            double *ri = a + (size_t)i * n;
-            double t = ri[j];
-            for (uint32_t k = 0; k < j; k++)
-                t -= ri[k] * rj[k];
-            ri[j] = t * inv;
-        }
-    }
-    return 0;
+    return ldpb_linalg_cholesky(a, n);
 }
 
 static int noisy(const agg_linucb *p)
@@ -413,25 +404,7 @@ static ldpb_err factor(agg_linucb *p, agg_policy_env *env, double *logdet)
         if (st != 0)
             return LDPB_ESTATE;
     }
-    for (uint32_t i = 0; i < d; i++)
-        p->inv_diag[i] = 1.0 / p->V[i * d + i];
-    double ld = 0.0;
-    for (uint32_t i = 0; i < d; i++)
-        ld += log(p->V[i * d + i]);
-    *logdet = 2.0 * ld;
-    /* theta = V^{-1} u by forward then backward substitution on the lower factor */
-    for (uint32_t i = 0; i < d; i++) {
-        double acc = p->u[i];
-        for (uint32_t j = 0; j < i; j++)
-            acc -= p->V[i * d + j] * p->w[j];
-        p->w[i] = acc * p->inv_diag[i];
-    }
-    for (uint32_t i = d; i-- > 0;) {
-        double acc = p->w[i];
-        for (uint32_t j = i + 1; j < d; j++)
-            acc -= p->V[j * d + i] * p->theta[j];
-        p->theta[i] = acc * p->inv_diag[i];
-    }
+    *logdet = ldpb_linalg_chol_solve(p->V, d, p->u, p->inv_diag, p->w, p->theta);
     return LDPB_OK;
 }
 
@@ -468,21 +441,9 @@ ldpb_err agg_linucb_choose(agg_linucb *p, agg_policy_env *env, const double *x, 
                                   p->cfg.S, p->c.gamma);
     agg_argmax am;
     agg_argmax_init(&am);
-    const double *Lf = p->V;
     for (uint32_t a = 0; a < n; a++) {
-        const double *xa = x + (size_t)a * d;
-        double mean = 0.0, q = 0.0;
-        /* ||x||_{V^-1}^2 = ||L^{-1} x||^2 */
-        for (uint32_t i = 0; i < d; i++) {
-            double acc = xa[i];
-            for (uint32_t j = 0; j < i; j++)
-                acc -= Lf[i * d + j] * p->w[j];
-            double wi = acc * p->inv_diag[i];
-            p->w[i] = wi;
-            q += wi * wi;
-            mean += p->theta[i] * xa[i];
-        }
-        double idx = mean + beta * sqrt(q);
+        double idx =
+            ldpb_linalg_ucb_index(p->V, p->inv_diag, p->theta, beta, x + (size_t)a * d, d, p->w);
         if (isnan(idx))
             return LDPB_ESTATE;
         agg_argmax_offer(&am, a, idx, env->rand);

@@ -102,6 +102,16 @@ typedef struct agg_linucb_constants {
 ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_constants *out,
                                  char errmsg[AGG_ERRMSG_MAX]);
 
+/* SS18 Prop. 11's bounds for a noise matrix whose entries each have standard deviation (or
+ * sub-Gaussian parameter) sd * sqrt(count), shifted by 2 Upsilon: Upsilon = sd sqrt(2 count)
+ * (4 sqrt(d) + 2 l2n), rho_min = Upsilon, rho_max = 3 Upsilon, gamma = sqrt(1/Upsilon)
+ * sqrt(count) sd (sqrt(d) + sqrt(2 l2n)), with l2n = ln(2n/alpha). The central Gaussian variant
+ * calls it with (sigma_noise, m), the local contextual mode (ldp_linucb.c) with the per-report
+ * parameter and the number of reports summed (docs/derivations.md says why the same bound
+ * holds there). */
+void agg_linucb_gaussian_bounds(double sd, double count, uint32_t d, double l2n, double *upsilon,
+                                double *rho_min, double *rho_max, double *gamma);
+
 /* beta_t of SS18 Prop. 4 in its data-dependent form, the square root clamped at 0:
  *   sigma sqrt(max(0, 2 ln(2/alpha) + logdet_v - d ln rho_min)) + S sqrt(rho_max) + gamma. */
 double agg_linucb_beta(double sigma, double alpha, uint32_t d, double logdet_v, double rho_min,
@@ -112,7 +122,8 @@ double agg_linucb_beta(double sigma, double alpha, uint32_t d, double logdet_v, 
  * Cholesky-Banachiewicz loop, used for the per-round refactorisation instead of GSL's
  * gsl_linalg_cholesky_decomp1, whose recursive path through the reference BLAS costs more than
  * the whole rest of a round at d = 10 (about 1.5 us against 0.15 us, measured); the tests check
- * it against GSL's factor. */
+ * it against GSL's factor. The loop is ldpb_linalg_cholesky (ldpb/linalg.h), which the device's
+ * model of the local contextual mode shares, with the solve and the UCB index. */
 int agg_linucb_cholesky(double *a, uint32_t n);
 
 typedef struct agg_linucb agg_linucb;
