@@ -153,7 +153,8 @@ static void usage(FILE *f)
     fprintf(f,
             "  %s\n      Shariff & Sheffet 2018 (App. D): contextual, d = %u, %u unit actions per\n"
             "      round, gaps 0.1 and 0, rewards in {-1, +1}; linucb vs jdp-linucb-wishart\n"
-            "      and jdp-linucb-gaussian at eps 1, delta %g; T = 5e7, 35 trials\n"
+            "      and jdp-linucb-gaussian at eps 1, delta %g, and the local mode\n"
+            "      ldp-linucb-gaussian (per-report delta the same); T = 5e7, 35 trials\n"
             "      (takes --horizon, --trials, --algorithms, --epsilons)\n",
             SIMCTX_PRESET, SIMCTX_D, SIMCTX_D * SIMCTX_D, SIMCTX_DELTA);
     const char *fname;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ldpb/ctxmodel.h"
 #include "sim.h"
 
 ldpb_err agg_ctx_env_check(const agg_ctx_env_config *cfg, char errmsg[AGG_ERRMSG_MAX])
@@ -200,6 +201,140 @@ done:
     agg_linucb_free(pol);
     agg_noise_free(noise);
     ldpb_rng_free(nrng);
+    free(env);
+    free(x);
+    free(mean);
+    return err;
+}
+
+/* The device's tolerance on ||x|| beyond L (ctxstat.c: a context normalised to norm L in floating
+ * point may come out an ulp longer); kept equal so both paths refuse the same actions. */
+#define AGG_CTX_LDP_NORM_TOL 1e-9
+
+ldpb_err agg_ctx_ldp_privatize_fast(const ldpb_ctxstat *m, agg_rand *r, const double *x, double y,
+                                    double *out)
+{
+    if (!m || !r || !x || !out || !isfinite(y))
+        return LDPB_EINVAL;
+    const ldpb_ctxstat_opts *o = ldpb_ctxstat_get_opts(m);
+    const uint32_t d = o->d;
+    double v[LDPB_CTXSTAT_D_MAX + 1], n2 = 0.0;
+    for (uint32_t j = 0; j < d; j++) {
+        if (!isfinite(x[j]))
+            return LDPB_EINVAL;
+        v[j] = x[j];
+        n2 += x[j] * x[j];
+    }
+    const double lim = o->feature_norm * (1.0 + AGG_CTX_LDP_NORM_TOL);
+    if (!(n2 <= lim * lim))
+        return LDPB_ERANGE;
+    v[d] = y > o->reward_bound ? o->reward_bound : (y < -o->reward_bound ? -o->reward_bound : y);
+    const double g = ldpb_ctxstat_grid(m), sg = ldpb_ctxstat_sigma(m) / g;
+    size_t k = 0;
+    for (uint32_t i = 0; i <= d; i++)
+        for (uint32_t j = i; j <= d; j++) {
+            double s = v[i] * v[j] / g; /* exact scaling by a power of two */
+            double lo = floor(s);
+            double units = lo + (agg_rand_uniform(r) < s - lo ? 1.0 : 0.0);
+            units += nearbyint(sg * agg_rand_normal(r));
+            out[k++] = units * g;
+        }
+    return LDPB_OK;
+}
+
+ldpb_err agg_ctx_ldp_sim_run_trial(const agg_ctx_ldp_sim_config *cfg,
+                                   const uint8_t seed[LDPB_RNG_SEED_BYTES], uint64_t trial,
+                                   double *regret, uint64_t *repairs, char errmsg[AGG_ERRMSG_MAX])
+{
+    const char *name = "ldp-linucb-gaussian";
+    if (!cfg || !seed || !regret || !cfg->checkpoints || cfg->n_checkpoints == 0)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "ctxsim: NULL argument");
+    if (cfg->policy.d != cfg->env.d)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "ctxsim: %s: policy d %u != env d %u", name,
+                                 cfg->policy.d, cfg->env.d);
+    if (cfg->checkpoints[cfg->n_checkpoints - 1] != cfg->policy.horizon)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "ctxsim: last checkpoint != horizon");
+    if (trial >= (1ULL << 32))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE, "ctxsim: trial %llu >= 2^32",
+                                 (unsigned long long)trial);
+    if (cfg->noise_kind != AGG_NOISE_FAST && cfg->noise_kind != AGG_NOISE_SECURE)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "ctxsim: unknown noise kind %d",
+                                 (int)cfg->noise_kind);
+    ldpb_err err = agg_ctx_env_check(&cfg->env, errmsg);
+    if (err)
+        return err;
+    agg_ldp_linucb *agg = NULL;
+    ldpb_ctxmodel *dev = NULL;
+    ldpb_rng *trng = NULL, *crng = NULL;
+    agg_ctx_env *env = NULL;
+    double *x = NULL, *mean = NULL;
+    agg_rand fast;
+    err = agg_ldp_linucb_new(&agg, &cfg->policy, errmsg);
+    if (err)
+        goto done;
+    env = malloc(sizeof *env);
+    x = malloc((size_t)cfg->env.k * cfg->env.d * sizeof *x);
+    mean = malloc((size_t)cfg->env.k * sizeof *mean);
+    if (!env || !x || !mean) {
+        err = LDPB_ENOMEM;
+        goto done;
+    }
+    err = ldpb_ctxmodel_new(&dev, cfg->env.d);
+    if (!err)
+        err = agg_ctx_env_start(env, &cfg->env, seed, trial);
+    if (!err)
+        err = ldpb_rng_new_seeded_stream(&trng, seed,
+                                         AGG_SIM_STREAM(trial, AGG_SIM_PURPOSE_POLICY, 0));
+    if (!err)
+        err = ldpb_rng_new_seeded_stream(&crng, seed,
+                                         AGG_SIM_STREAM(trial, AGG_SIM_PURPOSE_CLIENT, 0));
+    if (err) {
+        agg_policy_refuse(errmsg, err, "ctxsim: %s: cannot set up trial %llu: %s", name,
+                          (unsigned long long)trial, ldpb_strerror(err));
+        goto done;
+    }
+    if (cfg->noise_kind == AGG_NOISE_FAST)
+        agg_rand_seed(&fast, crng);
+    const ldpb_ctxstat *mech = agg_ldp_linucb_mech(agg);
+    const size_t nv = ldpb_ctxstat_values(mech);
+    double stats[LDPB_CTXSTAT_VALUES_MAX], report[LDPB_CTXSTAT_VALUES_MAX];
+    double cum = 0.0;
+    size_t next = 0;
+    const uint32_t d = cfg->env.d;
+    for (uint64_t t = 1; t <= cfg->policy.horizon; t++) {
+        agg_ctx_env_round(env, x, mean);
+        double shift, beta;
+        uint32_t arm = 0;
+        err = agg_ldp_linucb_model(agg, stats, &shift, &beta);
+        if (!err)
+            err = ldpb_ctxmodel_load(dev, stats, nv, shift, beta, NULL);
+        if (!err)
+            err = ldpb_ctxmodel_choose(dev, trng, x, cfg->env.k, &arm, NULL);
+        if (!err) {
+            double y = agg_ctx_env_reward(env, mean[arm]);
+            const double *xa = x + (size_t)arm * d;
+            err = cfg->noise_kind == AGG_NOISE_FAST
+                      ? agg_ctx_ldp_privatize_fast(mech, &fast, xa, y, report)
+                      : ldpb_ctxstat_privatize(mech, crng, xa, y, report);
+        }
+        if (!err)
+            err = agg_ldp_linucb_add(agg, report, nv);
+        if (err) {
+            agg_policy_refuse(errmsg, err, "ctxsim: %s: round %llu of trial %llu: %s", name,
+                              (unsigned long long)t, (unsigned long long)trial, ldpb_strerror(err));
+            goto done;
+        }
+        cum += cfg->env.best - mean[arm];
+        while (next < cfg->n_checkpoints && cfg->checkpoints[next] == t)
+            regret[next++] = cum;
+    }
+    if (repairs)
+        *repairs = agg_ldp_linucb_repairs(agg);
+done:
+    agg_ldp_linucb_free(agg);
+    ldpb_ctxmodel_free(dev);
+    ldpb_rng_free(trng);
+    ldpb_rng_free(crng);
     free(env);
     free(x);
     free(mean);

@@ -23,6 +23,7 @@
 
 #include "ldpb/err.h"
 #include "ldpb/rng.h"
+#include "ldp_linucb.h"
 #include "linucb.h"
 #include "rand.h"
 
@@ -74,5 +75,37 @@ ldpb_err agg_ctx_sim_run_trial(const agg_ctx_sim_config *cfg,
                                const uint8_t seed[LDPB_RNG_SEED_BYTES], uint64_t trial,
                                double *regret, uint64_t *chol_failures,
                                char errmsg[AGG_ERRMSG_MAX]);
+
+/* The local contextual mode (ldp_linucb.h) in the same environment. Every round is a new device:
+ * it receives the aggregator's current model (agg_ldp_linucb_model), loads it into its own
+ * ldpb_ctxmodel, chooses among the round's actions with ldpb_ctxmodel_choose (ties from stream
+ * AGG_SIM_STREAM(i, POLICY, 0)), privatizes its (x, y) statistics and the aggregator adds the
+ * report. Device noise comes from stream AGG_SIM_STREAM(i, CLIENT, 0): SECURE runs the devices'
+ * own mechanism (ldpb_ctxstat_privatize, the exact discrete Gaussian sampler); FAST draws the
+ * same report with agg_ctx_ldp_privatize_fast. Environment streams as above, so a trial faces
+ * the same theta*, decision sets and reward draws as the central policies. */
+typedef struct agg_ctx_ldp_sim_config {
+    agg_ldp_linucb_config policy; /* policy.d == env.d; policy.horizon is the run's length */
+    agg_ctx_env_config env;
+    const uint64_t *checkpoints; /* strictly increasing, last == horizon */
+    size_t n_checkpoints;
+    agg_noise_kind noise_kind;
+} agg_ctx_ldp_sim_config;
+
+/* As agg_ctx_sim_run_trial; *repairs (may be NULL) gets the rounds whose model V was not
+ * positive definite before the device's ridge (agg_ldp_linucb_repairs). */
+ldpb_err agg_ctx_ldp_sim_run_trial(const agg_ctx_ldp_sim_config *cfg,
+                                   const uint8_t seed[LDPB_RNG_SEED_BYTES], uint64_t trial,
+                                   double *regret, uint64_t *repairs, char errmsg[AGG_ERRMSG_MAX]);
+
+/* Simulation only: the report ldpb_ctxstat_privatize(m, ...) would send, with the same clipping
+ * (||x|| <= L else LDPB_ERANGE, y clipped to [-B, B]), the same unbiased randomized rounding of
+ * each packed entry to the grid g, and the discrete Gaussian noise N_Z(0, (sigma/g)^2) in grid
+ * units replaced by a fast standard normal times sigma/g rounded to the nearest integer. The two
+ * laws differ by about 0.0202 (g/sigma)^2 in total variation per entry (computed numerically;
+ * docs/sim.md), below 2e-14 since ldpb_ctxstat keeps sigma/g >= 2^20. Never for a real device:
+ * agg_rand is not a secure generator and the rounded normal is a floating-point sampler. */
+ldpb_err agg_ctx_ldp_privatize_fast(const ldpb_ctxstat *m, agg_rand *r, const double *x, double y,
+                                    double *out);
 
 #endif

@@ -20,19 +20,21 @@
 #include "policy.h"
 
 typedef struct agg_ldp_linucb_config {
-    uint32_t d;           /* [1, LDPB_CTXSTAT_D_MAX] */
-    double epsilon;       /* per device report, as ldpb_ctxstat_opts */
-    double delta;         /* per device report */
-    double feature_norm;  /* L */
-    double reward_bound;  /* B */
-    double theta_norm;    /* S: ||theta*|| <= S */
-    double noise_sigma;   /* the rewards' sub-Gaussian noise parameter (SS18's sigma) */
-    double alpha;         /* failure probability of the confidence sets, (0, 1) */
-    uint64_t horizon;     /* T >= 1: the number of reports the shift is made to cover */
+    uint32_t d;          /* [1, LDPB_CTXSTAT_D_MAX] */
+    double epsilon;      /* per device report, as ldpb_ctxstat_opts */
+    double delta;        /* per device report */
+    double feature_norm; /* L */
+    double reward_bound; /* B */
+    double theta_norm;   /* S: ||theta*|| <= S */
+    double noise_sigma;  /* the rewards' sub-Gaussian noise parameter (SS18's sigma) */
+    double alpha;        /* failure probability of the confidence sets, (0, 1) */
+    uint64_t horizon;    /* T >= 1: the number of reports the shift is made to cover */
 } agg_ldp_linucb_config;
 
 typedef struct agg_ldp_linucb agg_ldp_linucb;
 
+/* Defaults: d 0 and horizon 0 (must be set), epsilon 1, delta 1e-6, L = B = S = sigma = 1,
+ * alpha 0.01. */
 void agg_ldp_linucb_config_init(agg_ldp_linucb_config *cfg);
 
 /* Checks the configuration (a precise reason in errmsg on LDPB_EINVAL / LDPB_ERANGE) and
@@ -53,6 +55,28 @@ uint64_t agg_ldp_linucb_reports(const agg_ldp_linucb *p);
 /* The model to hand out now: the packed sum (ldpb_ctxstat_values() values), the shift and beta
  * for the current number of reports. */
 ldpb_err agg_ldp_linucb_model(agg_ldp_linucb *p, double *stats, double *shift, double *beta);
+
+/* The bounds behind the model after n reports (docs/derivations.md sec. 14): the per-report
+ * sub-Gaussian parameter of a packed entry's noise sd_entry = sqrt(sigma^2 + g^2/4), count =
+ * max(n, 1), Upsilon, shift = 2 Upsilon, rho_min = Upsilon, rho_max = 3 Upsilon, gamma (SS18
+ * Prop. 11 through agg_linucb_gaussian_bounds), and rho_min_beta = rho_min at one report, the
+ * regulariser the ln det term of beta_t is taken against so that it holds uniformly over the
+ * rounds. */
+typedef struct agg_ldp_linucb_bounds {
+    double sd_entry, count;
+    double upsilon, shift, rho_min, rho_max, gamma, rho_min_beta;
+} agg_ldp_linucb_bounds;
+ldpb_err agg_ldp_linucb_bounds_at(const agg_ldp_linucb *p, uint64_t n, agg_ldp_linucb_bounds *b);
+
+/* Models handed out whose V the noise had left indefinite (ldpb_ctxmodel_load's ridge). */
+uint64_t agg_ldp_linucb_repairs(const agg_ldp_linucb *p);
+
+/* Tests only: the same object with the privacy taken out -- add() sums unprivatized packed
+ * (x, y) statistics as doubles (any finite values), and the model is LinUCB's: shift rho,
+ * rho_min = rho_max = rho, gamma 0. It must then decide exactly as `linucb`. Nothing outside
+ * the tests calls it. */
+ldpb_err agg_ldp_linucb_new_noiseless(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
+                                      double rho, char errmsg[AGG_ERRMSG_MAX]);
 
 /* Versioned bytes of the state, as agg_linucb_save/restore (restore refuses another
  * configuration, truncated or non-finite data with LDPB_ECORRUPT). */

@@ -175,8 +175,8 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         /* SS18 Prop. 11 and its shift by 2 Upsilon. */
         double l4 = log(4.0 / delta);
         out->sigma_noise = sqrt(16.0 * m * lt2 * lt2 * l4 * l4 / (eps * eps));
-        agg_linucb_gaussian_bounds(out->sigma_noise, m, cfg->d, log(2.0 * n / alpha),
-                                   &out->upsilon, &out->rho_min, &out->rho_max, &out->gamma);
+        agg_linucb_gaussian_bounds(out->sigma_noise, m, cfg->d, log(2.0 * n / alpha), &out->upsilon,
+                                   &out->rho_min, &out->rho_max, &out->gamma);
         out->shift = 2.0 * out->upsilon;
     }
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {

@@ -26,11 +26,17 @@ fail() {
     "preset,algorithm,mechanism,epsilon,k,horizon,trials,mean_regret,ci95_low,ci95_high,sd,median,min,max" ] ||
     fail "summary.csv header"
 got=$(tail -n +2 one/summary.csv | cut -d, -f1-5 | tr '\n' ' ')
-want="shariff2018-gap0.1,linucb,none,inf,25 shariff2018-gap0.1,jdp-linucb-wishart,none,1,25 shariff2018-gap0.1,jdp-linucb-gaussian,none,1,25 shariff2018-gap0,linucb,none,inf,25 shariff2018-gap0,jdp-linucb-wishart,none,1,25 shariff2018-gap0,jdp-linucb-gaussian,none,1,25 "
+want="shariff2018-gap0.1,linucb,none,inf,25 shariff2018-gap0.1,jdp-linucb-wishart,none,1,25 shariff2018-gap0.1,jdp-linucb-gaussian,none,1,25 shariff2018-gap0.1,ldp-linucb-gaussian,none,1,25 shariff2018-gap0,linucb,none,inf,25 shariff2018-gap0,jdp-linucb-wishart,none,1,25 shariff2018-gap0,jdp-linucb-gaussian,none,1,25 shariff2018-gap0,ldp-linucb-gaussian,none,1,25 "
 [ "$got" = "$want" ] || fail "summary rows: $got"
 cmp -s one/regret.csv two/regret.csv || fail "regret.csv differs between 1 and 2 threads"
 cmp -s one/summary.csv two/summary.csv || fail "summary.csv differs between 1 and 2 threads"
 grep -q 'claim (Shariff & Sheffet 2018' one.stdout || fail "no claim lines"
+# the local mode is compared with jdp-linucb-gaussian by a ratio, never by a "holds" claim
+[ "$(grep -c 'ldp-linucb-gaussian .* vs jdp-linucb-gaussian .* ratio' one.stdout)" = 2 ] ||
+    fail "no local-vs-JDP ratio lines"
+if grep 'ldp-linucb-gaussian' one.stdout | grep -q 'holds'; then fail "a claim on the local mode"; fi
+[ "$(grep -c '^config [0-9]*: shariff2018-gap[0-9.]* ldp-linucb-gaussian eps 1 delta_per_report 0.1 ' one/meta.txt)" = 2 ] ||
+    fail "meta.txt lacks the local configurations"
 
 # --algorithms and --epsilons select configurations
 "$LDPB" sim --preset shariff2018 --horizon 100 --trials 2 --algorithms jdp-linucb-gaussian \
@@ -38,6 +44,12 @@ grep -q 'claim (Shariff & Sheffet 2018' one.stdout || fail "no claim lines"
 [ "$(tail -n +2 sel/summary.csv | cut -d, -f2,4 | tr '\n' ' ')" = \
     "jdp-linucb-gaussian,0.5 jdp-linucb-gaussian,2 jdp-linucb-gaussian,0.5 jdp-linucb-gaussian,2 " ] ||
     fail "selection rows"
+
+"$LDPB" sim --preset shariff2018 --horizon 100 --trials 2 --algorithms ldp-linucb-gaussian \
+    --epsilons 2 --no-plots --quiet --out loc >/dev/null || fail "local selection run"
+[ "$(tail -n +2 loc/summary.csv | cut -d, -f1,2,4 | tr '\n' ' ')" = \
+    "shariff2018-gap0.1,ldp-linucb-gaussian,2 shariff2018-gap0,ldp-linucb-gaussian,2 " ] ||
+    fail "local selection rows"
 
 usage() { # usage DESCRIPTION ARGS...: exit 2, one line on stderr, no output directory
     local what=$1

@@ -19,6 +19,62 @@ static ldpb_err refuse(char errmsg[SIMCTX_ERRMSG_MAX], ldpb_err err, const char 
     return err;
 }
 
+/* The local mode at the JDP configurations' epsilon and delta: delta is per report, and a
+ * simulated device reports once, so it is the same per-user (epsilon, delta) as JDP's
+ * (docs/sim.md). alpha = 1/(2n) as the authors' private runs; L = B = 1 (unit actions, rewards in
+ * {-1, +1}), S = 1, sigma = 1 as the JDP configurations. */
+static ldpb_err local_cfg(const simctx_plan *plan, simctx_cfg *c, double eps,
+                          char errmsg[SIMCTX_ERRMSG_MAX])
+{
+    c->local = 1;
+    agg_linucb_config_init(&c->sim.policy);
+    c->sim.policy.d = SIMCTX_D;
+    c->sim.policy.horizon = plan->horizon;
+    agg_ldp_linucb_config *lc = &c->ldp.policy;
+    agg_ldp_linucb_config_init(lc);
+    lc->d = SIMCTX_D;
+    lc->epsilon = eps;
+    lc->delta = SIMCTX_DELTA;
+    lc->feature_norm = 1.0;
+    lc->reward_bound = 1.0;
+    lc->theta_norm = 1.0;
+    lc->noise_sigma = 1.0;
+    lc->alpha = 0.5 / (double)plan->horizon;
+    lc->horizon = plan->horizon;
+    simplan_format_double(c->eps_text, sizeof c->eps_text, eps);
+    c->sim.env.d = SIMCTX_D;
+    c->sim.env.k = SIMCTX_D * SIMCTX_D;
+    c->sim.env.best = 0.75;
+    c->sim.env.gap = c->gap;
+    c->sim.env.reward = AGG_CTX_REWARD_BOUNDED;
+    c->sim.checkpoints = plan->checkpoints;
+    c->sim.n_checkpoints = plan->n_checkpoints;
+    c->sim.noise_kind = AGG_NOISE_FAST;
+    c->ldp.env = c->sim.env;
+    c->ldp.checkpoints = plan->checkpoints;
+    c->ldp.n_checkpoints = plan->n_checkpoints;
+    c->ldp.noise_kind = AGG_NOISE_FAST;
+    char msg[AGG_ERRMSG_MAX];
+    agg_ldp_linucb *probe = NULL;
+    ldpb_err err = agg_ldp_linucb_new(&probe, lc, msg);
+    agg_ldp_linucb_free(probe);
+    if (!err)
+        err = agg_ctx_env_check(&c->sim.env, msg);
+    if (err)
+        snprintf(errmsg, SIMCTX_ERRMSG_MAX, "%s", msg);
+    return err;
+}
+
+const char *simctx_alg_name(const simctx_cfg *c)
+{
+    return c->local ? SIMCTX_LOCAL_NAME : agg_linucb_variant_name(c->sim.policy.variant);
+}
+
+int simctx_is_private(const simctx_cfg *c)
+{
+    return c->local || c->sim.policy.variant != AGG_LINUCB_PLAIN;
+}
+
 void simctx_plan_fini(simctx_plan *plan)
 {
     free(plan->checkpoints);
@@ -42,7 +98,8 @@ ldpb_err simctx_plan_build(simctx_plan *plan, const char *horizon, const char *t
     if (plan->trials < 1 || plan->trials > SIMPLAN_TRIALS_MAX)
         return refuse(errmsg, LDPB_ERANGE, "--trials", trials, "must be in [1, 10^6]");
 
-    int want[4] = {0, 1, 1, 1};
+    /* want[1..3]: the linucb variants; want[4]: the local mode */
+    int want[5] = {0, 1, 1, 1, 1};
     if (algorithms) {
         memset(want, 0, sizeof want);
         char buf[256];
@@ -51,11 +108,11 @@ ldpb_err simctx_plan_build(simctx_plan *plan, const char *horizon, const char *t
         strcpy(buf, algorithms);
         char *save = NULL;
         for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            agg_linucb_variant v = agg_linucb_variant_find(tok);
+            int v = strcmp(tok, SIMCTX_LOCAL_NAME) == 0 ? 4 : (int)agg_linucb_variant_find(tok);
             if (!v)
                 return refuse(errmsg, LDPB_EINVAL, "--algorithms", tok,
                               "not an algorithm of shariff2018 (linucb, jdp-linucb-wishart, "
-                              "jdp-linucb-gaussian)");
+                              "jdp-linucb-gaussian, " SIMCTX_LOCAL_NAME ")");
             want[v] = 1;
         }
     }
@@ -88,7 +145,7 @@ ldpb_err simctx_plan_build(simctx_plan *plan, const char *horizon, const char *t
     plan->n_checkpoints =
         agg_sim_checkpoints(plan->horizon, SIMPLAN_PER_DECADE, plan->checkpoints, nc);
     for (size_t g = 0; g < sizeof GAPS / sizeof GAPS[0]; g++) {
-        for (int v = AGG_LINUCB_PLAIN; v <= AGG_LINUCB_GAUSSIAN; v++) {
+        for (int v = AGG_LINUCB_PLAIN; v <= AGG_LINUCB_GAUSSIAN + 1; v++) {
             if (!want[v])
                 continue;
             size_t ne = v == AGG_LINUCB_PLAIN ? 1 : n_eps;
@@ -103,6 +160,14 @@ ldpb_err simctx_plan_build(simctx_plan *plan, const char *horizon, const char *t
                 simplan_format_double(gap, sizeof gap, GAPS[g]);
                 snprintf(c->label, sizeof c->label, "%s-gap%s", SIMCTX_PRESET, gap);
                 c->gap = GAPS[g];
+                if (v == AGG_LINUCB_GAUSSIAN + 1) {
+                    ldpb_err err = local_cfg(plan, c, eps[e], errmsg);
+                    if (err) {
+                        simctx_plan_fini(plan);
+                        return err;
+                    }
+                    continue;
+                }
                 agg_linucb_config *pc = &c->sim.policy;
                 agg_linucb_config_init(pc);
                 pc->variant = (agg_linucb_variant)v;
@@ -175,8 +240,11 @@ static void *worker(void *arg)
         uint64_t i = job % p->trials;
         char msg[AGG_ERRMSG_MAX] = "";
         uint64_t f = 0;
-        ldpb_err err = agg_ctx_sim_run_trial(&p->cfg[c].sim, b->seed, i,
-                                             b->regret[c] + i * p->n_checkpoints, &f, msg);
+        ldpb_err err = p->cfg[c].local
+                           ? agg_ctx_ldp_sim_run_trial(&p->cfg[c].ldp, b->seed, i,
+                                                       b->regret[c] + i * p->n_checkpoints, &f, msg)
+                           : agg_ctx_sim_run_trial(&p->cfg[c].sim, b->seed, i,
+                                                   b->regret[c] + i * p->n_checkpoints, &f, msg);
         pthread_mutex_lock(&b->lock);
         if (err && !b->err) {
             b->err = err;
@@ -224,7 +292,7 @@ ldpb_err simctx_run(const simctx_plan *plan, const uint8_t seed[LDPB_RNG_SEED_BY
 
 static const char *alg_name(const simctx_cfg *c)
 {
-    return agg_linucb_variant_name(c->sim.policy.variant);
+    return simctx_alg_name(c);
 }
 
 int simctx_write_regret(const simctx_plan *plan, double *const *regret, FILE *f)
@@ -288,7 +356,8 @@ long simctx_write_plots(const simctx_plan *plan, double *const *regret, const ch
     if (!gp)
         return -1;
     fprintf(gp,
-            "# ldpb sim --preset %s: regret of LinUCB and JDP LinUCB, one figure per gap.\n"
+            "# ldpb sim --preset %s: regret of LinUCB, JDP LinUCB and the local mode, one figure "
+            "per gap.\n"
             "# Render: gnuplot plots.gp\n",
             SIMCTX_PRESET);
     long figures = 0;
@@ -329,15 +398,13 @@ long simctx_write_plots(const simctx_plan *plan, double *const *regret, const ch
                 if (plan->cfg[c].gap != GAPS[g])
                     continue;
                 const char *color = colors[col++ % (sizeof colors / sizeof colors[0])];
-                fprintf(
-                    gp,
-                    "%s  'data/c%zu.dat' using 1:3:4 with filledcurves lc rgb '%s' notitle, "
-                    "\\\n  'data/c%zu.dat' using 1:2 with lines lw 2 lc rgb '%s' title "
-                    "'%s%s%s'",
-                    first_curve ? "" : ", \\\n", c, color, c, color, alg_name(&plan->cfg[c]),
-                    plan->cfg[c].sim.policy.variant == AGG_LINUCB_PLAIN ? "" : ", {/Symbol e} = ",
-                    plan->cfg[c].sim.policy.variant == AGG_LINUCB_PLAIN ? ""
-                                                                        : plan->cfg[c].eps_text);
+                fprintf(gp,
+                        "%s  'data/c%zu.dat' using 1:3:4 with filledcurves lc rgb '%s' notitle, "
+                        "\\\n  'data/c%zu.dat' using 1:2 with lines lw 2 lc rgb '%s' title "
+                        "'%s%s%s'",
+                        first_curve ? "" : ", \\\n", c, color, c, color, alg_name(&plan->cfg[c]),
+                        !simctx_is_private(&plan->cfg[c]) ? "" : ", {/Symbol e} = ",
+                        !simctx_is_private(&plan->cfg[c]) ? "" : plan->cfg[c].eps_text);
                 first_curve = 0;
             }
             fprintf(gp, "\nunset output\n");

@@ -3,7 +3,9 @@
  * d = 5, k = d^2 = 25 fresh unit-norm actions per round, theta* a random unit vector, the optimal
  * action's mean 0.75, rewards on {-1, +1}, gaps 0.1 ("large") and 0 ("small"), (eps, delta) =
  * (1, 0.1), n = 5e7, 35 runs; LinUCB (rho = 1, alpha = 1/n) against JDP LinUCB with shifted
- * Wishart and with Gaussian tree noise (alpha = 1/(2n)). The plan, a threaded batch runner and
+ * Wishart and with Gaussian tree noise (alpha = 1/(2n)), and beside them ldpb's local contextual
+ * mode (ldp_linucb.h: devices choose on the device and send (epsilon, delta)-LDP statistics, the
+ * same epsilon and per-user delta, alpha = 1/(2n)). The plan, a threaded batch runner and
  * the CSV writers, under the contracts of report.h (same headers, number formats and row order
  * rules). */
 #ifndef LDPB_TOOLS_SIM_CTXRUN_H
@@ -30,7 +32,17 @@ typedef struct simctx_cfg {
     char eps_text[32]; /* "inf" for linucb */
     double gap;
     agg_ctx_sim_config sim; /* checkpoints borrowed from the plan */
+    /* The local contextual mode ("ldp-linucb-gaussian"): ldp is run instead of sim.policy
+     * (sim.env and the checkpoints are the same). */
+    int local;
+    agg_ctx_ldp_sim_config ldp;
 } simctx_cfg;
+
+#define SIMCTX_LOCAL_NAME "ldp-linucb-gaussian"
+
+/* The algorithm column of a configuration, and whether it is private (every one but linucb). */
+const char *simctx_alg_name(const simctx_cfg *c);
+int simctx_is_private(const simctx_cfg *c);
 
 typedef struct simctx_plan {
     uint64_t horizon, trials;
@@ -42,8 +54,9 @@ typedef struct simctx_plan {
 
 /* Builds the plan from the option texts (NULL: the preset's value): horizon and trials as
  * `ldpb sim` parses them, algorithms a comma list of linucb, jdp-linucb-wishart,
- * jdp-linucb-gaussian, epsilons a comma list (the private algorithms run at each). Every
- * configuration is checked by the policy. LDPB_EINVAL / LDPB_ERANGE with one line in errmsg. */
+ * jdp-linucb-gaussian, ldp-linucb-gaussian, epsilons a comma list (the private algorithms run at
+ * each). Every configuration is checked by the policy. LDPB_EINVAL / LDPB_ERANGE with one line in
+ * errmsg. */
 ldpb_err simctx_plan_build(simctx_plan *plan, const char *horizon, const char *trials,
                            const char *algorithms, const char *epsilons,
                            char errmsg[SIMCTX_ERRMSG_MAX]);
@@ -52,7 +65,8 @@ void simctx_plan_fini(simctx_plan *plan);
 typedef void (*simctx_progress_fn)(void *ctx, uint64_t jobs_done, uint64_t jobs_total);
 
 /* Runs every (configuration, trial) on `threads` threads: regret[c][i * n_checkpoints + j],
- * fails[c] the summed Cholesky failures of configuration c. The result does not depend on the
+ * fails[c] the summed Cholesky failures of configuration c (for the local mode: the models
+ * whose V needed the device's ridge). The result does not depend on the
  * thread count. The first error stops the batch. */
 ldpb_err simctx_run(const simctx_plan *plan, const uint8_t seed[LDPB_RNG_SEED_BYTES],
                     unsigned threads, double *const *regret, uint64_t *fails,
