@@ -158,7 +158,7 @@ static double cosine_of(dt_client *h)
  * probability 0 with noisy statistics): best-arm share 0.520 in rounds 1-500, 0.672 in the last
  * 1000. The assertions, and how often they fail for a seed drawn at random (20000 runs of
  * `ldpctx_e2e_calibrate 20000 4000`): the model's estimate theta is aligned with the true theta =
- * e_1, cos > 0.6 (never: the smallest cosine was 0.673, mean 0.888, sd 0.029); the devices' choices
+ * e_1, cos > 0.6 (never: the smallest cosine was 0.673, mean 0.887, sd 0.030); the devices' choices
  * beat a uniform chooser in the last 1000 rounds, best-arm share above 1/5 (20 of 20000 runs fail
  * it: local noise at these settings makes the per-run share erratic, mean 0.46 in rounds 1-500 and
  * 0.57 in the last 1000, sd 0.10). The restart restores the committed sum exactly (compared value
