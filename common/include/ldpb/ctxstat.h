@@ -25,9 +25,11 @@
 extern "C" {
 #endif
 
-#define LDPB_CTXSTAT_D_MAX     32u    /* feature dimension d, [1, LDPB_CTXSTAT_D_MAX] */
-#define LDPB_CTXSTAT_DELTA_MAX 0.1 /* per-report delta in (0, LDPB_CTXSTAT_DELTA_MAX]; deployments
-                                     should use far less (docs/privacy.md) */
+/* feature dimension d, [1, LDPB_CTXSTAT_D_MAX] */
+#define LDPB_CTXSTAT_D_MAX 32u
+/* per-report delta in (0, LDPB_CTXSTAT_DELTA_MAX]; deployments should use far less
+ * (docs/privacy.md) */
+#define LDPB_CTXSTAT_DELTA_MAX 0.1
 /* L and B must lie in [LDPB_CTXSTAT_BOUND_MIN, LDPB_CTXSTAT_BOUND_MAX]: the grid and noise
  * arithmetic are sized for that span (ctxstat.c). */
 #define LDPB_CTXSTAT_BOUND_MIN 1e-6
@@ -36,7 +38,7 @@ extern "C" {
  * units (ctxstat.c); such a report carries nothing useful anyway. */
 #define LDPB_CTXSTAT_EPSILON_MIN 1e-4
 /* values in one report: the upper triangle (diagonal included) of the (d+1) x (d+1) matrix */
-#define LDPB_CTXSTAT_VALUES(d) ((size_t)((d) + 1u) * ((d) + 2u) / 2u)
+#define LDPB_CTXSTAT_VALUES(d)  ((size_t)((d) + 1u) * ((d) + 2u) / 2u)
 #define LDPB_CTXSTAT_VALUES_MAX LDPB_CTXSTAT_VALUES(LDPB_CTXSTAT_D_MAX)
 
 /* Pinned: travels on the wire and is stored in ledgers. */
