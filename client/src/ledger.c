@@ -544,8 +544,9 @@ ldpb_err ldpb_ledger_privatize_stats(ldpb_ledger *ledger, const uint8_t *id, siz
     size_t n = ldpb_ctxstat_values(mech);
     if (cap < n)
         return LDPB_ERANGE;
-    /* The epsilon the mechanism implements, as the scalar mechanisms' effective epsilon: the
-     * charge is what the device actually spends, never less than the noise gives. */
+    /* Charged at the configured (epsilon, delta), which the implemented noise meets or beats
+     * (ldpb_ctxstat_epsilon_effective is at most epsilon): never less than is spent, and the
+     * epsilon the report carries and the aggregator checks. */
     double charge = ldpb_ctxstat_get_opts(mech)->epsilon;
     double delta = ldpb_ctxstat_get_opts(mech)->delta;
     const ledger_record *known = ledger_state_find(&ledger->st, id, id_len);
