@@ -232,6 +232,9 @@ printf '%-34s %10s %9s %8s %9s\n' policy assigned reports/s "cpu s" "us/assign"
 cpu_row "jdp-linucb-gaussian d=10 K=20" \
     "--arms 20 --mode central --policy jdp-linucb-gaussian --d 10 --epsilon 1 --horizon 100000000" \
     "--contextual 10"
+cpu_row "ldp-linucb-gaussian d=10 K=20" \
+    "--arms 20 --mode local --policy ldp-linucb-gaussian --d 10 --epsilon 1 --delta 1e-6 --horizon 100000000" \
+    "--contextual 10"
 cpu_row "dp-ucb K=20 (no context)" \
     "--arms 20 --mode central --policy dp-ucb --epsilon 1 --horizon 100000000" ""
 

@@ -162,6 +162,7 @@ struct run {
     int allow_raw;
     int seeded;
     uint32_t ctx_d; /* --contextual D: 0 for the K-armed environment */
+    int ctx_local;  /* ... served by ldp-linucb-gaussian: devices choose and privatize */
     uint8_t seed[LDPB_RNG_SEED_BYTES];
 
     atomic_uint_fast64_t claimed; /* rounds handed out */
@@ -225,6 +226,11 @@ static int device_new(worker *w, ldpb_client **out)
     o.timeout_ms = r->timeout_ms;
     o.rng = w->noise;
     o.queue_in_memory = r->batch > 0; /* simulated devices, as their ledgers */
+    if (r->ctx_local) {
+        /* (epsilon, delta) reports: the largest delta budget a ledger takes */
+        o.lifetime_delta = LDPB_LEDGER_DELTA_MAX;
+        o.per_report_delta_cap = 0.1;
+    }
     ldpb_err err = ldpb_client_new(out, &o);
     if (err) {
         char msg[ERR_MSG];
@@ -556,8 +562,9 @@ static void *worker_main(void *arg)
         uint64_t t0 = now_ns();
         if (r->ctx_d)
             ctx_features(w);
-        ldpb_err err = r->ctx_d ? ldpb_client_assign(c, w->ctx_x, (size_t)r->k * r->ctx_d, &a)
-                                : ldpb_client_assign(c, NULL, 0, &a);
+        ldpb_err err = r->ctx_local ? ldpb_client_assign_local(c, w->ctx_x, r->k, r->ctx_d, &a)
+                       : r->ctx_d   ? ldpb_client_assign(c, w->ctx_x, (size_t)r->k * r->ctx_d, &a)
+                                    : ldpb_client_assign(c, NULL, 0, &a);
         uint64_t t1 = now_ns();
         if (err) {
             note_error(w, OP_ASSIGN, err, ldpb_client_errmsg(c));
@@ -576,9 +583,13 @@ static void *worker_main(void *arg)
             r->ctx_d ? ctx_reward(w, a.arm) : agg_env_sample(r->env, a.arm, &w->env_rand);
         on_device++; /* the report may spend from the ledger even if it fails */
         t0 = now_ns();
-        err = r->ctx_d ? ldpb_client_report_context(c, &a, w->ctx_x + (size_t)a.arm * r->ctx_d,
-                                                    r->ctx_d, reward)
-                       : ldpb_client_report(c, &a, reward);
+        if (r->ctx_local)
+            err = ldpb_client_report_local(c, &a, w->ctx_x + (size_t)a.arm * r->ctx_d, r->ctx_d,
+                                           reward);
+        else
+            err = r->ctx_d ? ldpb_client_report_context(c, &a, w->ctx_x + (size_t)a.arm * r->ctx_d,
+                                                        r->ctx_d, reward)
+                           : ldpb_client_report(c, &a, reward);
         t1 = now_ns();
         if (err) {
             note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
@@ -674,6 +685,7 @@ static void usage(FILE *f)
             "                        reports the reward <theta, x> + 0.1 N(0, 1) clipped to\n"
             "                        [0, 1], theta = (1, ..., 1)/sqrt(D); arms x D <= 256;\n"
             "                        prints the regret against each round's best arm\n"
+            "                        (ldp-linucb-gaussian: devices choose, privatize)\n"
             "  -h, --help            print this help and exit\n"
             "\n"
             "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
@@ -973,7 +985,8 @@ int cmd_loadgen(int argc, char **argv)
         rc = EXIT_RUNTIME;
         goto done;
     }
-    if (ctx_d && ctx_d * k > 256) {
+    int ctx_local = ctx_d && strcmp(before.policy, "ldp-linucb-gaussian") == 0;
+    if (ctx_d && !ctx_local && ctx_d * k > 256) {
         fprintf(stderr,
                 "%s: --contextual %" PRIu64 " with the %" PRIu32
                 " arms of the aggregator at %s is more than the 256 context values a request "
@@ -1020,6 +1033,7 @@ int cmd_loadgen(int argc, char **argv)
     run->prefill = prefill;
     atomic_init(&run->phase2_end_ns, 0);
     run->ctx_d = (uint32_t)ctx_d;
+    run->ctx_local = ctx_local;
     /* Central and non-private aggregators assign RAW: the devices opt in to sending rewards. */
     run->allow_raw = strcmp(before.model, "local") != 0;
     run->seeded = a.seed != NULL;

@@ -79,8 +79,8 @@ static const option options[] = {
     {"policy", OPT_STR, OFF(policy), "ldp-ts-b", 0, 0, 0, NULL, "NAME",
      "bandit policy, a name of `ldpb sim` (local: ldp-ts-b, ldp-ucb-b, ldp-ucb-l, ldp-se, "
      "ldp-exp3-lap; central: dp-ucb, dp-ucb-bound, dp-se, dp-exp3-lap; nonprivate: ucb1, ts, se, "
-     "exp3, exp3-tau, linucb; contextual central: jdp-linucb-wishart, jdp-linucb-gaussian); it "
-     "must belong to the mode"},
+     "exp3, exp3-tau, linucb; contextual central: jdp-linucb-wishart, jdp-linucb-gaussian; "
+     "contextual local: ldp-linucb-gaussian); it must belong to the mode"},
     {"mechanism", OPT_MECH, OFF(params.mechanism), "linear", 0, 0, 0, NULL, "M",
      "local mode: the clients' mechanism"},
     {"epsilon", OPT_DBL, OFF(params.epsilon), "1", 0, LDPB_EPSILON_MAX, OPEN_MIN, NULL, "E",
@@ -109,7 +109,7 @@ static const option options[] = {
      "contextual policies (linucb, jdp-linucb-*): the feature dimension, arms x d <= 256 "
      "(required by them)"},
     {"delta", OPT_DBL, OFF(ctx.delta), "0.1", 0, 1, OPEN_MIN | OPEN_MAX, NULL, "D",
-     "jdp-linucb-*: the joint-DP delta, in (0, 1)"},
+     "jdp-linucb-*: the joint-DP delta, in (0, 1); ldp-linucb-gaussian: each report's delta, (0, 0.1]"},
     {"alpha", OPT_DBL, OFF(ctx.alpha), "0", 0, 1, OPEN_MAX, NULL, "A",
      "contextual policies: failure probability of the confidence sets, (0, 1); 0 = 1/horizon"},
     {"feature_norm", OPT_DBL, OFF(ctx.L), "1", 0, 1e6, OPEN_MIN, NULL, "L",
@@ -118,6 +118,8 @@ static const option options[] = {
      "contextual policies: bound S on the norm of the unknown parameter theta"},
     {"noise_sigma", OPT_DBL, OFF(ctx.sigma), "1", 0, 1e6, OPEN_MIN, NULL, "S",
      "contextual policies: sub-Gaussian parameter of the reward noise"},
+    {"reward_bound", OPT_DBL, OFF(ctx.B), "1", 0, 1e6, OPEN_MIN, NULL, "B",
+     "ldp-linucb-gaussian: devices clip rewards to [-B, B] before privatizing their statistics"},
     {"rho", OPT_DBL, OFF(ctx.rho), "1", 0, 1e6, OPEN_MIN, NULL, "R",
      "linucb: the ridge regulariser (the JDP variants derive theirs from the noise)"},
     {"workers", OPT_U64, OFF(workers), "2", 1, 64, 0, NULL, "N",
@@ -205,7 +207,7 @@ static void local_mech_names(char *out, size_t cap)
     const ldpb_mech_desc *const *t = ldpb_mech_table(&n);
     out[0] = '\0';
     for (size_t i = 0; i < n; i++) {
-        if (!t[i]->local)
+        if (!ldpb_mech_desc_scalar(t[i]))
             continue;
         if (out[0])
             strncat(out, ", ", cap - strlen(out) - 1);
@@ -328,7 +330,7 @@ static ldpb_err parse_value(agg_config *cfg, const option *o, const char *value,
         return LDPB_EINVAL;
     case OPT_MECH: {
         const ldpb_mech_desc *d = ldpb_mech_desc_by_name(value);
-        if (d && d->local) {
+        if (ldpb_mech_desc_scalar(d)) {
             *(int *)field = d->id;
             return LDPB_OK;
         }

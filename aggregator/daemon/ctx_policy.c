@@ -10,12 +10,18 @@
 
 #include "ldpb/wire.h"
 
-#define CTX_STATE_VERSION 1u
+#define CTX_STATE_VERSION       1u
+#define CTX_LOCAL_STATE_VERSION 2u
 
 typedef struct ctx_policy {
     agg_policy hdr;
-    agg_linucb *lin;
-    uint64_t *pulls; /* reports observed per arm, for status pages */
+    agg_linucb *lin;     /* the central and non-private policies */
+    agg_ldp_linucb *ldp; /* the local contextual mode's */
+    uint64_t *pulls;     /* reports observed per arm, for status pages */
+    /* the local policy's model, as agg_ldp_linucb_model gave it for `model_reports` reports */
+    double *model;
+    double model_shift, model_beta;
+    int model_valid;
 } ctx_policy;
 
 static ldpb_err ctx_choose_refused(agg_policy *p, agg_policy_env *env, uint32_t *arm)
@@ -33,6 +39,17 @@ static ldpb_err ctx_observe_refused(agg_policy *p, agg_policy_env *env, uint32_t
 static ldpb_err ctx_save(const agg_policy *pp, uint8_t *buf, size_t cap, size_t *len)
 {
     const ctx_policy *p = (const ctx_policy *)pp;
+    if (p->ldp) {
+        size_t ldp_len = 0;
+        ldpb_err err = agg_ldp_linucb_save(p->ldp, NULL, 0, &ldp_len);
+        if (err != LDPB_ERANGE)
+            return err ? err : LDPB_EINVAL;
+        *len = 1 + ldp_len;
+        if (!buf || cap < *len)
+            return LDPB_ERANGE;
+        buf[0] = CTX_LOCAL_STATE_VERSION;
+        return agg_ldp_linucb_save(p->ldp, buf + 1, cap - 1, &ldp_len);
+    }
     size_t lin_len = 0;
     ldpb_err err = agg_linucb_save(p->lin, NULL, 0, &lin_len);
     if (err != LDPB_ERANGE)
@@ -53,6 +70,12 @@ static ldpb_err ctx_save(const agg_policy *pp, uint8_t *buf, size_t cap, size_t 
 static ldpb_err ctx_restore(agg_policy *pp, const uint8_t *buf, size_t len)
 {
     ctx_policy *p = (ctx_policy *)pp;
+    if (p->ldp) {
+        if (!buf || len < 1 || buf[0] != CTX_LOCAL_STATE_VERSION)
+            return LDPB_ECORRUPT;
+        p->model_valid = 0;
+        return agg_ldp_linucb_restore(p->ldp, buf + 1, len - 1);
+    }
     size_t k = p->hdr.cfg.k, head = 1 + 4 + 8 * k;
     if (!buf || len < head || buf[0] != CTX_STATE_VERSION)
         return LDPB_ECORRUPT;
@@ -97,7 +120,9 @@ static void ctx_free(agg_policy *pp)
     if (!p)
         return;
     agg_linucb_free(p->lin);
+    agg_ldp_linucb_free(p->ldp);
     free(p->pulls);
+    free(p->model);
     free(p);
 }
 
@@ -113,10 +138,12 @@ static const agg_policy_ops ops_wishart =
     CTX_OPS("jdp-linucb-wishart", AGG_MODEL_CENTRAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON);
 static const agg_policy_ops ops_gaussian =
     CTX_OPS("jdp-linucb-gaussian", AGG_MODEL_CENTRAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON);
+static const agg_policy_ops ops_ldp_gaussian =
+    CTX_OPS("ldp-linucb-gaussian", AGG_MODEL_LOCAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON);
 
 const agg_policy_ops *agg_ctx_policy_find(const char *name)
 {
-    const agg_policy_ops *all[] = {&ops_linucb, &ops_wishart, &ops_gaussian};
+    const agg_policy_ops *all[] = {&ops_linucb, &ops_wishart, &ops_gaussian, &ops_ldp_gaussian};
     for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i]->name, name) == 0)
             return all[i];
@@ -125,7 +152,37 @@ const agg_policy_ops *agg_ctx_policy_find(const char *name)
 
 int agg_ctx_policy_is(const agg_policy *p)
 {
-    return p && (p->ops == &ops_linucb || p->ops == &ops_wishart || p->ops == &ops_gaussian);
+    return p && (p->ops == &ops_linucb || p->ops == &ops_wishart || p->ops == &ops_gaussian ||
+                 p->ops == &ops_ldp_gaussian);
+}
+
+int agg_ctx_policy_is_local(const agg_policy *p)
+{
+    return p && p->ops == &ops_ldp_gaussian;
+}
+
+/* The local contextual mode's policy: the aggregator only sums the devices' statistics. */
+static ldpb_err ldp_policy_new(ctx_policy *p, const agg_policy_config *cfg,
+                               const agg_ctx_params *cp, char errmsg[AGG_ERRMSG_MAX])
+{
+    agg_ldp_linucb_config lc;
+    agg_ldp_linucb_config_init(&lc);
+    lc.d = cp->d;
+    lc.epsilon = cfg->epsilon;
+    lc.delta = cp->delta;
+    lc.feature_norm = cp->L;
+    lc.reward_bound = cp->B;
+    lc.theta_norm = cp->S;
+    lc.noise_sigma = cp->sigma;
+    /* 0 means 1/horizon, as for the other contextual policies (config.c) */
+    lc.alpha = cp->alpha > 0.0 ? cp->alpha : 1.0 / (double)(cfg->horizon ? cfg->horizon : 1);
+    lc.horizon = cfg->horizon;
+    ldpb_err err = agg_ldp_linucb_new(&p->ldp, &lc, errmsg);
+    if (err)
+        return err;
+    p->model = malloc(LDPB_CTXSTAT_VALUES_MAX * sizeof *p->model);
+    return p->model ? LDPB_OK
+                    : agg_policy_refuse(errmsg, LDPB_ENOMEM, "%s: out of memory", p->hdr.ops->name);
 }
 
 ldpb_err agg_ctx_policy_new(agg_policy **out, const char *name, const agg_policy_config *cfg,
@@ -138,6 +195,23 @@ ldpb_err agg_ctx_policy_new(agg_policy **out, const char *name, const agg_policy
     if (!ops)
         return agg_policy_refuse(errmsg, LDPB_EINVAL, "unknown contextual policy '%s'",
                                  name ? name : "(null)");
+    if (ops == &ops_ldp_gaussian) {
+        ctx_policy *p = calloc(1, sizeof *p);
+        if (!p)
+            return agg_policy_refuse(errmsg, LDPB_ENOMEM, "%s: out of memory", ops->name);
+        p->hdr.ops = ops;
+        p->hdr.cfg = *cfg;
+        p->pulls = calloc(cfg->k ? cfg->k : 1, sizeof *p->pulls);
+        ldpb_err err = p->pulls
+                           ? ldp_policy_new(p, cfg, cp, errmsg)
+                           : agg_policy_refuse(errmsg, LDPB_ENOMEM, "%s: out of memory", ops->name);
+        if (err) {
+            ctx_free(&p->hdr);
+            return err;
+        }
+        *out = &p->hdr;
+        return LDPB_OK;
+    }
     if (cfg->k < 2 || cp->d == 0 || (uint64_t)cfg->k * cp->d > LDPB_WIRE_CONTEXT_MAX)
         return agg_policy_refuse(errmsg, LDPB_ERANGE,
                                  "%s: arms x d = %u x %u must be in [2, %u] (the features of "
@@ -175,24 +249,56 @@ ldpb_err agg_ctx_policy_new(agg_policy **out, const char *name, const agg_policy
     return LDPB_OK;
 }
 
-uint32_t agg_ctx_policy_d(const agg_policy *p)
+uint32_t agg_ctx_policy_d(const agg_policy *pp)
 {
-    return agg_linucb_get_config(((const ctx_policy *)p)->lin)->d;
+    const ctx_policy *p = (const ctx_policy *)pp;
+    return p->ldp ? agg_ldp_linucb_get_config(p->ldp)->d : agg_linucb_get_config(p->lin)->d;
 }
 
-double agg_ctx_policy_norm_bound(const agg_policy *p)
+double agg_ctx_policy_norm_bound(const agg_policy *pp)
 {
-    return agg_linucb_get_config(((const ctx_policy *)p)->lin)->L;
+    const ctx_policy *p = (const ctx_policy *)pp;
+    return p->ldp ? agg_ldp_linucb_get_config(p->ldp)->feature_norm
+                  : agg_linucb_get_config(p->lin)->L;
 }
 
-uint64_t agg_ctx_policy_rounds(const agg_policy *p)
+uint64_t agg_ctx_policy_rounds(const agg_policy *pp)
 {
-    return agg_linucb_rounds(((const ctx_policy *)p)->lin);
+    const ctx_policy *p = (const ctx_policy *)pp;
+    return p->ldp ? agg_ldp_linucb_reports(p->ldp) : agg_linucb_rounds(p->lin);
 }
 
-uint64_t agg_ctx_policy_horizon(const agg_policy *p)
+uint64_t agg_ctx_policy_horizon(const agg_policy *pp)
 {
-    return agg_linucb_get_config(((const ctx_policy *)p)->lin)->horizon;
+    const ctx_policy *p = (const ctx_policy *)pp;
+    return p->ldp ? agg_ldp_linucb_get_config(p->ldp)->horizon
+                  : agg_linucb_get_config(p->lin)->horizon;
+}
+
+const ldpb_ctxstat *agg_ctx_policy_mech(const agg_policy *pp)
+{
+    const ctx_policy *p = (const ctx_policy *)pp;
+    return p->ldp ? agg_ldp_linucb_mech(p->ldp) : NULL;
+}
+
+ldpb_err agg_ctx_policy_model(agg_policy *pp, double *stats, size_t *n, double *shift, double *beta)
+{
+    ctx_policy *p = (ctx_policy *)pp;
+    if (!p->ldp)
+        return LDPB_EINVAL;
+    size_t values = ldpb_ctxstat_values(agg_ldp_linucb_mech(p->ldp));
+    if (!p->model_valid) {
+        /* beta needs ln det V, a factorisation: once per change, not once per assignment */
+        ldpb_err err = agg_ldp_linucb_model(p->ldp, p->model, &p->model_shift, &p->model_beta);
+        if (err)
+            return err;
+        p->model_valid = 1;
+    }
+    memcpy(stats, p->model, values * sizeof *stats);
+    *n = values;
+    *shift = p->model_shift;
+    *beta = p->model_beta;
+    return LDPB_OK;
 }
 
 ldpb_err agg_ctx_policy_choose(agg_policy *pp, agg_policy_env *env, const double *x, size_t n,
@@ -237,6 +343,16 @@ ldpb_err agg_ctx_policy_observe(agg_policy *pp, agg_policy_env *env, uint32_t ar
                                 double y)
 {
     ctx_policy *p = (ctx_policy *)pp;
+    if (p->ldp) {
+        (void)env;
+        if (!x)
+            return LDPB_EINVAL;
+        ldpb_err err =
+            agg_ldp_linucb_add(p->ldp, x, ldpb_ctxstat_values(agg_ldp_linucb_mech(p->ldp)));
+        if (!err)
+            p->model_valid = 0;
+        return err;
+    }
     if (arm >= p->hdr.cfg.k || !x || !(y >= 0.0 && y <= 1.0))
         return LDPB_EINVAL;
     ldpb_err err = agg_linucb_observe(p->lin, env, x, y);

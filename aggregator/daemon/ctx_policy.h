@@ -6,12 +6,19 @@
  * assigned arm's features and its raw reward), docs/aggregator.md, "Contextual policies".
  *
  * Saved state: version byte 1 | k u32 | pulls per arm (k x u64) | linucb.h's bytes, little-endian.
+ *
+ * The local contextual mode's policy, ldp-linucb-gaussian (ldp_linucb.h), is served through the
+ * same functions: it chooses nothing (devices choose from the model, agg_ctx_policy_model) and
+ * observes a report's privatized statistics (agg_ctx_policy_observe with x = the stats). Saved
+ * state: version byte 2 | ldp_linucb.h's bytes.
+ *
  * Not thread-safe, as every policy. */
 #ifndef LDPB_AGG_CTX_POLICY_H
 #define LDPB_AGG_CTX_POLICY_H
 
 #include <stdint.h>
 
+#include "ldp_linucb.h"
 #include "linucb.h"
 #include "policy.h"
 
@@ -20,14 +27,24 @@
 typedef struct agg_ctx_params {
     uint32_t d;
     double delta, alpha, L, S, sigma, rho;
+    double B; /* ldp-linucb-gaussian: the reward bound devices clip to */
 } agg_ctx_params;
 
-/* The ops of a contextual policy name ("linucb", "jdp-linucb-wishart", "jdp-linucb-gaussian"),
- * or NULL: for the configuration's name and mode checks. */
+/* The ops of a contextual policy name ("linucb", "jdp-linucb-wishart", "jdp-linucb-gaussian",
+ * "ldp-linucb-gaussian"), or NULL: for the configuration's name and mode checks. */
 const agg_policy_ops *agg_ctx_policy_find(const char *name);
 
 /* 1 if p is a contextual policy of this file. */
 int agg_ctx_policy_is(const agg_policy *p);
+
+/* 1 if p is the local contextual mode's policy (devices choose; reports carry statistics). */
+int agg_ctx_policy_is_local(const agg_policy *p);
+
+/* The local policy's model to hand out (ldpb_ctxstat_values of its mechanism, at most
+ * LDPB_CTXSTAT_VALUES_MAX values in stats) and the mechanism devices must use. Computed once per
+ * change of the sum (observe and restore change it), so assignments in between cost a copy. */
+ldpb_err agg_ctx_policy_model(agg_policy *p, double *stats, size_t *n, double *shift, double *beta);
+const ldpb_ctxstat *agg_ctx_policy_mech(const agg_policy *p);
 
 /* Creates the policy `name` for cfg->k arms. Refusals as agg_linucb_new's, with its message;
  * also LDPB_ERANGE when k x d exceeds what an AssignRequest carries (LDPB_WIRE_CONTEXT_MAX). */
@@ -48,7 +65,9 @@ ldpb_err agg_ctx_policy_choose(agg_policy *p, agg_policy_env *env, const double 
 uint64_t agg_ctx_policy_rounds(const agg_policy *p);
 uint64_t agg_ctx_policy_horizon(const agg_policy *p);
 
-/* Observes the reward y in [0, 1] of `arm`, whose features were x (d values). */
+/* Observes the reward y in [0, 1] of `arm`, whose features were x (d values). The local policy
+ * adds x as a report's statistics (ldpb_ctxstat_values of its mechanism) and ignores arm and y:
+ * LDPB_EPROTO for a report its mechanism's check refuses, LDPB_ESTATE past the horizon. */
 ldpb_err agg_ctx_policy_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, const double *x,
                                 double y);
 

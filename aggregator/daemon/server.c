@@ -134,6 +134,7 @@ struct agg_server {
     agg_policy *policy; /* served: always a committed state (choose() may move its cursor) */
     int mc_propensity;  /* ops->choose_is_draw: estimate the propensity by repeated draws */
     int contextual;     /* ctx_policy.h: assignments need the request's K x d features */
+    int local_ctx; /* ... or, for the local contextual mode, hand out the model (devices choose) */
     ldpb_rng *policy_rng, *noise_rng;
     agg_rand rand;
     agg_noise *noise; /* the served policy's: choose() requires one but never draws from it */
@@ -393,9 +394,11 @@ static agg_policy_env policy_env(agg_server *s)
 }
 
 /* Counts an assignment whose id is sealed in it->id, queues its decision row (best effort) and
- * answers with the Assignment: the one reply of do_assign and do_assign_contextual. */
+ * answers with the Assignment: the one reply of do_assign and do_assign_contextual. `lm` is the
+ * local contextual mode's model (NULL otherwise). */
 static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
-                            const ldpb_seal_key *key, const Ldpb__V1__Envelope *req, const item *it)
+                            const ldpb_seal_key *key, const Ldpb__V1__Envelope *req, const item *it,
+                            Ldpb__V1__LocalModel *lm)
 {
     atomic_fetch_add(&s->n_assignments, 1);
     if (!enqueue(s, it, s->q_cap / 2))
@@ -421,7 +424,88 @@ static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const
         a.has_kappa = 1;
         a.kappa = s->cfg->params.kappa;
     }
+    a.local_model = lm;
     send_sealed(s, w, to, client_pk, key, &env_out);
+}
+
+/* The local contextual mode's assignment (docs/protocol.md, "Local model"): no context comes in;
+ * the committed model and the mechanism's parameters go out, and the device chooses. The id binds
+ * nothing but itself: arm 0, propensity 1 (the device's choice and its probability stay there). */
+static void do_assign_local(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                            const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
+{
+    const Ldpb__V1__AssignRequest *ar = req->assign_request;
+    if (!ar->local_model || ar->n_context) {
+        send_sealed_error(
+            s, w, to, client_pk, key, req->request_id, req->has_request_id,
+            ar->local_model ? LDPB_EINVAL : LDPB_ENOTSUP,
+            ar->local_model
+                ? "a local-model request carries no context: the features stay on the device"
+                : "this aggregator serves the local contextual mode (ldp-linucb-gaussian): the "
+                  "device must ask for the model (AssignRequest.local_model, "
+                  "ldpb_client_assign_local) and choose its arm itself");
+        return;
+    }
+    double stats[LDPB_CTXSTAT_VALUES_MAX];
+    size_t n = 0;
+    double shift = 0.0, beta = 0.0;
+    agg_token t;
+    memset(&t, 0, sizeof t);
+    char reason[256] = "";
+    pthread_mutex_lock(&s->policy_mu);
+    uint64_t rounds = agg_ctx_policy_rounds(s->policy), horizon = agg_ctx_policy_horizon(s->policy);
+    ldpb_err err = LDPB_OK;
+    if (rounds >= horizon) {
+        snprintf(reason, sizeof reason,
+                 "no assignments: the local contextual policy has summed its horizon of %" PRIu64
+                 " reports (configure a larger horizon)",
+                 horizon);
+        err = LDPB_ESTATE;
+    } else {
+        /* The served policy is the committed state: the model is released only once durable. */
+        err = agg_ctx_policy_model(s->policy, stats, &n, &shift, &beta);
+        if (err)
+            snprintf(reason, sizeof reason, "the model cannot be computed (%s)",
+                     ldpb_strerror(err));
+    }
+    t.policy_version = s->policy_version;
+    pthread_mutex_unlock(&s->policy_mu);
+    if (err) {
+        if (err != LDPB_ESTATE)
+            logf_(s, AGG_LOG_ERROR, "%s", reason);
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          reason);
+        return;
+    }
+    const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(agg_ctx_policy_mech(s->policy));
+    Ldpb__V1__LocalModel lm = LDPB__V1__LOCAL_MODEL__INIT;
+    lm.d = mo->d;
+    lm.n_stats = n;
+    lm.stats = stats;
+    lm.shift = shift;
+    lm.beta = beta;
+    lm.delta = mo->delta;
+    lm.feature_norm = mo->feature_norm;
+    lm.reward_bound = mo->reward_bound;
+    uint64_t now = ldpb_seal_now_ms();
+    t.arm = 0;
+    t.propensity = 1.0;
+    t.mechanism = (uint8_t)s->wire_mechanism;
+    t.epsilon = s->wire_epsilon;
+    t.expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
+    ldpb_rng_bytes(w->rng, t.random, sizeof t.random);
+    item it;
+    memset(&it, 0, sizeof it);
+    it.kind = ITEM_DECISION;
+    it.tok = t;
+    it.at_ms = now;
+    err = agg_token_seal(&s->token_key, &t, it.id);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          "cannot issue an assignment id");
+        return;
+    }
+    send_assignment(s, w, to, client_pk, key, req, &it, &lm);
 }
 
 /* A contextual policy's assignment (docs/protocol.md, "Contexts"): the request's K x d feature
@@ -478,7 +562,7 @@ static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
                           "cannot issue an assignment id");
         return;
     }
-    send_assignment(s, w, to, client_pk, key, req, &it);
+    send_assignment(s, w, to, client_pk, key, req, &it, NULL);
 }
 
 static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
@@ -509,6 +593,20 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     uint32_t arm = 0;
     agg_token t;
     memset(&t, 0, sizeof t);
+    if (s->local_ctx) {
+        do_assign_local(s, w, to, client_pk, key, req);
+        return;
+    }
+    if (ar->local_model) {
+        /* A device that would choose for itself must not silently get an arm it did not. */
+        snprintf(reason, sizeof reason,
+                 "this aggregator serves policy %s, not the local contextual mode: it hands out "
+                 "no model",
+                 s->cfg->policy);
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_ENOTSUP, reason);
+        return;
+    }
     if (s->contextual) {
         do_assign_contextual(s, w, to, client_pk, key, req);
         return;
@@ -555,7 +653,7 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
                           "cannot issue an assignment id");
         return;
     }
-    send_assignment(s, w, to, client_pk, key, req, &it);
+    send_assignment(s, w, to, client_pk, key, req, &it, NULL);
 }
 
 /* ---- report ------------------------------------------------------------------------------ */
@@ -583,6 +681,25 @@ static ldpb_err check_report(agg_server *s, const agg_token *t, const Ldpb__V1__
         snprintf(reason, 256, "report epsilon %.17g differs from the assignment's %.17g",
                  r->epsilon, t->epsilon);
         return LDPB_EINVAL;
+    }
+    if (s->local_ctx) {
+        /* The statistics of the local contextual mode: the mechanism devices were told to use
+         * must be the one the report claims, and its values ones it can produce. */
+        const ldpb_ctxstat *m = agg_ctx_policy_mech(s->policy);
+        const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(m);
+        if (!r->has_delta || r->delta != mo->delta) {
+            snprintf(reason, 256, "report delta %.17g differs from the assignment's %.17g",
+                     r->has_delta ? r->delta : 0.0, mo->delta);
+            return LDPB_EINVAL;
+        }
+        char detail[LDPB_DETAIL_BYTES] = "";
+        ldpb_err err = ldpb_ctxstat_check(m, r->stats, r->n_stats, detail);
+        if (err) {
+            snprintf(reason, 256, "report.stats: %s", detail);
+            return err;
+        }
+        *value = 0.0;
+        return LDPB_OK;
     }
     /* The mechanism table's admissibility rule, on the authentic assignment's mechanism and
      * epsilon (the wire decoder checked the format, the rule's first half, on the report's own
@@ -613,7 +730,10 @@ static void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     memset(&it, 0, sizeof it);
     ldpb_err err = LDPB_OK;
     uint32_t d = s->contextual ? agg_ctx_policy_d(s->policy) : 0;
-    if (s->contextual && r->n_context != d) {
+    if (s->local_ctx) {
+        /* Nothing is bound but the id; the stats are checked against the mechanism next. */
+        err = agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it.tok);
+    } else if (s->contextual && r->n_context != d) {
         snprintf(reason, sizeof reason,
                  "report context has %zu values; this aggregator's contextual policy needs the "
                  "assigned arm's %u features, as sent in the assign request",
@@ -638,12 +758,14 @@ static void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
     if (!err)
         err = check_report(s, &it.tok, r, &it.value, reason);
     if (!err && s->contextual) {
-        it.x = malloc(d * sizeof *it.x);
+        /* the local mode's report carries its statistics where the others carry features */
+        size_t nx = s->local_ctx ? r->n_stats : d;
+        it.x = malloc(nx * sizeof *it.x);
         if (!it.x) {
             err = LDPB_ENOMEM;
             snprintf(reason, sizeof reason, "out of memory");
         } else {
-            memcpy(it.x, r->context, d * sizeof *it.x);
+            memcpy(it.x, s->local_ctx ? r->stats : r->context, nx * sizeof *it.x);
         }
     }
     if (err) {
@@ -1771,6 +1893,9 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         say(errmsg, "mechanism %d is not a known mechanism", cfg->params.mechanism);
         goto fail;
     }
+    s->local_ctx = s->contextual && agg_ctx_policy_is_local(s->policy);
+    if (s->local_ctx) /* devices report statistics, whatever `mechanism` says */
+        s->wire_desc = ldpb_mech_desc_of(LDPB_MECH_ID_GAUSSIAN_STATS);
     s->wire_mechanism = s->wire_desc->id;
     s->wire_epsilon = s->wire_desc->local ? cfg->params.epsilon : 0.0;
     s->mech_name = s->wire_desc->name;

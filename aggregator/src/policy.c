@@ -235,7 +235,7 @@ ldpb_err agg_policy_mech_new(const agg_policy_config *cfg, const char *name, ldp
     if (err)
         return err;
     const ldpb_mech_desc *d = ldpb_mech_desc_of((int)cfg->mechanism);
-    if (!d || !d->local)
+    if (!ldpb_mech_desc_scalar(d))
         return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: unknown mechanism %d", name,
                                  (int)cfg->mechanism);
     if (d->params & LDPB_MECH_PARAM_KAPPA) {
@@ -304,7 +304,7 @@ static int observation_valid(const agg_policy *p, double obs)
     if (p->ops->model != AGG_MODEL_LOCAL)
         return ldpb_mech_check_value(LDPB_MECH_ID_RAW, 0.0, 0, obs, "observation", NULL) == LDPB_OK;
     const ldpb_mech_desc *d = ldpb_mech_desc_of((int)p->cfg.mechanism);
-    if (!d || !d->local)
+    if (!ldpb_mech_desc_scalar(d))
         return 0;
     return ldpb_mech_check_value(d->id, p->cfg.epsilon, d->output == LDPB_MECH_OUTPUT_BIT, obs,
                                  "observation", NULL) == LDPB_OK;

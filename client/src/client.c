@@ -17,6 +17,8 @@
 #include <sodium.h>
 
 #include "ldpb/client.h"
+#include "ldpb/ctxmodel.h"
+#include "ldpb/ctxstat.h"
 #include "ldpb/keyfile.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
@@ -33,6 +35,9 @@ _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB_MECH_LINEAR &&
                    (int)LDPB_CLIENT_MECH_LAPLACE == (int)LDPB_MECH_LAPLACE,
                "mechanism values match ldpb_mech_kind");
 _Static_assert((int)LDPB_CLIENT_MECH_RAW == LDPB_MECH_ID_RAW, "raw is the table's raw row");
+_Static_assert((int)LDPB_CLIENT_MECH_GAUSSIAN_STATS == LDPB_MECH_ID_GAUSSIAN_STATS &&
+                   (int)LDPB_CLIENT_MECH_GAUSSIAN_STATS == (int)LDPB__V1__MECHANISM__GAUSSIAN_STATS,
+               "the statistics row");
 _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB__V1__MECHANISM__LINEAR &&
                    (int)LDPB_CLIENT_MECH_QUADRATIC == (int)LDPB__V1__MECHANISM__QUADRATIC &&
                    (int)LDPB_CLIENT_MECH_EXPONENTIAL == (int)LDPB__V1__MECHANISM__EXPONENTIAL &&
@@ -50,7 +55,9 @@ _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB__V1__MECHANISM__LINEAR 
 /* The largest reply a client can expect is an Error with a reason of LDPB_WIRE_STRING_MAX bytes,
  * about 1.2 KB sealed; a longer frame is refused without being opened. The receive buffer has one
  * spare byte so that an oversized frame is recognised whatever nanomsg reports for it. */
-#define REPLY_CAP 4096u
+/* An Assignment of the local contextual mode carries its model, up to LDPB_WIRE_STATS_MAX doubles
+ * (4.5 KB at d = 32). */
+#define REPLY_CAP 8192u
 _Static_assert(REPLY_CAP > LDPB_FRAME_SEALED_OVERHEAD + LDPB_WIRE_STRING_MAX + 64,
                "an Error with the longest reason fits");
 
@@ -76,9 +83,12 @@ struct ldpb_client {
     uint32_t timeout_ms, max_attempts;
     uint64_t next_request_id;
     mech_slot mechs[MECH_CACHE];
-    unsigned mech_next; /* the slot replaced on the next miss (round robin) */
-    rq *queue;          /* NULL without opts.queue_path */
-    int no_raa;         /* the aggregator answered report_and_assign with LDPB_ENOTSUP */
+    unsigned mech_next;   /* the slot replaced on the next miss (round robin) */
+    rq *queue;            /* NULL without opts.queue_path */
+    int no_raa;           /* the aggregator answered report_and_assign with LDPB_ENOTSUP */
+    ldpb_ctxmodel *model; /* the local contextual mode's model, for dimension model_d */
+    uint32_t model_d;
+    ldpb_ctxstat *stat; /* the last local mechanism built (its parameters in stat_opts) */
     char errmsg[ERRMSG_BYTES];
     uint8_t req_pt[REQ_PT_CAP];
     uint8_t send_buf[SEND_CAP];
@@ -299,6 +309,8 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     ldpb_ledger_opts lo;
     lo.lifetime_budget = opts->lifetime_budget;
     lo.per_report_cap = opts->per_report_cap;
+    lo.lifetime_delta = opts->lifetime_delta;
+    lo.per_report_delta_cap = opts->per_report_delta_cap;
     if ((err = ldpb_ledger_open(&c->ledger, opts->ledger_path, &lo)) != LDPB_OK)
         goto fail;
 
@@ -329,6 +341,8 @@ void ldpb_client_free(ldpb_client *c)
     rq_close(c->queue);
     for (size_t i = 0; i < MECH_CACHE; i++)
         ldpb_mech_free(c->mechs[i].mech);
+    ldpb_ctxmodel_free(c->model);
+    ldpb_ctxstat_free(c->stat);
     ldpb_rng_free(c->sys_rng);
     free(c->url);
     /* Keys, the last request (in RAW mode, a reward) and the last reply. */
@@ -652,6 +666,11 @@ static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, l
                     (int)m->mechanism);
     if (m->has_kappa && !(d->params & LDPB_MECH_PARAM_KAPPA))
         return setf(c, LDPB_EPROTO, "assignment kappa with mechanism %s", d->name);
+    if (d->output == LDPB_MECH_OUTPUT_VECTOR)
+        return setf(c, LDPB_EPROTO,
+                    "the aggregator serves the local contextual mode (mechanism %s): ask with "
+                    "ldpb_client_assign_local",
+                    d->name);
     if (d->params & LDPB_MECH_PARAM_KAPPA)
         a.kappa = m->has_kappa ? m->kappa : LDPB_KAPPA_DEFAULT;
     a.expires_at_ms = m->expires_at_ms;
@@ -665,7 +684,7 @@ static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, l
         err = admit(c, &a);
     if (err)
         return err;
-    if (d->local) {
+    if (ldpb_mech_desc_scalar(d)) {
         /* Built now: an assignment whose mechanism cannot be built is refused before the app
          * acts on it, and the report finds the mechanism in the cache. */
         const ldpb_mech *mech = NULL;
@@ -756,6 +775,10 @@ static double unit_reward(const ldpb_client *c, double reward)
 static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double reward, double *value,
                              int *is_bit)
 {
+    if (a->mechanism == LDPB_CLIENT_MECH_GAUSSIAN_STATS)
+        return setf(c, LDPB_EINVAL,
+                    "a local contextual assignment is reported with ldpb_client_report_local, "
+                    "alone (not in a batch, a queue or a report_and_assign)");
     if (!ldpb_mech_desc_of((int)a->mechanism)->local) {
         ldpb_err err = admit(c, a);
         if (!err)
@@ -955,6 +978,292 @@ ldpb_err ldpb_client_report_context(ldpb_client *c, const ldpb_assignment *a,
                                     const double *features, size_t n_features, double reward)
 {
     return report_impl(c, a, features, n_features, reward);
+}
+
+/* ---- the local contextual mode ------------------------------------------------------------ */
+
+static double offer_of(ldpb_client *c);
+
+/* The mechanism of a local assignment, built from the parameters the aggregator sent (kept while
+ * they stay the same): its constructor is the check that they are admissible. */
+static ldpb_err get_stat(ldpb_client *c, const ldpb_assignment *a, const ldpb_ctxstat **out)
+{
+    if (c->stat) {
+        const ldpb_ctxstat_opts *o = ldpb_ctxstat_get_opts(c->stat);
+        if (o->d == a->local_d && o->epsilon == a->epsilon && o->delta == a->local_delta &&
+            o->feature_norm == a->local_feature_norm && o->reward_bound == a->local_reward_bound) {
+            *out = c->stat;
+            return LDPB_OK;
+        }
+    }
+    ldpb_ctxstat_opts o;
+    ldpb_ctxstat_opts_init(&o, a->local_d, a->epsilon, a->local_delta);
+    o.kind = LDPB_CTXSTAT_GAUSSIAN;
+    o.feature_norm = a->local_feature_norm;
+    o.reward_bound = a->local_reward_bound;
+    ldpb_ctxstat *m = NULL;
+    ldpb_err err = ldpb_ctxstat_new(&m, &o);
+    if (err)
+        return err;
+    ldpb_ctxstat_free(c->stat);
+    c->stat = m;
+    *out = m;
+    return LDPB_OK;
+}
+
+/* The client's privacy rules for a local assignment about to draw: epsilon within the client's
+ * cap, (epsilon, delta) within what the ledger allows. */
+static ldpb_err admit_local(ldpb_client *c, const ldpb_assignment *a)
+{
+    if (a->epsilon > c->epsilon_cap)
+        return setf(c, LDPB_EBUDGET, "epsilon %g above the client's cap %g", a->epsilon,
+                    c->epsilon_cap);
+    if (ldpb_ledger_check_delta(c->ledger, a->epsilon, a->local_delta) != LDPB_OK) {
+        ldpb_ledger_opts lo = ldpb_ledger_get_opts(c->ledger);
+        return setf(c, LDPB_EBUDGET,
+                    "(epsilon %g, delta %g) is more than the ledger allows: per-report caps (%g, "
+                    "%g), (%g, %g) left of the lifetime budgets (%g, %g)",
+                    a->epsilon, a->local_delta, lo.per_report_cap, lo.per_report_delta_cap,
+                    ldpb_ledger_remaining(c->ledger), ldpb_ledger_delta_remaining(c->ledger),
+                    lo.lifetime_budget, lo.lifetime_delta);
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_rows(ldpb_client *c, const double *x, uint32_t n, uint32_t d, double bound)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        double s = 0.0;
+        for (uint32_t j = 0; j < d; j++) {
+            double v = x[(size_t)i * d + j];
+            if (!isfinite(v))
+                return setf(c, LDPB_EINVAL, "features[%u][%u] is not a finite number", i, j);
+            s += v * v;
+        }
+        /* the mechanism's own tolerance (ldpb/ctxstat.h): a normalisation may round up */
+        if (bound > 0.0 && sqrt(s) > bound * (1.0 + 1e-9))
+            return setf(c, LDPB_ERANGE,
+                        "feature row %u has norm %.17g, above the aggregator's bound L = %g", i,
+                        sqrt(s), bound);
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err take_local(ldpb_client *c, const Ldpb__V1__Envelope *env, const double *features,
+                           uint32_t n_actions, uint32_t d, ldpb_assignment *out)
+{
+    if (env->body_case != LDPB__V1__ENVELOPE__BODY_ASSIGNMENT)
+        return setf(c, LDPB_EPROTO, "the server answered an assign request with %s",
+                    body_name((int)env->body_case));
+    const Ldpb__V1__Assignment *m = env->assignment;
+    const Ldpb__V1__LocalModel *lm = m->local_model;
+    if ((int)m->mechanism != LDPB_MECH_ID_GAUSSIAN_STATS || !lm)
+        return setf(c, LDPB_EPROTO,
+                    "the aggregator answered a local-model request with mechanism %s: it does not "
+                    "serve the local contextual mode",
+                    ldpb_client_mech_name((ldpb_client_mech)m->mechanism));
+    if (lm->d != d)
+        return setf(c, LDPB_EINVAL, "the aggregator's model has dimension %u, the app's rows %u",
+                    (unsigned)lm->d, (unsigned)d);
+    ldpb_assignment a;
+    memset(&a, 0, sizeof a);
+    memcpy(a.id, m->assignment_id.data, m->assignment_id.len);
+    a.id_len = m->assignment_id.len;
+    a.mechanism = LDPB_CLIENT_MECH_GAUSSIAN_STATS;
+    a.epsilon = m->epsilon;
+    a.expires_at_ms = m->expires_at_ms;
+    a.propensity = 1.0;
+    a.policy_version = m->has_policy_version ? m->policy_version : 0;
+    a.local_d = lm->d;
+    a.local_delta = lm->delta;
+    a.local_feature_norm = lm->feature_norm;
+    a.local_reward_bound = lm->reward_bound;
+    ldpb_err err = check_assignment(c, &a, LDPB_EPROTO);
+    if (!err)
+        err = check_expiry(c, &a);
+    if (!err)
+        err = admit_local(c, &a);
+    if (!err)
+        err = check_rows(c, features, n_actions, d, a.local_feature_norm);
+    if (err)
+        return err;
+    const ldpb_ctxstat *stat = NULL;
+    err = get_stat(c, &a, &stat);
+    if (err)
+        return setf(c, err == LDPB_ENOMEM ? err : LDPB_EPROTO,
+                    "the assignment's mechanism (d %u, epsilon %g, delta %g, L %g, B %g) cannot "
+                    "be built (%s)",
+                    (unsigned)a.local_d, a.epsilon, a.local_delta, a.local_feature_norm,
+                    a.local_reward_bound, ldpb_errname(err));
+    if (c->model && c->model_d != d) {
+        ldpb_ctxmodel_free(c->model);
+        c->model = NULL;
+    }
+    if (!c->model) {
+        if ((err = ldpb_ctxmodel_new(&c->model, d)) != LDPB_OK)
+            return setf(c, err, "building the model (%s)", ldpb_errname(err));
+        c->model_d = d;
+    }
+    err = ldpb_ctxmodel_load(c->model, lm->stats, lm->n_stats, lm->shift, lm->beta, NULL);
+    if (err)
+        return setf(c, LDPB_EPROTO, "the aggregator's model cannot be used (%s)",
+                    ldpb_errname(err));
+    uint32_t arm = 0, ties = 1;
+    /* Ties are broken with the handle's own generator: not privacy noise, nothing to audit. */
+    err = ldpb_ctxmodel_choose(c->model, c->sys_rng, features, n_actions, &arm, &ties);
+    if (err)
+        return setf(c, err, "choosing among the rows failed (%s)", ldpb_errname(err));
+    a.arm = arm;
+    a.propensity = 1.0 / (double)(ties ? ties : 1);
+    *out = a;
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_client_assign_local(ldpb_client *c, const double *features, uint32_t n_actions,
+                                  uint32_t d, ldpb_assignment *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!out || !features)
+        return setf(c, LDPB_EINVAL, "no assignment to fill or no features (NULL)");
+    if (d < 1 || d > LDPB_CTXSTAT_D_MAX)
+        return setf(c, LDPB_ERANGE, "d %u outside [1, %u]", (unsigned)d, LDPB_CTXSTAT_D_MAX);
+    if (n_actions < 1 || n_actions > LDPB_CLIENT_LOCAL_ACTIONS_MAX)
+        return setf(c, LDPB_ERANGE, "n_actions %u outside [1, %u]", (unsigned)n_actions,
+                    LDPB_CLIENT_LOCAL_ACTIONS_MAX);
+    ldpb_err err = check_rows(c, features, n_actions, d, 0.0);
+    if (err)
+        return err;
+    double offer = offer_of(c);
+    if (!(offer > 0.0))
+        return setf(c, LDPB_EBUDGET, "the ledger's lifetime budget is spent");
+
+    /* The features stay on the device: the request says only that it wants the model. */
+    Ldpb__V1__AssignRequest req = LDPB__V1__ASSIGN_REQUEST__INIT;
+    req.has_max_epsilon = 1;
+    req.max_epsilon = offer;
+    req.has_local_model = 1;
+    req.local_model = 1;
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    env.assign_request = &req;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    if (err)
+        return setf(c, err, "encoding the assign request: %s", detail);
+    Ldpb__V1__Envelope *reply = NULL;
+    reply_buf rb = own_buf(c);
+    err = exchange(c, pt_len, env.request_id, &rb, &reply);
+    if (err)
+        return err;
+    err = take_local(c, reply, features, n_actions, d, out);
+    ldpb_envelope_free(reply);
+    return err;
+}
+
+ldpb_err ldpb_client_report_local(ldpb_client *c, const ldpb_assignment *a, const double *x_chosen,
+                                  uint32_t d, double reward)
+{
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!a || !x_chosen)
+        return setf(c, LDPB_EINVAL, "no assignment or no features (NULL)");
+    if (a->mechanism != LDPB_CLIENT_MECH_GAUSSIAN_STATS)
+        return setf(c, LDPB_EINVAL,
+                    "the assignment has mechanism %s, not the local contextual mode's",
+                    ldpb_client_mech_name(a->mechanism));
+    if (d != a->local_d)
+        return setf(c, LDPB_EINVAL, "%u features for an assignment of dimension %u", (unsigned)d,
+                    (unsigned)a->local_d);
+    if (!isfinite(reward))
+        return setf(c, LDPB_EINVAL, "the reward is not a finite number");
+    ldpb_err err = check_assignment(c, a, LDPB_EINVAL);
+    if (!err)
+        err = check_rows(c, x_chosen, 1, d, 0.0);
+    if (err)
+        return err;
+
+    double stats[LDPB_CTXSTAT_VALUES_MAX];
+    ldpb_ledger_entry e;
+    int stored = ldpb_ledger_lookup(c->ledger, a->id, a->id_len, &e) == LDPB_OK;
+    if (!stored) {
+        /* A new draw: every rule applies (a stored one was paid for; resending it reveals
+         * nothing new). */
+        err = check_expiry(c, a);
+        if (!err)
+            err = admit_local(c, a);
+        if (err)
+            return err;
+    }
+    const ldpb_ctxstat *stat = NULL;
+    err = get_stat(c, a, &stat);
+    if (err)
+        return setf(c, err, "the assignment's mechanism cannot be built (%s)", ldpb_errname(err));
+    err = ldpb_ledger_privatize_stats(c->ledger, a->id, a->id_len, stat, c->noise_rng, x_chosen,
+                                      unit_reward(c, reward), &e, stats, LDPB_CTXSTAT_VALUES_MAX);
+    if (err) {
+        sodium_memzero(stats, sizeof stats);
+        if (err == LDPB_ESTATE)
+            return setf(c, err,
+                        "the ledger already holds a report for this assignment with another "
+                        "mechanism, epsilon or delta");
+        if (err == LDPB_EBUDGET)
+            return setf(c, err, "the ledger refused the charge of (epsilon %g, delta %g)",
+                        a->epsilon, a->local_delta);
+        if (err == LDPB_ERANGE)
+            return setf(c, err, "the chosen row is longer than the assignment's bound L = %g",
+                        a->local_feature_norm);
+        if (err == LDPB_EIO)
+            return setf(c, err, "the ledger could not make the spend durable; nothing was sent");
+        return setf(c, err, "privatizing through the ledger failed (%s)", ldpb_errname(err));
+    }
+
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    rep.assignment_id.data = (uint8_t *)a->id;
+    rep.assignment_id.len = a->id_len;
+    rep.mechanism = LDPB__V1__MECHANISM__GAUSSIAN_STATS;
+    rep.epsilon = e.epsilon;
+    rep.has_delta = 1;
+    rep.delta = e.delta;
+    rep.n_stats = e.n_stats;
+    rep.stats = stats;
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    env.report = &rep;
+    rq_entry none;
+    memset(&none, 0, sizeof none);
+    Ldpb__V1__Envelope *reply = NULL;
+    /* Not queued: the queue's entries hold one value (docs/client.md). */
+    err = send_report_request(c, &env, &none, 0, &reply);
+    sodium_memzero(stats, sizeof stats);
+    sodium_memzero(&e, sizeof e);
+    if (err) {
+        if (err == LDPB_ETIMEDOUT) {
+            char prev[ERRMSG_BYTES];
+            memcpy(prev, c->errmsg, sizeof prev);
+            setf(c, err,
+                 "%s; the spend stays in the ledger and reporting this assignment again resends "
+                 "the same values",
+                 prev);
+        }
+        return err;
+    }
+    if (reply->body_case != LDPB__V1__ENVELOPE__BODY_ACK)
+        err = setf(c, LDPB_EPROTO, "the server answered a report with %s",
+                   body_name((int)reply->body_case));
+    else if (reply->ack->assignment_id.len != a->id_len ||
+             memcmp(reply->ack->assignment_id.data, a->id, a->id_len) != 0)
+        err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
+    ldpb_envelope_free(reply);
+    return err;
 }
 
 /* ---- status ------------------------------------------------------------------------------- */

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ldpb/ctxstat.h"
+#include "ldpb/mech_table.h"
 #include "ledger_internal.h"
 
 struct ldpb_ledger {
@@ -34,6 +36,10 @@ void ldpb_ledger_opts_init(ldpb_ledger_opts *opts)
         return;
     opts->lifetime_budget = 100.0;
     opts->per_report_cap = LDPB_EPSILON_MAX;
+    /* No delta until the app grants one: a mechanism with a delta (a small chance of an
+     * unbounded privacy loss) is never used on a device that did not ask for it. */
+    opts->lifetime_delta = 0.0;
+    opts->per_report_delta_cap = 0.0;
 }
 
 void ledger_set_step_hook(ldpb_ledger *ledger, ledger_step_hook hook, void *ctx)
@@ -122,12 +128,13 @@ static int create_tmp(ldpb_ledger *l)
     return -1;
 }
 
-static ldpb_err persist(ldpb_ledger *l, const ledger_record *extra, uint64_t spent_units)
+static ldpb_err persist(ldpb_ledger *l, const ledger_record *extra, uint64_t spent_units,
+                        uint64_t delta_spent_units)
 {
     int fd = create_tmp(l);
     if (fd < 0)
         return LDPB_EIO;
-    if (ledger_emit(&l->st, extra, spent_units, fd_sink, &fd) != 0 ||
+    if (ledger_emit(&l->st, extra, spent_units, delta_spent_units, fd_sink, &fd) != 0 ||
         step(l, LEDGER_STEP_TMP_WRITTEN) != 0 || fsync(fd) != 0)
         goto fail_tmp;
     int rc = close(fd);
@@ -250,6 +257,13 @@ done:
     return err;
 }
 
+static void set_delta(ledger_state *st, const ldpb_ledger_opts *opts)
+{
+    st->delta_budget = opts->lifetime_delta;
+    st->delta_cap = opts->per_report_delta_cap;
+    st->delta_budget_units = ledger_delta_budget_units(st->delta_budget);
+}
+
 ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger_opts *opts)
 {
     if (!out)
@@ -259,6 +273,9 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
         return LDPB_EINVAL;
     ldpb_err err;
     if (opts && (err = ledger_check_limits(opts->lifetime_budget, opts->per_report_cap)) != 0)
+        return err;
+    if (opts &&
+        (err = ledger_check_delta_limits(opts->lifetime_delta, opts->per_report_delta_cap)) != 0)
         return err;
     if (!path && !opts)
         return LDPB_EINVAL;
@@ -274,6 +291,7 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
         l->st.budget = opts->lifetime_budget;
         l->st.cap = opts->per_report_cap;
         l->st.budget_units = ledger_budget_units(l->st.budget);
+        set_delta(&l->st, opts);
         *out = l;
         return LDPB_OK;
     }
@@ -297,6 +315,13 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
         err = load(l, fd);
         if (err)
             goto fail;
+        /* A ledger without a delta budget takes the first one offered, durably (ledger.h). */
+        if (opts && !(l->st.delta_budget > 0.0) && opts->lifetime_delta > 0.0) {
+            set_delta(&l->st, opts);
+            err = persist(l, NULL, l->st.spent_units, l->st.delta_spent_units);
+            if (err)
+                goto fail;
+        }
     } else if (err == LDPB_ENOTFOUND) {
         err = LDPB_EINVAL;
         if (!opts)
@@ -304,8 +329,9 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
         l->st.budget = opts->lifetime_budget;
         l->st.cap = opts->per_report_cap;
         l->st.budget_units = ledger_budget_units(l->st.budget);
+        set_delta(&l->st, opts);
         /* Written at once, so the budget and cap are fixed from the first open. */
-        err = persist(l, NULL, 0);
+        err = persist(l, NULL, 0, 0);
         if (err)
             goto fail;
     } else {
@@ -341,14 +367,21 @@ static void fill_entry(ldpb_ledger_entry *out, const ledger_record *r)
     out->kind = (ldpb_mech_kind)r->kind;
     out->epsilon = r->epsilon;
     out->value = r->value;
+    out->delta = r->delta;
+    out->n_stats = r->vec ? r->n : 0;
 }
 
-/* The refusal rules shared by privatize and check; `charge` is finite and > 0. */
-static ldpb_err admit(const ldpb_ledger *l, double charge)
+/* The refusal rules shared by privatize and check; `charge` is finite and > 0, `delta` finite
+ * and >= 0. */
+static ldpb_err admit(const ldpb_ledger *l, double charge, double delta)
 {
     if (!(charge <= l->st.cap))
         return LDPB_EBUDGET;
     if (ledger_charge_units(charge) > l->st.budget_units - l->st.spent_units)
+        return LDPB_EBUDGET;
+    if (delta > 0.0 &&
+        (!(delta <= l->st.delta_cap) ||
+         ledger_delta_units(delta) > l->st.delta_budget_units - l->st.delta_spent_units))
         return LDPB_EBUDGET;
     if (l->st.count >= LDPB_LEDGER_ENTRIES_MAX)
         return LDPB_EBUDGET;
@@ -377,7 +410,7 @@ ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id
     }
     if (ledger->broken)
         return LDPB_EIO;
-    ldpb_err err = admit(ledger, charge);
+    ldpb_err err = admit(ledger, charge, 0.0);
     if (err)
         return err;
     err = ledger_state_reserve(&ledger->st, ledger->st.count + 1);
@@ -390,12 +423,13 @@ ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id
     rec.id_len = (uint8_t)id_len;
     rec.kind = (uint8_t)kind;
     rec.epsilon = charge;
+    rec.n = 1;
     err = ldpb_mech_privatize(mech, rng, reward, &rec.value);
     if (err)
         goto done;
     uint64_t spent = ledger->st.spent_units + ledger_charge_units(charge);
     if (ledger->path) {
-        err = persist(ledger, &rec, spent);
+        err = persist(ledger, &rec, spent, ledger->st.delta_spent_units);
         if (err)
             goto done;
     }
@@ -440,10 +474,12 @@ double ldpb_ledger_remaining(const ldpb_ledger *ledger)
 
 ldpb_ledger_opts ldpb_ledger_get_opts(const ldpb_ledger *ledger)
 {
-    ldpb_ledger_opts o = {0.0, 0.0};
+    ldpb_ledger_opts o = {0.0, 0.0, 0.0, 0.0};
     if (ledger) {
         o.lifetime_budget = ledger->st.budget;
         o.per_report_cap = ledger->st.cap;
+        o.lifetime_delta = ledger->st.delta_budget;
+        o.per_report_delta_cap = ledger->st.delta_cap;
     }
     return o;
 }
@@ -457,5 +493,124 @@ ldpb_err ldpb_ledger_check(const ldpb_ledger *ledger, double epsilon)
 {
     if (!ledger || !isfinite(epsilon) || !(epsilon > 0.0))
         return LDPB_EINVAL;
-    return admit(ledger, epsilon);
+    return admit(ledger, epsilon, 0.0);
+}
+
+ldpb_err ldpb_ledger_check_delta(const ldpb_ledger *ledger, double epsilon, double delta)
+{
+    if (!ledger || !isfinite(epsilon) || !(epsilon > 0.0) || !isfinite(delta) || !(delta >= 0.0))
+        return LDPB_EINVAL;
+    return admit(ledger, epsilon, delta);
+}
+
+double ldpb_ledger_delta_spent(const ldpb_ledger *ledger)
+{
+    if (!ledger)
+        return NAN;
+    return ldexp((double)ledger->st.delta_spent_units, -LEDGER_DELTA_UNIT_BITS);
+}
+
+double ldpb_ledger_delta_remaining(const ldpb_ledger *ledger)
+{
+    if (!ledger)
+        return 0.0;
+    return ldexp((double)(ledger->st.delta_budget_units - ledger->st.delta_spent_units),
+                 -LEDGER_DELTA_UNIT_BITS);
+}
+
+static ldpb_err copy_stats(const ledger_record *r, ldpb_ledger_entry *out, double *stats,
+                           size_t cap)
+{
+    if (!r->vec)
+        return LDPB_OK;
+    if (!stats || cap < r->n) {
+        memset(out, 0, sizeof *out);
+        return LDPB_ERANGE;
+    }
+    memcpy(stats, r->vec, (size_t)r->n * sizeof *stats);
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_ledger_privatize_stats(ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
+                                     const ldpb_ctxstat *mech, ldpb_rng *rng, const double *x,
+                                     double y, ldpb_ledger_entry *out, double *stats, size_t cap)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!ledger || !id || !mech || !rng || !out || !x || !stats)
+        return LDPB_EINVAL;
+    if (id_len == 0 || id_len > LDPB_ASSIGNMENT_ID_MAX || !isfinite(y))
+        return LDPB_EINVAL;
+    size_t n = ldpb_ctxstat_values(mech);
+    if (cap < n)
+        return LDPB_ERANGE;
+    /* Charged at the configured (epsilon, delta), which the implemented noise meets or beats
+     * (ldpb_ctxstat_epsilon_effective is at most epsilon): never less than is spent, and the
+     * epsilon the report carries and the aggregator checks. */
+    double charge = ldpb_ctxstat_get_opts(mech)->epsilon;
+    double delta = ldpb_ctxstat_get_opts(mech)->delta;
+    const ledger_record *known = ledger_state_find(&ledger->st, id, id_len);
+    if (known) {
+        if (known->kind != LDPB_MECH_ID_GAUSSIAN_STATS || known->epsilon != charge ||
+            known->delta != delta || known->n != n)
+            return LDPB_ESTATE;
+        fill_entry(out, known);
+        return copy_stats(known, out, stats, cap);
+    }
+    if (ledger->broken)
+        return LDPB_EIO;
+    if (!(charge > 0.0) || !(delta > 0.0))
+        return LDPB_EINVAL;
+    ldpb_err err = admit(ledger, charge, delta);
+    if (err)
+        return err;
+    err = ledger_state_reserve(&ledger->st, ledger->st.count + 1);
+    if (err)
+        return err;
+
+    ledger_record rec;
+    memset(&rec, 0, sizeof rec);
+    memcpy(rec.id, id, id_len);
+    rec.id_len = (uint8_t)id_len;
+    rec.kind = LDPB_MECH_ID_GAUSSIAN_STATS;
+    rec.epsilon = charge;
+    rec.delta = delta;
+    rec.n = (uint16_t)n;
+    rec.vec = malloc(n * sizeof *rec.vec);
+    if (!rec.vec)
+        return LDPB_ENOMEM;
+    err = ldpb_ctxstat_privatize(mech, rng, x, y, rec.vec);
+    if (err)
+        goto done;
+    uint64_t spent = ledger->st.spent_units + ledger_charge_units(charge);
+    uint64_t dspent = ledger->st.delta_spent_units + ledger_delta_units(delta);
+    if (ledger->path) {
+        err = persist(ledger, &rec, spent, dspent);
+        if (err)
+            goto done;
+    }
+    memcpy(stats, rec.vec, n * sizeof *stats);
+    ledger_state_append(&ledger->st, &rec);
+    rec.vec = NULL; /* the state owns it */
+    ledger->st.spent_units = spent;
+    ledger->st.delta_spent_units = dspent;
+    step(ledger, LEDGER_STEP_COMMITTED);
+    fill_entry(out, &ledger->st.recs[ledger->st.count - 1]);
+
+done:
+    if (rec.vec) {
+        sodium_memzero(rec.vec, n * sizeof *rec.vec);
+        free(rec.vec);
+    }
+    sodium_memzero(&rec, sizeof rec);
+    return err;
+}
+
+ldpb_err ldpb_ledger_lookup_stats(const ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
+                                  ldpb_ledger_entry *out, double *stats, size_t cap)
+{
+    ldpb_err err = ldpb_ledger_lookup(ledger, id, id_len, out);
+    if (err)
+        return err;
+    return copy_stats(ledger_state_find(&ledger->st, id, id_len), out, stats, cap);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ldpb/ctxstat.h"
 #include "ldpb/mech_table.h"
 #include "ledger_internal.h"
 
@@ -17,8 +18,19 @@ void ledger_state_init(ledger_state *st)
     randombytes_buf(st->hash_key, sizeof st->hash_key);
 }
 
+static void record_wipe(ledger_record *r)
+{
+    if (r->vec) {
+        sodium_memzero(r->vec, (size_t)r->n * sizeof *r->vec);
+        free(r->vec);
+        r->vec = NULL;
+    }
+}
+
 void ledger_state_fini(ledger_state *st)
 {
+    for (size_t i = 0; i < st->count; i++)
+        record_wipe(&st->recs[i]);
     if (st->recs) {
         sodium_memzero(st->recs, st->alloc * sizeof *st->recs);
         free(st->recs);
@@ -28,6 +40,7 @@ void ledger_state_fini(ledger_state *st)
     st->slots = NULL;
     st->count = st->alloc = st->nslots = 0;
     st->spent_units = 0;
+    st->delta_spent_units = 0;
 }
 
 static size_t slot_of(const ledger_state *st, const uint8_t *id, size_t id_len)
@@ -116,6 +129,25 @@ ldpb_err ledger_check_limits(double budget, double cap)
     return LDPB_OK;
 }
 
+ldpb_err ledger_check_delta_limits(double budget, double cap)
+{
+    if (!isfinite(budget) || !isfinite(cap))
+        return LDPB_EINVAL;
+    if (!(budget >= 0.0 && budget <= LDPB_LEDGER_DELTA_MAX && cap >= 0.0 && cap <= budget))
+        return LDPB_ERANGE;
+    return LDPB_OK;
+}
+
+uint64_t ledger_delta_units(double delta)
+{
+    return (uint64_t)ceil(ldexp(delta, LEDGER_DELTA_UNIT_BITS));
+}
+
+uint64_t ledger_delta_budget_units(double budget)
+{
+    return (uint64_t)floor(ldexp(budget, LEDGER_DELTA_UNIT_BITS));
+}
+
 uint64_t ledger_charge_units(double epsilon)
 {
     return (uint64_t)ceil(ldexp(epsilon, LEDGER_UNIT_BITS));
@@ -126,7 +158,8 @@ uint64_t ledger_budget_units(double budget)
     return (uint64_t)floor(ldexp(budget, LEDGER_UNIT_BITS));
 }
 
-/* A kind the ledger can hold: a local mechanism of the table (raw reports are never charged). */
+/* A kind the ledger can hold: a local mechanism of the table (raw reports are never charged),
+ * scalar or the statistics vector. */
 static const ldpb_mech_desc *kind_desc(uint8_t kind)
 {
     const ldpb_mech_desc *d = ldpb_mech_desc_of(kind);
@@ -151,13 +184,29 @@ static double double_of(uint64_t u)
  * epsilon in (0, min(cap, LDPB_EPSILON_MAX)], and a value the mechanism table admits for that
  * kind and epsilon (the rule the aggregator applies to the report that resends it), which for a
  * bit is exactly +0.0 or 1.0. */
-static int record_valid(const ledger_record *r, double cap)
+static int record_valid(const ledger_record *r, double cap, double delta_cap)
 {
     const ldpb_mech_desc *d =
         r->id_len == 0 || r->id_len > LDPB_ASSIGNMENT_ID_MAX ? NULL : kind_desc(r->kind);
     if (!d)
         return 0;
     if (!(r->epsilon > 0.0 && r->epsilon <= cap && r->epsilon <= LDPB_EPSILON_MAX))
+        return 0;
+    if (d->output == LDPB_MECH_OUTPUT_VECTOR) {
+        /* a packed triangle of some d (ldpb/ctxstat.h), finite, charged a delta in range */
+        uint32_t k = 1;
+        while (k < LDPB_CTXSTAT_D_MAX && LDPB_CTXSTAT_VALUES(k) < r->n)
+            k++;
+        if (!r->vec || r->n != LDPB_CTXSTAT_VALUES(k))
+            return 0;
+        if (!(r->delta > 0.0 && r->delta <= delta_cap && r->delta <= LDPB_CTXSTAT_DELTA_MAX))
+            return 0;
+        for (size_t i = 0; i < r->n; i++)
+            if (!isfinite(r->vec[i]))
+                return 0;
+        return bits_of(r->value) == bits_of(0.0);
+    }
+    if (r->n != 1 || r->vec || bits_of(r->delta) != bits_of(0.0))
         return 0;
     int is_bit = d->output == LDPB_MECH_OUTPUT_BIT;
     if (ldpb_mech_check_value(d->id, r->epsilon, is_bit, r->value, "ledger", NULL) != LDPB_OK)
@@ -217,9 +266,15 @@ static void em_put(emitter *em, const uint8_t *p, size_t n, int hashed)
     }
 }
 
-static void em_record(emitter *em, const ledger_record *r)
+/* Format 2 while a delta budget is set (ledger_internal.h); a vector entry needs one. */
+static int uses_delta(const ledger_state *st)
 {
-    uint8_t b[LEDGER_ENTRY_MAX];
+    return st->delta_budget > 0.0;
+}
+
+static void em_record(emitter *em, const ledger_record *r, int v2)
+{
+    uint8_t b[LEDGER_ENTRY2_FIXED + LDPB_ASSIGNMENT_ID_MAX + 8];
     size_t o = 0;
     b[o++] = r->id_len;
     memcpy(b + o, r->id, r->id_len);
@@ -227,23 +282,40 @@ static void em_record(emitter *em, const ledger_record *r)
     b[o++] = r->kind;
     put_le(b + o, bits_of(r->epsilon), 8);
     o += 8;
-    put_le(b + o, bits_of(r->value), 8);
+    if (!v2) {
+        put_le(b + o, bits_of(r->value), 8);
+        em_put(em, b, o + 8, 1);
+        return;
+    }
+    put_le(b + o, bits_of(r->delta), 8);
     o += 8;
+    put_le(b + o, r->n, 2);
+    o += 2;
     em_put(em, b, o, 1);
+    for (size_t i = 0; i < r->n; i++) {
+        put_le(b, bits_of(r->vec ? r->vec[i] : r->value), 8);
+        em_put(em, b, 8, 1);
+    }
+}
+
+static size_t record_size(const ledger_record *r, int v2)
+{
+    return v2 ? LEDGER_ENTRY2_FIXED + r->id_len + 8u * r->n : 18u + r->id_len;
 }
 
 size_t ledger_encoded_size(const ledger_state *st, const ledger_record *extra)
 {
-    size_t n = LEDGER_HEADER_BYTES + LEDGER_CHECKSUM_BYTES;
+    int v2 = uses_delta(st);
+    size_t n = (v2 ? LEDGER_HEADER2_BYTES : LEDGER_HEADER_BYTES) + LEDGER_CHECKSUM_BYTES;
     for (size_t i = 0; i < st->count; i++)
-        n += 18u + st->recs[i].id_len;
+        n += record_size(&st->recs[i], v2);
     if (extra)
-        n += 18u + extra->id_len;
+        n += record_size(extra, v2);
     return n;
 }
 
 int ledger_emit(const ledger_state *st, const ledger_record *extra, uint64_t spent_units,
-                ledger_sink sink, void *ctx)
+                uint64_t delta_spent_units, ledger_sink sink, void *ctx)
 {
     emitter e, *em = &e;
     em->sink = sink;
@@ -252,19 +324,27 @@ int ledger_emit(const ledger_state *st, const ledger_record *extra, uint64_t spe
     em->failed = 0;
     crypto_generichash_init(&em->h, NULL, 0, LEDGER_CHECKSUM_BYTES);
 
-    uint8_t hdr[LEDGER_HEADER_BYTES];
+    int v2 = uses_delta(st);
+    uint8_t hdr[LEDGER_HEADER2_BYTES];
     memcpy(hdr, LEDGER_MAGIC, 8);
-    put_le(hdr + 8, LEDGER_VERSION, 4);
+    put_le(hdr + 8, v2 ? LEDGER_VERSION_DELTA : LEDGER_VERSION, 4);
     put_le(hdr + 12, 0, 4); /* flags */
     put_le(hdr + 16, bits_of(st->budget), 8);
     put_le(hdr + 24, bits_of(st->cap), 8);
     put_le(hdr + 32, spent_units, 8);
-    put_le(hdr + 40, (uint64_t)(st->count + (extra ? 1 : 0)), 4);
-    em_put(em, hdr, sizeof hdr, 1);
+    size_t at = 40;
+    if (v2) {
+        put_le(hdr + 40, bits_of(st->delta_budget), 8);
+        put_le(hdr + 48, bits_of(st->delta_cap), 8);
+        put_le(hdr + 56, delta_spent_units, 8);
+        at = 64;
+    }
+    put_le(hdr + at, (uint64_t)(st->count + (extra ? 1 : 0)), 4);
+    em_put(em, hdr, at + 4, 1);
     for (size_t i = 0; i < st->count && !em->failed; i++)
-        em_record(em, &st->recs[i]);
+        em_record(em, &st->recs[i], v2);
     if (extra)
-        em_record(em, extra);
+        em_record(em, extra, v2);
 
     uint8_t sum[LEDGER_CHECKSUM_BYTES];
     crypto_generichash_final(&em->h, sum, sizeof sum);
@@ -298,7 +378,8 @@ ldpb_err ledger_encode(const ledger_state *st, uint8_t **out, size_t *len)
     m.p = malloc(m.cap);
     if (!m.p)
         return LDPB_ENOMEM;
-    if (ledger_emit(st, NULL, st->spent_units, mem_sink, &m) != 0 || m.n != m.cap) {
+    if (ledger_emit(st, NULL, st->spent_units, st->delta_spent_units, mem_sink, &m) != 0 ||
+        m.n != m.cap) {
         free(m.p); /* unreachable: the buffer is sized exactly */
         return LDPB_ESTATE;
     }
@@ -309,9 +390,54 @@ ldpb_err ledger_encode(const ledger_state *st, uint8_t **out, size_t *len)
 
 /* ---- parsing ----------------------------------------------------------------------------- */
 
+/* One entry at buf[*off, body): format 1 (id_len | id | kind | epsilon | value) or format 2
+ * (id_len | id | kind | epsilon | delta | n | n values). 0 if it does not fit or is malformed;
+ * r->vec is then NULL. */
+static int parse_record(const uint8_t *buf, size_t body, size_t *off, int v2, ledger_record *r)
+{
+    size_t o = *off;
+    memset(r, 0, sizeof *r);
+    if (body - o < (v2 ? LEDGER_ENTRY2_MIN : LEDGER_ENTRY_MIN))
+        return 0;
+    r->id_len = buf[o];
+    size_t fixed = v2 ? LEDGER_ENTRY2_FIXED : 18u;
+    if (r->id_len == 0 || r->id_len > LDPB_ASSIGNMENT_ID_MAX || body - o < fixed + r->id_len)
+        return 0;
+    memcpy(r->id, buf + o + 1, r->id_len);
+    o += 1u + r->id_len;
+    r->kind = buf[o];
+    r->epsilon = double_of(get_le(buf + o + 1, 8));
+    o += 9;
+    if (!v2) {
+        r->value = double_of(get_le(buf + o, 8));
+        r->n = 1;
+        *off = o + 8;
+        return 1;
+    }
+    r->delta = double_of(get_le(buf + o, 8));
+    r->n = (uint16_t)get_le(buf + o + 8, 2);
+    o += 10;
+    if (r->n == 0 || r->n > LEDGER_VALUES_MAX || (body - o) / 8 < r->n)
+        return 0;
+    const ldpb_mech_desc *d = kind_desc(r->kind);
+    if (d && d->output == LDPB_MECH_OUTPUT_VECTOR) {
+        r->vec = malloc((size_t)r->n * sizeof *r->vec);
+        if (!r->vec)
+            return 0;
+        for (size_t i = 0; i < r->n; i++)
+            r->vec[i] = double_of(get_le(buf + o + 8 * i, 8));
+    } else {
+        r->value = double_of(get_le(buf + o, 8));
+    }
+    *off = o + 8u * r->n;
+    return 1;
+}
+
 ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
 {
     ldpb_err err = LDPB_ECORRUPT;
+    ledger_record r;
+    memset(&r, 0, sizeof r);
     if (!buf || len < LEDGER_HEADER_BYTES + LEDGER_CHECKSUM_BYTES || len > LEDGER_FILE_MAX)
         goto fail;
 
@@ -322,8 +448,13 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
     if (sodium_memcmp(sum, buf + body, sizeof sum) != 0)
         goto fail;
 
-    if (memcmp(buf, LEDGER_MAGIC, 8) != 0 || get_le(buf + 8, 4) != LEDGER_VERSION ||
-        get_le(buf + 12, 4) != 0)
+    uint64_t version = get_le(buf + 8, 4);
+    if (memcmp(buf, LEDGER_MAGIC, 8) != 0 ||
+        (version != LEDGER_VERSION && version != LEDGER_VERSION_DELTA) || get_le(buf + 12, 4) != 0)
+        goto fail;
+    int v2 = version == LEDGER_VERSION_DELTA;
+    size_t header = v2 ? LEDGER_HEADER2_BYTES : LEDGER_HEADER_BYTES;
+    if (body < header)
         goto fail;
     double budget = double_of(get_le(buf + 16, 8));
     double cap = double_of(get_le(buf + 24, 8));
@@ -331,18 +462,32 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
         goto fail;
     uint64_t budget_units = ledger_budget_units(budget);
     uint64_t spent = get_le(buf + 32, 8);
-    uint64_t count = get_le(buf + 40, 4);
-    if (spent > budget_units || count > LDPB_LEDGER_ENTRIES_MAX)
+    double delta_budget = 0.0, delta_cap = 0.0;
+    uint64_t delta_spent = 0;
+    if (v2) {
+        delta_budget = double_of(get_le(buf + 40, 8));
+        delta_cap = double_of(get_le(buf + 48, 8));
+        delta_spent = get_le(buf + 56, 8);
+        /* format 2 is written only with a delta budget: one without is not what emit writes */
+        if (ledger_check_delta_limits(delta_budget, delta_cap) != LDPB_OK || !(delta_budget > 0.0))
+            goto fail;
+    }
+    uint64_t delta_budget_units = ledger_delta_budget_units(delta_budget);
+    uint64_t count = get_le(buf + header - 4, 4);
+    if (spent > budget_units || delta_spent > delta_budget_units || count > LDPB_LEDGER_ENTRIES_MAX)
         goto fail;
     /* Each entry takes at least LEDGER_ENTRY_MIN bytes: a count the body cannot hold is refused
      * before anything is allocated for it. */
-    size_t avail = body - LEDGER_HEADER_BYTES;
-    if (count > avail / LEDGER_ENTRY_MIN)
+    size_t avail = body - header;
+    if (count > avail / (v2 ? LEDGER_ENTRY2_MIN : LEDGER_ENTRY_MIN))
         goto fail;
 
     st->budget = budget;
     st->cap = cap;
     st->budget_units = budget_units;
+    st->delta_budget = delta_budget;
+    st->delta_cap = delta_cap;
+    st->delta_budget_units = delta_budget_units;
     if (count > 0) {
         err = ledger_state_reserve(st, (size_t)count);
         if (err)
@@ -350,39 +495,35 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
         err = LDPB_ECORRUPT;
     }
 
-    size_t off = LEDGER_HEADER_BYTES;
-    uint64_t charged = 0;
+    size_t off = header;
+    uint64_t charged = 0, delta_charged = 0;
     for (uint64_t i = 0; i < count; i++) {
-        ledger_record r;
-        memset(&r, 0, sizeof r);
-        if (body - off < LEDGER_ENTRY_MIN)
+        if (!parse_record(buf, body, &off, v2, &r))
             goto fail;
-        r.id_len = buf[off];
-        if (r.id_len == 0 || r.id_len > LDPB_ASSIGNMENT_ID_MAX ||
-            body - off < 18u + (size_t)r.id_len)
+        if (!record_valid(&r, cap, delta_cap) || ledger_state_find(st, r.id, r.id_len))
             goto fail;
-        memcpy(r.id, buf + off + 1, r.id_len);
-        off += 1u + r.id_len;
-        r.kind = buf[off];
-        r.epsilon = double_of(get_le(buf + off + 1, 8));
-        r.value = double_of(get_le(buf + off + 9, 8));
-        off += 17;
-        if (!record_valid(&r, cap) || ledger_state_find(st, r.id, r.id_len))
-            goto fail;
-        /* charged <= spent <= budget_units < 2^53 holds after each step, so no overflow. */
+        /* charged <= spent <= budget_units < 2^53 holds after each step, so no overflow; the
+         * delta sums stay below 2^63 the same way. */
         charged += ledger_charge_units(r.epsilon);
-        if (charged > spent)
+        if (r.delta > 0.0)
+            delta_charged += ledger_delta_units(r.delta);
+        if (charged > spent || delta_charged > delta_spent)
             goto fail;
         ledger_state_append(st, &r);
+        r.vec = NULL; /* the state owns it */
     }
     if (off != body)
         goto fail; /* bytes between the last entry and the checksum */
     st->spent_units = spent;
+    st->delta_spent_units = delta_spent;
     return LDPB_OK;
 
 fail:
+    record_wipe(&r);
     ledger_state_fini(st);
     st->budget = st->cap = 0.0;
     st->budget_units = 0;
+    st->delta_budget = st->delta_cap = 0.0;
+    st->delta_budget_units = 0;
     return err;
 }

@@ -11,34 +11,54 @@
 
 #include "ldpb/ledger.h"
 
-/* File layout (docs/ledger.md): a 44-byte header, the entries, a 32-byte BLAKE2b. */
+/* File layout (docs/ledger.md): a header, the entries, a 32-byte BLAKE2b. Format 1 (44-byte
+ * header, epsilon only) is written while the ledger has no delta budget, so a ledger that never
+ * used one stays readable by older libraries; format 2 (68-byte header: the delta budget, cap and
+ * spend; entries with a delta and a vector of values) once it has. */
 #define LEDGER_MAGIC          "LDPBLEDG"
 #define LEDGER_VERSION        1u
+#define LEDGER_VERSION_DELTA  2u
 #define LEDGER_HEADER_BYTES   44u
+#define LEDGER_HEADER2_BYTES  68u
 #define LEDGER_CHECKSUM_BYTES 32u
 #define LEDGER_ENTRY_MIN      19u /* id_len 1 */
 #define LEDGER_ENTRY_MAX      (18u + LDPB_ASSIGNMENT_ID_MAX)
+/* Format 2: id_len | id | kind | epsilon | delta | n u16 | n values. */
+#define LEDGER_ENTRY2_FIXED 20u /* all but the id and the values */
+#define LEDGER_ENTRY2_MIN   (LEDGER_ENTRY2_FIXED + 1u + 8u)
+#define LEDGER_ENTRY2_MAX   (LEDGER_ENTRY2_FIXED + LDPB_ASSIGNMENT_ID_MAX + 8u * LEDGER_VALUES_MAX)
+/* Values of one entry: 1 for a scalar mechanism, a packed statistics triangle (ldpb/ctxstat.h)
+ * for the local contextual mode. */
+#define LEDGER_VALUES_MAX 561u
 
-/* Spent epsilon is counted in units of 2^-32. */
-#define LEDGER_UNIT_BITS 32
+/* Spent epsilon is counted in units of 2^-32, spent delta in units of 2^-63 (the delta budget is
+ * at most 1/2, so every count and every sum of two fits 64 bits). */
+#define LEDGER_UNIT_BITS       32
+#define LEDGER_DELTA_UNIT_BITS 63
 
 /* The largest well-formed file: anything bigger is refused before it is read. */
 #define LEDGER_FILE_MAX                                                                            \
-    ((size_t)LEDGER_HEADER_BYTES + (size_t)LDPB_LEDGER_ENTRIES_MAX * LEDGER_ENTRY_MAX +            \
+    ((size_t)LEDGER_HEADER2_BYTES + (size_t)LDPB_LEDGER_ENTRIES_MAX * LEDGER_ENTRY2_MAX +          \
      LEDGER_CHECKSUM_BYTES)
 
 typedef struct ledger_record {
     uint8_t id[LDPB_ASSIGNMENT_ID_MAX];
     uint8_t id_len;
-    uint8_t kind; /* an ldpb_mech_kind value */
+    uint8_t kind; /* an ldpb_mech_kind value, or LDPB_MECH_ID_GAUSSIAN_STATS */
     double epsilon;
-    double value;
+    double value; /* the scalar mechanisms' output (n == 1, vec NULL) */
+    double delta; /* 0 for the scalar mechanisms */
+    uint16_t n;   /* values: 1, or the statistics in vec */
+    double *vec;  /* owned by the state once appended; NULL for a scalar entry */
 } ledger_record;
 
 typedef struct ledger_state {
     double budget, cap;
     uint64_t budget_units; /* floor(budget * 2^32) */
     uint64_t spent_units;
+    double delta_budget, delta_cap; /* 0, 0: no report with a delta is admitted */
+    uint64_t delta_budget_units;    /* floor(delta_budget * 2^63) */
+    uint64_t delta_spent_units;
     ledger_record *recs; /* in file order */
     size_t count, alloc;
     uint32_t *slots; /* open addressing, linear probing; record index + 1, 0 = empty */
@@ -60,12 +80,21 @@ ldpb_err ledger_state_reserve(ledger_state *st, size_t n);
 /* The record with this id, or NULL. */
 const ledger_record *ledger_state_find(const ledger_state *st, const uint8_t *id, size_t id_len);
 
-/* Appends a record whose id is not present; room must have been reserved. */
+/* Appends a record whose id is not present; room must have been reserved. The state takes
+ * rec->vec. */
 void ledger_state_append(ledger_state *st, const ledger_record *rec);
 
 /* Budget and cap rules shared by open and the parser: LDPB_EINVAL if either is not finite,
  * LDPB_ERANGE unless 2^-32 <= budget <= LDPB_LEDGER_BUDGET_MAX and 0 < cap <= budget. */
 ldpb_err ledger_check_limits(double budget, double cap);
+
+/* The same for delta: LDPB_EINVAL if not finite, LDPB_ERANGE unless 0 <= cap <= budget <=
+ * LDPB_LEDGER_DELTA_MAX (both 0: no delta budget). */
+ldpb_err ledger_check_delta_limits(double budget, double cap);
+
+/* ceil(delta * 2^63) and floor(budget * 2^63), for 0 <= x <= LDPB_LEDGER_DELTA_MAX. */
+uint64_t ledger_delta_units(double delta);
+uint64_t ledger_delta_budget_units(double budget);
 
 /* ceil(epsilon * 2^32) and floor(budget * 2^32), for 0 < x <= LDPB_LEDGER_BUDGET_MAX (exact:
  * scaling by a power of two loses nothing and the result is below 2^53). */
@@ -78,11 +107,12 @@ uint64_t ledger_budget_units(double budget);
 ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st);
 
 /* The encoder streams the file to a sink, which returns 0 or -1 (to stop). `extra` (may be
- * NULL) is appended after the stored records and `spent_units` replaces the stored spend, so the
+ * NULL) is appended after the stored records and `spent_units` (`delta_spent_units`) replaces
+ * the stored spend, so the
  * next state can be written before the in-memory one changes. Returns 0 or the sink's -1. */
 typedef int (*ledger_sink)(void *ctx, const uint8_t *p, size_t n);
 int ledger_emit(const ledger_state *st, const ledger_record *extra, uint64_t spent_units,
-                ledger_sink sink, void *ctx);
+                uint64_t delta_spent_units, ledger_sink sink, void *ctx);
 
 /* The size ledger_emit produces. */
 size_t ledger_encoded_size(const ledger_state *st, const ledger_record *extra);

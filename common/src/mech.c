@@ -25,7 +25,7 @@ void ldpb_mech_opts_init(ldpb_mech_opts *opts, ldpb_mech_kind kind, double epsil
 static const ldpb_mech_desc *local_desc(ldpb_mech_kind kind)
 {
     const ldpb_mech_desc *d = ldpb_mech_desc_of((int)kind);
-    return d && d->local ? d : NULL;
+    return ldpb_mech_desc_scalar(d) ? d : NULL;
 }
 
 static int kind_is_bernoulli(ldpb_mech_kind kind)
@@ -210,7 +210,7 @@ ldpb_err ldpb_mech_kind_from_name(const char *name, ldpb_mech_kind *kind)
     if (!name || !kind)
         return LDPB_EINVAL;
     const ldpb_mech_desc *d = ldpb_mech_desc_by_name(name);
-    if (!d || !d->local)
+    if (!ldpb_mech_desc_scalar(d))
         return LDPB_EINVAL;
     *kind = (ldpb_mech_kind)d->id;
     return LDPB_OK;

@@ -22,8 +22,20 @@ static const ldpb_mech_desc row_raw = {
     .exact_debias = 1,
 };
 
+/* The local contextual mode's statistics (ldpb/ctxstat.h): an (epsilon, delta) mechanism over a
+ * vector, whose implementation and checks live in ctxstat.c; nothing here samples or de-biases. */
+static const ldpb_mech_desc row_gaussian_stats = {
+    .id = LDPB_MECH_ID_GAUSSIAN_STATS,
+    .name = "gaussian-stats",
+    .local = 1,
+    .output = LDPB_MECH_OUTPUT_VECTOR,
+    .params = LDPB_MECH_PARAM_STATS,
+    .exact_debias = 1,
+};
+
 static const ldpb_mech_desc *const rows[] = {
-    &mech_row_linear, &mech_row_quadratic, &mech_row_exponential, &mech_row_laplace, &row_raw,
+    &mech_row_linear, &mech_row_quadratic, &mech_row_exponential, &mech_row_laplace,
+    &row_raw,         &row_gaussian_stats,
 };
 
 #define N_ROWS (sizeof rows / sizeof rows[0])
@@ -40,6 +52,11 @@ say(char *detail, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, LDPB_MECH_DETAIL_BYTES, fmt, ap);
     va_end(ap);
+}
+
+int ldpb_mech_desc_scalar(const ldpb_mech_desc *d)
+{
+    return d && d->local && d->output != LDPB_MECH_OUTPUT_VECTOR;
 }
 
 const ldpb_mech_desc *const *ldpb_mech_table(size_t *count)
@@ -121,6 +138,11 @@ ldpb_err ldpb_mech_check_field(int id, double epsilon, int is_bit, double value,
     if (err)
         return err;
     const ldpb_mech_desc *d = ldpb_mech_desc_of(id);
+    if (d->output == LDPB_MECH_OUTPUT_VECTOR) {
+        say(detail, "%s.%s is set but mechanism %s reports a vector (stats)", what,
+            is_bit ? "bit" : "real", d->name);
+        return LDPB_EINVAL;
+    }
     if (d->output == LDPB_MECH_OUTPUT_BIT) {
         if (!is_bit) {
             say(detail, "%s.real is set but mechanism %s reports a bit", what, d->name);
@@ -171,7 +193,7 @@ ldpb_err ldpb_mech_check_value(int id, double epsilon, int is_bit, double value,
 ldpb_err ldpb_mech_desc_opts(int id, double epsilon, double kappa, ldpb_mech_opts *opts)
 {
     const ldpb_mech_desc *d = ldpb_mech_desc_of(id);
-    if (!opts || !d || !d->local)
+    if (!opts || !ldpb_mech_desc_scalar(d))
         return LDPB_EINVAL;
     ldpb_mech_opts_init(opts, (ldpb_mech_kind)id, epsilon);
     if (d->params & LDPB_MECH_PARAM_KAPPA)
@@ -185,6 +207,11 @@ ldpb_err ldpb_mech_check_serviceable(int id, double epsilon, double kappa, char 
     ldpb_err err = ldpb_mech_check_epsilon(id, epsilon, "mechanism", detail);
     if (err || !d->local)
         return err;
+    if (d->output == LDPB_MECH_OUTPUT_VECTOR) {
+        say(detail, "the %s mechanism is built by its contextual policy, not from epsilon alone",
+            d->name);
+        return LDPB_EINVAL;
+    }
     ldpb_mech_opts o;
     ldpb_mech_desc_opts(id, epsilon, kappa, &o);
     ldpb_mech *m = NULL;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ldpb/ctxstat.h"
 #include "ldpb/detail.h"
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
@@ -27,6 +28,9 @@ _Static_assert((int)LDPB__V1__MECHANISM__EXPONENTIAL == (int)LDPB_MECH_EXPONENTI
                "mechanism values");
 _Static_assert((int)LDPB__V1__MECHANISM__LAPLACE == (int)LDPB_MECH_LAPLACE, "mechanism values");
 _Static_assert(LDPB_PLAINTEXT_MAX == 65458u, "documented in docs/protocol.md");
+_Static_assert((int)LDPB__V1__MECHANISM__GAUSSIAN_STATS == LDPB_MECH_ID_GAUSSIAN_STATS,
+               "mechanism values");
+_Static_assert(LDPB_WIRE_STATS_MAX == LDPB_CTXSTAT_VALUES_MAX, "stats limit");
 
 static const uint8_t frame_magic[4] = {'L', 'D', 'P', 'B'};
 
@@ -271,6 +275,90 @@ static ldpb_err check_assign_request(const Ldpb__V1__AssignRequest *m, char *det
     return LDPB_OK;
 }
 
+/* A packed statistics vector: n finite values, n = (d+1)(d+2)/2 for a d in [1, D_MAX] (d_of:
+ * that d, when wanted). */
+static ldpb_err check_stats(const double *v, size_t n, const char *what, uint32_t *d_of,
+                            char *detail)
+{
+    if (n && !v) {
+        say(detail, "%s is missing", what);
+        return LDPB_EINVAL;
+    }
+    uint32_t d = 1;
+    while (d < LDPB_CTXSTAT_D_MAX && LDPB_CTXSTAT_VALUES(d) < n)
+        d++;
+    if (n > LDPB_WIRE_STATS_MAX || LDPB_CTXSTAT_VALUES(d) != n) {
+        say(detail, "%s has %zu values, not (d+1)(d+2)/2 for a d in [1, %u]", what, n,
+            LDPB_CTXSTAT_D_MAX);
+        return n > LDPB_WIRE_STATS_MAX ? LDPB_ERANGE : LDPB_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) {
+            say(detail, "%s[%zu] is not a finite number", what, i);
+            return LDPB_EINVAL;
+        }
+    if (d_of)
+        *d_of = d;
+    return LDPB_OK;
+}
+
+static ldpb_err check_stats_delta(double delta, const char *what, char *detail)
+{
+    ldpb_err err = check_finite(delta, what, detail);
+    if (err)
+        return err;
+    if (!(delta > 0.0 && delta <= LDPB_CTXSTAT_DELTA_MAX)) {
+        say(detail, "%s %g outside (0, %g]", what, delta, LDPB_CTXSTAT_DELTA_MAX);
+        return LDPB_ERANGE;
+    }
+    return LDPB_OK;
+}
+
+/* The model and mechanism of a local-mode assignment (ldpb/ctxmodel.h, ldpb/ctxstat.h). */
+static ldpb_err check_local_model(const Ldpb__V1__LocalModel *m, char *detail)
+{
+    if (m->d < 1 || m->d > LDPB_CTXSTAT_D_MAX) {
+        say(detail, "assignment.local_model.d %u outside [1, %u]", (unsigned)m->d,
+            LDPB_CTXSTAT_D_MAX);
+        return LDPB_ERANGE;
+    }
+    uint32_t d = 0;
+    ldpb_err err = check_stats(m->stats, m->n_stats, "assignment.local_model.stats", &d, detail);
+    if (err)
+        return err;
+    if (d != m->d) {
+        say(detail, "assignment.local_model.stats has %zu values, d = %u needs %zu", m->n_stats,
+            (unsigned)m->d, LDPB_CTXSTAT_VALUES(m->d));
+        return LDPB_EINVAL;
+    }
+    err = check_stats_delta(m->delta, "assignment.local_model.delta", detail);
+    const struct {
+        double v;
+        const char *name;
+        int positive; /* > 0 rather than >= 0 */
+    } nums[] = {
+        {m->shift, "assignment.local_model.shift", 0},
+        {m->beta, "assignment.local_model.beta", 0},
+        {m->feature_norm, "assignment.local_model.feature_norm", 1},
+        {m->reward_bound, "assignment.local_model.reward_bound", 1},
+    };
+    for (size_t i = 0; !err && i < sizeof nums / sizeof nums[0]; i++) {
+        err = check_finite(nums[i].v, nums[i].name, detail);
+        if (!err && !(nums[i].positive ? nums[i].v > 0.0 : nums[i].v >= 0.0)) {
+            say(detail, "%s %g must be %s", nums[i].name, nums[i].v,
+                nums[i].positive ? "> 0" : ">= 0");
+            err = LDPB_ERANGE;
+        }
+    }
+    return err;
+}
+
+static int is_vector_mech(int id)
+{
+    const ldpb_mech_desc *d = ldpb_mech_desc_of(id);
+    return d && d->output == LDPB_MECH_OUTPUT_VECTOR;
+}
+
 static ldpb_err check_assignment(const Ldpb__V1__Assignment *m, char *detail)
 {
     ldpb_err err = check_id(&m->assignment_id, "assignment", detail);
@@ -284,6 +372,16 @@ static ldpb_err check_assignment(const Ldpb__V1__Assignment *m, char *detail)
         say(detail, "assignment.propensity %g outside (0, 1]", m->propensity);
         return LDPB_ERANGE;
     }
+    if (is_vector_mech((int)m->mechanism) != (m->local_model != NULL)) {
+        say(detail,
+            m->local_model ? "assignment.local_model is set but mechanism %d reports no "
+                             "statistics"
+                           : "assignment with mechanism %d has no local_model",
+            (int)m->mechanism);
+        return LDPB_EINVAL;
+    }
+    if (m->local_model && (err = check_local_model(m->local_model, detail)) != LDPB_OK)
+        return err;
     return ldpb_mech_check_kappa((int)m->mechanism, m->has_kappa, m->kappa, "assignment", detail);
 }
 
@@ -306,6 +404,37 @@ static ldpb_err check_report(const Ldpb__V1__Report *m, char *detail)
             say(detail, "report.context[%zu] is not a finite number", i);
             return LDPB_EINVAL;
         }
+    if (is_vector_mech((int)m->mechanism)) {
+        /* The local contextual mode: the privatized statistics and nothing in the clear. */
+        err = ldpb_mech_check_epsilon((int)m->mechanism, m->epsilon, "report", detail);
+        if (err)
+            return err;
+        if (m->value_case == LDPB__V1__REPORT__VALUE_BIT)
+            return ldpb_mech_check_field((int)m->mechanism, m->epsilon, 1, (double)m->bit, "report",
+                                         detail);
+        if (m->value_case == LDPB__V1__REPORT__VALUE_REAL)
+            return ldpb_mech_check_field((int)m->mechanism, m->epsilon, 0, m->real, "report",
+                                         detail);
+        if (m->n_context) {
+            say(detail, "report with mechanism gaussian-stats carries a context");
+            return LDPB_EINVAL;
+        }
+        if (m->n_stats == 0) {
+            say(detail, "report with mechanism gaussian-stats has no stats");
+            return LDPB_EINVAL;
+        }
+        if (!m->has_delta) {
+            say(detail, "report with mechanism gaussian-stats has no delta");
+            return LDPB_EINVAL;
+        }
+        err = check_stats_delta(m->delta, "report.delta", detail);
+        return err ? err : check_stats(m->stats, m->n_stats, "report.stats", NULL, detail);
+    }
+    if (m->n_stats || m->has_delta) {
+        say(detail, "report.%s is set but mechanism %d reports no statistics",
+            m->n_stats ? "stats" : "delta", (int)m->mechanism);
+        return LDPB_EINVAL;
+    }
     switch ((int)m->value_case) {
     case LDPB__V1__REPORT__VALUE_BIT:
         return ldpb_mech_check_field((int)m->mechanism, m->epsilon, 1, (double)m->bit, "report",
@@ -616,6 +745,8 @@ static const struct {
 } repeated_limits[] = {
     {&ldpb__v1__assign_request__descriptor, 1, LDPB_WIRE_CONTEXT_MAX},
     {&ldpb__v1__report__descriptor, 6, LDPB_WIRE_REPORT_CTX_MAX},
+    {&ldpb__v1__report__descriptor, 7, LDPB_WIRE_STATS_MAX},
+    {&ldpb__v1__local_model__descriptor, 2, LDPB_WIRE_STATS_MAX},
     {&ldpb__v1__status__descriptor, 5, LDPB_WIRE_ARMS_MAX},
     {&ldpb__v1__report_batch__descriptor, 1, LDPB_WIRE_BATCH_MAX},
     {&ldpb__v1__batch_ack__descriptor, 1, LDPB_WIRE_BATCH_MAX},

@@ -573,7 +573,7 @@ static void schema_is_covered_by_the_limits(void **state)
         &ldpb__v1__assignment__descriptor, &ldpb__v1__report__descriptor,
         &ldpb__v1__ack__descriptor,        &ldpb__v1__status_request__descriptor,
         &ldpb__v1__arm_status__descriptor, &ldpb__v1__status__descriptor,
-        &ldpb__v1__error__descriptor,
+        &ldpb__v1__error__descriptor,      &ldpb__v1__local_model__descriptor,
     };
     size_t repeated = 0;
     for (size_t i = 0; i < COUNT(all); i++) {
@@ -585,12 +585,14 @@ static void schema_is_covered_by_the_limits(void **state)
             repeated++;
             int known = (all[i] == &ldpb__v1__assign_request__descriptor && fd->id == 1) ||
                         (all[i] == &ldpb__v1__status__descriptor && fd->id == 5) ||
-                        (all[i] == &ldpb__v1__report__descriptor && fd->id == 6);
+                        (all[i] == &ldpb__v1__report__descriptor && fd->id == 6) ||
+                        (all[i] == &ldpb__v1__report__descriptor && fd->id == 7) ||
+                        (all[i] == &ldpb__v1__local_model__descriptor && fd->id == 2);
             if (!known)
                 fail_msg("%s.%s is repeated but has no limit in wire.c", all[i]->name, fd->name);
         }
     }
-    assert_int_equal(repeated, 3);
+    assert_int_equal(repeated, 5);
 }
 
 /* docs/protocol.md, "Contexts": the worked bytes of a K = 2, d = 2 feature set decode to it, and a
@@ -641,6 +643,133 @@ static void context_worked_example(void **state)
     x[1] = NAN;
     assert_int_not_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_OK);
     assert_non_null(strstr(detail, "report.context[1] is not a finite number"));
+}
+
+/* The local contextual mode's messages (docs/protocol.md, "Local model"): the worked example of a
+ * d = 1 report byte for byte, and the shape rules of Report.stats and Assignment.local_model. */
+static void local_model_worked_example(void **state)
+{
+    (void)state;
+    static const uint8_t b[] = {
+        0x08, 0x01, 0x10, 0x07, 0x62, 0x31, 0x0a, 0x01, 0xaa, 0x10, 0x06, 0x19, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0xf0, 0x3f, 0x3a, 0x18, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0xd0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xe0, 0xbf, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0xf0, 0x3f, 0x41, 0x8d, 0xed, 0xb5, 0xa0, 0xf7, 0xc6, 0xb0, 0x3e,
+    };
+    uint8_t id[1] = {0xaa};
+    double st[LDPB_WIRE_STATS_MAX + 1] = {0.25, -0.5, 1.0};
+    Ldpb__V1__Envelope e = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Report r = LDPB__V1__REPORT__INIT;
+    e.protocol_version = 1;
+    e.has_request_id = 1;
+    e.request_id = 7;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    e.report = &r;
+    r.assignment_id.data = id;
+    r.assignment_id.len = sizeof id;
+    r.mechanism = LDPB__V1__MECHANISM__GAUSSIAN_STATS;
+    r.epsilon = 1.0;
+    r.stats = st;
+    r.n_stats = 3;
+    r.has_delta = 1;
+    r.delta = 1e-6;
+    uint8_t out[8192];
+    size_t len = 0;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_OK);
+    assert_int_equal(len, sizeof b);
+    assert_memory_equal(out, b, sizeof b);
+    Ldpb__V1__Envelope *env = NULL;
+    assert_int_equal(ldpb_envelope_decode(b, sizeof b, &env, NULL), LDPB_OK);
+    assert_int_equal(env->report->n_stats, 3);
+    assert_true(env->report->stats[1] == -0.5 && env->report->delta == 1e-6);
+    ldpb_envelope_free(env);
+
+    /* The largest report (d = 32, 561 values) fits; 562 values, or a count that is no d's, or a
+     * non-finite value, or a missing delta, or a value beside the stats, are refused both ways. */
+    r.n_stats = LDPB_WIRE_STATS_MAX;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_OK);
+    assert_int_equal(ldpb_envelope_decode(out, len, &env, NULL), LDPB_OK);
+    ldpb_envelope_free(env);
+    r.n_stats = LDPB_WIRE_STATS_MAX + 1;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_ERANGE);
+    r.n_stats = 4;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    assert_non_null(strstr(detail, "report.stats has 4 values, not (d+1)(d+2)/2"));
+    r.n_stats = 6;
+    st[5] = INFINITY;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    assert_non_null(strstr(detail, "report.stats[5] is not a finite number"));
+    st[5] = 0.0;
+    r.has_delta = 0;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    r.has_delta = 1;
+    r.delta = 0.2;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_ERANGE);
+    r.delta = 1e-6;
+    r.value_case = LDPB__V1__REPORT__VALUE_REAL;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    r.value_case = LDPB__V1__REPORT__VALUE__NOT_SET;
+    /* stats on a scalar mechanism's report */
+    r.mechanism = LDPB__V1__MECHANISM__LAPLACE;
+    r.value_case = LDPB__V1__REPORT__VALUE_REAL;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    assert_non_null(strstr(detail, "report.stats is set but mechanism 4"));
+    /* a decoder refuses the stats of a malformed report as a malformed message */
+    for (size_t i = 0; i < sizeof b; i++)
+        out[i] = b[i];
+    out[sizeof b - 9 - 24 + 7] = 0x7f; /* stats[0] = a NaN */
+    out[sizeof b - 9 - 24 + 6] = 0xf8;
+    assert_int_equal(ldpb_envelope_decode(out, sizeof b, &env, detail), LDPB_EPROTO);
+    assert_non_null(strstr(detail, "report.stats[0] is not a finite number"));
+
+    /* An Assignment: GAUSSIAN_STATS exactly when local_model is set, and a model of d's size. */
+    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
+    Ldpb__V1__LocalModel lm = LDPB__V1__LOCAL_MODEL__INIT;
+    e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+    e.assignment = &a;
+    a.assignment_id.data = id;
+    a.assignment_id.len = sizeof id;
+    a.mechanism = LDPB__V1__MECHANISM__GAUSSIAN_STATS;
+    a.epsilon = 1.0;
+    a.propensity = 1.0;
+    lm.d = 1;
+    lm.stats = st;
+    lm.n_stats = 3;
+    lm.shift = 2.0;
+    lm.beta = 1.5;
+    lm.delta = 1e-6;
+    lm.feature_norm = 1.0;
+    lm.reward_bound = 1.0;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    assert_non_null(strstr(detail, "has no local_model"));
+    a.local_model = &lm;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_OK);
+    assert_int_equal(ldpb_envelope_decode(out, len, &env, NULL), LDPB_OK);
+    assert_int_equal(env->assignment->local_model->d, 1);
+    assert_true(env->assignment->local_model->beta == 1.5);
+    ldpb_envelope_free(env);
+    lm.d = 2;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    assert_non_null(strstr(detail, "d = 2 needs 6"));
+    lm.d = 33;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_ERANGE);
+    lm.d = 1;
+    lm.feature_norm = 0.0;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_ERANGE);
+    lm.feature_norm = 1.0;
+    lm.shift = NAN;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    lm.shift = 2.0;
+    a.mechanism = LDPB__V1__MECHANISM__LAPLACE;
+    assert_int_equal(ldpb_envelope_encode(&e, out, sizeof out, &len, detail), LDPB_EINVAL);
+    assert_non_null(strstr(detail, "local_model is set"));
+
+    /* The request: `18 01` is local_model = true. */
+    static const uint8_t req[] = {0x08, 0x01, 0x10, 0x07, 0x52, 0x02, 0x18, 0x01};
+    assert_int_equal(ldpb_envelope_decode(req, sizeof req, &env, NULL), LDPB_OK);
+    assert_true(env->assign_request->has_local_model && env->assign_request->local_model);
+    ldpb_envelope_free(env);
 }
 
 /* ---- semantic rules, both directions ------------------------------------------------------- */
@@ -1169,6 +1298,7 @@ int main(void)
         cmocka_unit_test(unknown_fields_bounded),
         cmocka_unit_test(schema_is_covered_by_the_limits),
         cmocka_unit_test(context_worked_example),
+        cmocka_unit_test(local_model_worked_example),
         cmocka_unit_test(semantic_rules),
         cmocka_unit_test(truncated_envelopes_fail_cleanly),
         cmocka_unit_test(version_rules),

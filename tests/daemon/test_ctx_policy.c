@@ -22,7 +22,7 @@ static agg_policy *make(const char *name, uint32_t d)
     cfg.k = CTX_K;
     cfg.horizon = 1000;
     cfg.epsilon = 1.0;
-    agg_ctx_params cp = {d, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0};
+    agg_ctx_params cp = {d, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0};
     agg_policy *p = NULL;
     char msg[AGG_ERRMSG_MAX] = "";
     ldpb_err e = agg_ctx_policy_new(&p, name, &cfg, &cp, msg);
@@ -167,7 +167,7 @@ static void test_config_refused(void **state)
     agg_policy_config_init(&cfg);
     cfg.k = 30;
     cfg.horizon = 100;
-    agg_ctx_params cp = {10, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0};
+    agg_ctx_params cp = {10, 0.1, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0};
     agg_policy *p = NULL;
     char msg[AGG_ERRMSG_MAX] = "";
     assert_int_equal(agg_ctx_policy_new(&p, "linucb", &cfg, &cp, msg), LDPB_ERANGE);
@@ -182,6 +182,77 @@ static void test_config_refused(void **state)
     assert_non_null(agg_ctx_policy_find("jdp-linucb-wishart"));
 }
 
+/* The local contextual mode's policy behind the same header: it chooses nothing, observes a
+ * report's statistics (refusing ones its mechanism's check refuses), hands out the model of
+ * exactly what it summed (cached between changes, fresh after each), and saves and restores all
+ * of it; foreign bytes (another policy's state) are refused. */
+static void test_local_policy(void **state)
+{
+    (void)state;
+    agg_policy *p = make("ldp-linucb-gaussian", CTX_D), *q = make("ldp-linucb-gaussian", CTX_D);
+    assert_true(agg_ctx_policy_is_local(p));
+    assert_int_equal(p->ops->model, AGG_MODEL_LOCAL);
+    agg_rand r;
+    agg_rand_seed_u64(&r, 3);
+    agg_policy_env env = {&r, NULL};
+    uint32_t arm = 0;
+    assert_int_equal(agg_policy_choose(p, &env, &arm), LDPB_ENOTSUP);
+    const ldpb_ctxstat *m = agg_ctx_policy_mech(p);
+    assert_non_null(m);
+    assert_int_equal(ldpb_ctxstat_get_opts(m)->d, CTX_D);
+    ldpb_rng *rng = NULL;
+    assert_int_equal(ldpb_rng_new_system(&rng), LDPB_OK);
+    double z[LDPB_CTXSTAT_VALUES_MAX], sum[LDPB_CTXSTAT_VALUES_MAX] = {0};
+    double s1[LDPB_CTXSTAT_VALUES_MAX], s2[LDPB_CTXSTAT_VALUES_MAX];
+    size_t n = 0, n2 = 0;
+    double shift, beta, shift2, beta2;
+    const double x[CTX_D] = {0.6, 0.0, 0.8};
+    for (int t = 0; t < 5; t++) {
+        assert_int_equal(agg_ctx_policy_model(p, s1, &n, &shift, &beta), LDPB_OK);
+        assert_int_equal(n, LDPB_CTXSTAT_VALUES(CTX_D));
+        for (size_t i = 0; i < n; i++)
+            assert_true(fabs(s1[i] - sum[i]) <= 1e-9 * (1.0 + fabs(sum[i])));
+        assert_int_equal(ldpb_ctxstat_privatize(m, rng, x, 0.5, z), LDPB_OK);
+        assert_int_equal(agg_ctx_policy_observe(p, &env, 0, z, 0.0), LDPB_OK);
+        for (size_t i = 0; i < n; i++)
+            sum[i] += z[i];
+    }
+    assert_int_equal(agg_ctx_policy_rounds(p), 5);
+    z[0] += ldpb_ctxstat_grid(m) / 3.0; /* off the grid */
+    assert_int_equal(agg_ctx_policy_observe(p, &env, 0, z, 0.0), LDPB_EPROTO);
+    assert_int_equal(agg_ctx_policy_rounds(p), 5);
+
+    uint8_t buf[8192];
+    size_t len = 0;
+    assert_int_equal(p->ops->save(p, buf, sizeof buf, &len), LDPB_OK);
+    /* q's cached model (of nothing) must not survive the restore */
+    assert_int_equal(agg_ctx_policy_model(q, s2, &n2, &shift2, &beta2), LDPB_OK);
+    assert_int_equal(q->ops->restore(q, buf, len), LDPB_OK);
+    assert_int_equal(agg_ctx_policy_rounds(q), 5);
+    assert_int_equal(agg_ctx_policy_model(p, s1, &n, &shift, &beta), LDPB_OK);
+    assert_int_equal(agg_ctx_policy_model(q, s2, &n2, &shift2, &beta2), LDPB_OK);
+    assert_int_equal(n, n2);
+    assert_memory_equal(s1, s2, n * sizeof *s1);
+    assert_true(shift == shift2 && beta == beta2);
+
+    /* another policy's state, and a truncated one */
+    agg_policy *g = make("jdp-linucb-gaussian", CTX_D);
+    size_t glen = 0;
+    assert_int_equal(g->ops->save(g, NULL, 0, &glen), LDPB_ERANGE);
+    uint8_t *gb = malloc(glen);
+    assert_non_null(gb);
+    assert_int_equal(g->ops->save(g, gb, glen, &glen), LDPB_OK);
+    assert_int_equal(q->ops->restore(q, gb, glen), LDPB_ECORRUPT);
+    assert_int_equal(g->ops->restore(g, buf, len), LDPB_ECORRUPT);
+    assert_int_equal(q->ops->restore(q, buf, len - 1), LDPB_ECORRUPT);
+    assert_int_equal(agg_ctx_policy_rounds(q), 5);
+    free(gb);
+    agg_policy_free(g);
+    ldpb_rng_free(rng);
+    agg_policy_free(p);
+    agg_policy_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_save_restore_gaussian),
         cmocka_unit_test(test_save_restore_wishart),
         cmocka_unit_test(test_config_refused),
+        cmocka_unit_test(test_local_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,14 +21,21 @@ static void parse_and_check(const uint8_t *buf, size_t len)
     if (ledger_check_limits(st.budget, st.cap) != LDPB_OK || st.spent_units > st.budget_units ||
         st.count > LDPB_LEDGER_ENTRIES_MAX)
         abort();
-    uint64_t charged = 0;
+    if (ledger_check_delta_limits(st.delta_budget, st.delta_cap) != LDPB_OK ||
+        st.delta_spent_units > st.delta_budget_units)
+        abort();
+    uint64_t charged = 0, delta_charged = 0;
     for (size_t i = 0; i < st.count; i++) {
         const ledger_record *r = &st.recs[i];
         if (ledger_state_find(&st, r->id, r->id_len) != r)
             abort();
         charged += ledger_charge_units(r->epsilon);
+        if (r->delta > 0.0)
+            delta_charged += ledger_delta_units(r->delta);
+        if ((r->vec != NULL) != (r->delta > 0.0))
+            abort();
     }
-    if (charged > st.spent_units)
+    if (charged > st.spent_units || delta_charged > st.delta_spent_units)
         abort();
     uint8_t *enc = NULL;
     size_t enc_len = 0;

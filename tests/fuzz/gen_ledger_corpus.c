@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ldpb/ctxstat.h"
 #include "ledger_internal.h"
 
 static const char *outdir;
@@ -64,7 +65,7 @@ static ldpb_mech *mech(ldpb_mech_kind kind, double eps)
 static void make_ledger(const char *name, double budget, double cap, size_t n,
                         const ldpb_mech *const *mechs, size_t nmechs)
 {
-    ldpb_ledger_opts o = {budget, cap};
+    ldpb_ledger_opts o = {budget, cap, 0.0, 0.0};
     ldpb_ledger *l;
     unlink(path_of(name, ""));
     if (ldpb_ledger_open(&l, path_of(name, ""), &o) != LDPB_OK)
@@ -138,6 +139,37 @@ int main(int argc, char **argv)
     ldpb_rng_bytes(rng, garbage, sizeof garbage);
     memcpy(garbage, LEDGER_MAGIC, 8);
     write_file("bad-garbage", garbage, sizeof garbage);
+
+    /* Format 2 (made last, so the files above keep their draws): a delta budget, two
+     * statistics entries of the local contextual mode (d = 2) and a linear one. */
+    ldpb_ctxstat_opts so;
+    ldpb_ctxstat_opts_init(&so, 2, 1.0, 1e-6);
+    ldpb_ctxstat *stat = NULL;
+    if (ldpb_ctxstat_new(&stat, &so) != LDPB_OK)
+        die("ctxstat");
+    ldpb_ledger_opts o2 = {50.0, 10.0, 1e-3, 1e-5};
+    ldpb_ledger *l;
+    unlink(path_of("valid-delta", ""));
+    if (ldpb_ledger_open(&l, path_of("valid-delta", ""), &o2) != LDPB_OK)
+        die("ledger open");
+    const double x[2] = {0.6, 0.8};
+    double z[6];
+    ldpb_ledger_entry e;
+    if (ldpb_ledger_privatize_stats(l, (const uint8_t *)"s1", 2, stat, rng, x, 0.5, &e, z, 6) ||
+        ldpb_ledger_privatize(l, (const uint8_t *)"b1", 2, lin, rng, 1.0, &e) ||
+        ldpb_ledger_privatize_stats(l, (const uint8_t *)"s2", 2, stat, rng, x, 0.25, &e, z, 6))
+        die("privatize");
+    ldpb_ledger_close(l);
+    unlink(path_of("valid-delta", ".lock"));
+    ldpb_ctxstat_free(stat);
+    uint8_t *v2 = read_file("valid-delta", &n);
+    /* behind a valid checksum: the first statistic a NaN */
+    size_t value_at = LEDGER_HEADER2_BYTES + LEDGER_ENTRY2_FIXED + 2;
+    v2[value_at + 6] = 0xf8;
+    v2[value_at + 7] = 0x7f;
+    reseal(v2, n);
+    write_file("bad-resealed-stats-nan", v2, n);
+    free(v2);
 
     ldpb_mech_free(lin);
     ldpb_mech_free(quad);

@@ -36,9 +36,9 @@ static void write_file(const char *name, const uint8_t *p, size_t n)
 /* ---- the messages -------------------------------------------------------------------------- */
 
 /* Messages 0 to 10 are protocol 1's first kinds; 11 to 15 (report_and_assign, report batches)
- * are sealed after every other frame seed, so the seeded nonces of the older seeds stay as they
- * were. */
-enum { N_MSGS = 16, N_MSGS_FIRST = 11 };
+ * and 16 to 17 (the local contextual mode's report and assignment) are sealed after every other
+ * frame seed, so the seeded nonces of the older seeds stay as they were. */
+enum { N_MSGS = 18, N_MSGS_FIRST = 11 };
 
 static uint8_t id16[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
@@ -46,6 +46,8 @@ static uint8_t id16[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 static const char *encode_message(int i, uint8_t *out, size_t *len)
 {
     static double ctx[8] = {0.5, -1.0, 3.25, 0.0, 1e-3, 2.0, -0.125, 7.0};
+    static double stats[6] = {0.25, -0.5, 1.0, 0.125, 2.0, -3.0}; /* d = 2 */
+    Ldpb__V1__LocalModel lm = LDPB__V1__LOCAL_MODEL__INIT;
     Ldpb__V1__Envelope e = LDPB__V1__ENVELOPE__INIT;
     Ldpb__V1__AssignRequest q = LDPB__V1__ASSIGN_REQUEST__INIT;
     Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
@@ -231,6 +233,35 @@ static const char *encode_message(int i, uint8_t *out, size_t *len)
             ba.n_results = 3;
             ba.results = pres;
         }
+        break;
+    case 16:
+        name = "report-stats";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+        e.report = &r;
+        r.mechanism = LDPB__V1__MECHANISM__GAUSSIAN_STATS;
+        r.epsilon = 1.0;
+        r.n_stats = 6;
+        r.stats = stats;
+        r.has_delta = 1;
+        r.delta = 1e-6;
+        break;
+    case 17:
+        name = "assignment-local-model";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
+        e.assignment = &a;
+        a.mechanism = LDPB__V1__MECHANISM__GAUSSIAN_STATS;
+        a.epsilon = 1.0;
+        a.expires_at_ms = T0 + 3600000;
+        a.propensity = 1.0;
+        a.local_model = &lm;
+        lm.d = 2;
+        lm.n_stats = 6;
+        lm.stats = stats;
+        lm.shift = 4.5;
+        lm.beta = 1.25;
+        lm.delta = 1e-6;
+        lm.feature_norm = 1.0;
+        lm.reward_bound = 1.0;
         break;
     default:
         name = "assign-request-empty";

@@ -75,7 +75,7 @@ struct report_box {
 static const ldpb_mech_desc *local_desc(ldpb_mech_kind kind)
 {
     const ldpb_mech_desc *d = ldpb_mech_desc_of((int)kind);
-    return d && d->local ? d : NULL;
+    return ldpb_mech_desc_scalar(d) ? d : NULL;
 }
 
 static int is_bernoulli_kind(ldpb_mech_kind kind)

@@ -158,7 +158,7 @@ static size_t all_mechs(ldpb_mech_kind out[N_MECHS])
     size_t n, m = 0;
     const ldpb_mech_desc *const *t = ldpb_mech_table(&n);
     for (size_t i = 0; i < n && m < N_MECHS; i++)
-        if (t[i]->local)
+        if (ldpb_mech_desc_scalar(t[i]))
             out[m++] = (ldpb_mech_kind)t[i]->id;
     return m;
 }

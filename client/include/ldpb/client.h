@@ -98,16 +98,23 @@ typedef struct ldpb_client_opts {
     /* Nonzero with queue_path NULL: the queue lives in memory only and is lost with the handle,
      * as the in-memory ledger; for simulations and load generators only. */
     int queue_in_memory;
+    /* The ledger's delta budget (ldpb_ledger_opts): used when the ledger is created, or to give a
+     * delta budget to a ledger that has none. Default 0: the local contextual mode's reports,
+     * which spend a delta, are refused with LDPB_EBUDGET until the app sets one. */
+    double lifetime_delta;
+    double per_report_delta_cap;
 } ldpb_client_opts;
 
 /* The mechanism an assignment asks for. Values equal ldpb_mech_kind where they overlap and the
  * wire's Mechanism enum. */
 typedef enum ldpb_client_mech {
-    LDPB_CLIENT_MECH_LINEAR = 1,      /* Bernoulli, linear (CTB): reports a bit */
-    LDPB_CLIENT_MECH_QUADRATIC = 2,   /* Bernoulli, quadratic with curvature kappa: a bit */
-    LDPB_CLIENT_MECH_EXPONENTIAL = 3, /* Bernoulli, exponential: a bit */
-    LDPB_CLIENT_MECH_LAPLACE = 4,     /* discrete Laplace noise on a grid: a real */
-    LDPB_CLIENT_MECH_RAW = 5,         /* central / non-private: the reward itself, epsilon 0 */
+    LDPB_CLIENT_MECH_LINEAR = 1,         /* Bernoulli, linear (CTB): reports a bit */
+    LDPB_CLIENT_MECH_QUADRATIC = 2,      /* Bernoulli, quadratic with curvature kappa: a bit */
+    LDPB_CLIENT_MECH_EXPONENTIAL = 3,    /* Bernoulli, exponential: a bit */
+    LDPB_CLIENT_MECH_LAPLACE = 4,        /* discrete Laplace noise on a grid: a real */
+    LDPB_CLIENT_MECH_RAW = 5,            /* central / non-private: the reward itself, epsilon 0 */
+    LDPB_CLIENT_MECH_GAUSSIAN_STATS = 6, /* local contextual mode: (x, y) statistics with
+                                            discrete Gaussian noise, (epsilon, delta) */
 } ldpb_client_mech;
 
 /* An assignment as ldpb_client_assign fills it: a plain value the app may copy or store (with the
@@ -123,6 +130,13 @@ typedef struct ldpb_assignment {
     uint64_t expires_at_ms;  /* ms since the Unix epoch on the aggregator's clock */
     double propensity;       /* probability the policy chose this arm, (0, 1] */
     uint64_t policy_version; /* 0 if the aggregator sent none */
+    /* GAUSSIAN_STATS (ldpb_client_assign_local) only, 0 otherwise: the mechanism the report must
+     * use, as the aggregator sent it: the dimension d, the delta per report, the feature norm
+     * bound L and the reward bound B. */
+    uint32_t local_d;
+    double local_delta;
+    double local_feature_norm;
+    double local_reward_bound;
 } ldpb_assignment;
 
 typedef struct ldpb_client ldpb_client;
@@ -225,6 +239,36 @@ LDPB_API ldpb_err ldpb_client_report_context(ldpb_client *c, const ldpb_assignme
                                              const double *features, size_t n_features,
                                              double reward);
 
+/* The local contextual mode (docs/client.md, "Local contextual mode"; aggregator policy
+ * ldp-linucb-gaussian): the device sends neither its features nor its reward in the clear.
+ *
+ * ldpb_client_assign_local asks for the aggregator's current model (an AssignRequest with no
+ * context), chooses the arm on the device among the app's n_actions feature rows (`features`,
+ * row-major, d finite values each, every row of norm at most the aggregator's bound L) with the
+ * LinUCB rule of ldpb/ctxmodel.h, and fills *out: arm is the device's choice, propensity 1/ties
+ * (the number of rows that attained the maximum). Spends nothing. Refused before the app acts:
+ * LDPB_EBUDGET (the assignment's epsilon above epsilon_cap, its delta above the ledger's
+ * per-report delta cap, or more than the ledger has left: a device without a delta budget
+ * cannot take part), LDPB_EINVAL (d other than the aggregator's, bad arguments), LDPB_ERANGE (a
+ * row longer than L, d or n_actions out of range), LDPB_EPROTO (an aggregator that answers with
+ * anything but a local model), and the errors of ldpb_client_assign. */
+#define LDPB_CLIENT_LOCAL_ACTIONS_MAX 4096u
+LDPB_API ldpb_err ldpb_client_assign_local(ldpb_client *c, const double *features,
+                                           uint32_t n_actions, uint32_t d, ldpb_assignment *out);
+
+/* Reports round `a` of the local contextual mode: x_chosen is the chosen row (d values) and
+ * `reward` is rescaled to [0, 1] with reward_lo/reward_hi and clipped, as for every report. The
+ * statistics of (x, reward) are privatized on the device with the assignment's mechanism through
+ * the ledger, which charges its epsilon and delta (durable before release; a repeat, even after
+ * a restart, resends the stored values and draws nothing), and only they are sent. Local reports
+ * go one at a time: ldpb_client_report, _report_and_assign, _queue_report and the report queue
+ * refuse a GAUSSIAN_STATS assignment (LDPB_EINVAL), and one that got no answer is not queued (call
+ * again: the same values are resent). Errors: those of ldpb_client_report; LDPB_EINVAL (not a
+ * local assignment, d other than the assignment's, NULL or non-finite values), LDPB_ERANGE
+ * (x_chosen longer than the assignment's L: nothing spent). */
+LDPB_API ldpb_err ldpb_client_report_local(ldpb_client *c, const ldpb_assignment *a,
+                                           const double *x_chosen, uint32_t d, double reward);
+
 /* Bytes of the strings of a status (without the terminating NUL), as the wire allows. */
 #define LDPB_CLIENT_STATUS_STRING_MAX 1024u
 
@@ -277,7 +321,8 @@ LDPB_API void ldpb_client_public_key(const ldpb_client *c, uint8_t pk[LDPB_CLIEN
  * valid until ldpb_client_free; not to be used while another thread calls into the handle. */
 LDPB_API const ldpb_ledger *ldpb_client_ledger(const ldpb_client *c);
 
-/* "linear", "quadratic", "exponential", "laplace", "raw"; "unknown" for other values. */
+/* "linear", "quadratic", "exponential", "laplace", "raw", "gaussian-stats"; "unknown" for other
+ * values. */
 LDPB_API const char *ldpb_client_mech_name(ldpb_client_mech mech);
 
 #ifdef __cplusplus

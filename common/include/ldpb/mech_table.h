@@ -25,6 +25,11 @@ extern "C" {
  * mechanisms, the ldpb_mech_kind values; wire.c pins the two enums to this table. */
 #define LDPB_MECH_ID_RAW 5
 
+/* The id of the local contextual mode's mechanism ("gaussian-stats"): discrete Gaussian noise on
+ * one round's packed (x, y) statistics, an (epsilon, delta)-LDP vector built by ldpb_ctxstat_new
+ * (ldpb/ctxstat.h) from the parameters an Assignment.local_model carries, not by ldpb_mech_new. */
+#define LDPB_MECH_ID_GAUSSIAN_STATS 6
+
 /* A report of a local mechanism with a real output is admissible only within this many noise
  * scales (1/epsilon) of [0, 1]: an honest report falls outside with probability about e^-100, and
  * a value beyond it would let one report move an estimate arbitrarily far. */
@@ -34,20 +39,23 @@ extern "C" {
 #define LDPB_MECH_DETAIL_BYTES 160u
 
 typedef enum ldpb_mech_output {
-    LDPB_MECH_OUTPUT_BIT = 1,  /* the report is 0 or 1 (Report.bit on the wire) */
-    LDPB_MECH_OUTPUT_REAL = 2, /* the report is a real number (Report.real on the wire) */
+    LDPB_MECH_OUTPUT_BIT = 1,    /* the report is 0 or 1 (Report.bit on the wire) */
+    LDPB_MECH_OUTPUT_REAL = 2,   /* the report is a real number (Report.real on the wire) */
+    LDPB_MECH_OUTPUT_VECTOR = 3, /* the report is a vector of reals (Report.stats on the wire) */
 } ldpb_mech_output;
 
 /* Parameters a mechanism reads besides epsilon (ldpb_mech_desc.params). */
 #define LDPB_MECH_PARAM_KAPPA     0x1u /* ldpb_mech_opts.kappa, sent as Assignment.kappa */
 #define LDPB_MECH_PARAM_LAMBDA    0x2u /* ldpb_mech_opts.lambda */
 #define LDPB_MECH_PARAM_ENDPOINTS 0x4u /* ldpb_mech_opts.p0, p1 */
+#define LDPB_MECH_PARAM_STATS     0x8u /* delta, d, L, B (Assignment.local_model) */
 
 typedef struct ldpb_mech_desc {
     int id;           /* wire value; the ldpb_mech_kind of a local mechanism */
     const char *name; /* command line, config files, CSV, ledger dumps */
-    int local;        /* 1: an epsilon-LDP mechanism, epsilon in (0, LDPB_EPSILON_MAX], built by
-                         ldpb_mech_new; 0: raw, epsilon exactly 0, nothing to build */
+    int local;        /* 1: an LDP mechanism, epsilon in (0, LDPB_EPSILON_MAX], built by
+                         ldpb_mech_new (or, for the vector output, ldpb_ctxstat_new); 0: raw,
+                         epsilon exactly 0, nothing to build */
     ldpb_mech_output output;
     unsigned params;  /* LDPB_MECH_PARAM_* */
     int exact_debias; /* the de-biased mean is exact and unbiased for any reward law */
@@ -61,6 +69,10 @@ typedef struct ldpb_mech_desc {
     /* Bernoulli rows: p(x) = p0 + s * shape(x), shape(0) = 0, shape(1) = 1. */
     double (*shape)(const struct ldpb_mech *m, double x01);
 } ldpb_mech_desc;
+
+/* 1 if `d` is a local row with a scalar output, the rows ldpb_mech_new builds (every local row
+ * but the vector one); 0 for NULL. */
+LDPB_API int ldpb_mech_desc_scalar(const ldpb_mech_desc *d);
 
 /* All rows, in id order; *count receives their number. */
 LDPB_API const ldpb_mech_desc *const *ldpb_mech_table(size_t *count);
@@ -82,8 +94,9 @@ LDPB_API ldpb_err ldpb_mech_check_kappa(int id, int has_kappa, double kappa, con
 /* The format of a report's value, the part the wire decoder checks (a failure there is a
  * malformed message): the mechanism `id` is known and `epsilon` suits it (as
  * ldpb_mech_check_epsilon), a bit comes from a bit-output mechanism and is 0 or 1, a real comes
- * from a real-output mechanism and is finite. LDPB_EINVAL for the wrong field, an unknown id or a
- * non-finite number; LDPB_ERANGE for a bit other than 0 or 1 or an epsilon out of range. */
+ * from a real-output mechanism and is finite. A vector-output mechanism has neither (LDPB_EINVAL:
+ * its reports are checked by ldpb_ctxstat_check). LDPB_EINVAL for the wrong field, an unknown id or
+ * a non-finite number; LDPB_ERANGE for a bit other than 0 or 1 or an epsilon out of range. */
 LDPB_API ldpb_err ldpb_mech_check_field(int id, double epsilon, int is_bit, double value,
                                         const char *what, char *detail);
 
@@ -97,14 +110,15 @@ LDPB_API ldpb_err ldpb_mech_check_value(int id, double epsilon, int is_bit, doub
                                         const char *what, char *detail);
 
 /* Fills `opts` for the local mechanism `id` at `epsilon` with the defaults, setting kappa only if
- * the mechanism reads it. LDPB_EINVAL if `id` is not a local mechanism. */
+ * the mechanism reads it. LDPB_EINVAL if `id` is not a scalar local mechanism. */
 LDPB_API ldpb_err ldpb_mech_desc_opts(int id, double epsilon, double kappa, ldpb_mech_opts *opts);
 
 /* Builds the mechanism `id` at `epsilon` (and kappa) exactly as a client does for an assignment,
  * and checks that its reports can be de-biased (a finite confidence radius): what an aggregator
- * must verify before it asks clients for it. LDPB_OK for raw at epsilon 0. Otherwise the error of
- * ldpb_mech_new, or LDPB_ERANGE for a mechanism whose reports carry no information about the
- * reward (a Bernoulli mechanism whose implemented endpoints coincide). */
+ * must verify before it asks clients for it. LDPB_OK for raw at epsilon 0. LDPB_EINVAL for the
+ * vector row (its policy builds it with ldpb_ctxstat_new, which checks its parameters). Otherwise
+ * the error of ldpb_mech_new, or LDPB_ERANGE for a mechanism whose reports carry no information
+ * about the reward (a Bernoulli mechanism whose implemented endpoints coincide). */
 LDPB_API ldpb_err ldpb_mech_check_serviceable(int id, double epsilon, double kappa, char *detail);
 
 #ifdef __cplusplus

@@ -43,8 +43,11 @@ extern "C" {
 #define LDPB_PLAINTEXT_MAX (LDPB_FRAME_MAX - LDPB_FRAME_SEALED_OVERHEAD)
 
 /* Limits on a decoded Envelope. Receivers refuse more; encoders refuse to produce more. */
-#define LDPB_WIRE_CONTEXT_MAX    256u       /* AssignRequest.context values */
-#define LDPB_WIRE_REPORT_CTX_MAX 64u        /* Report.context values (one arm's features) */
+#define LDPB_WIRE_CONTEXT_MAX    256u /* AssignRequest.context values */
+#define LDPB_WIRE_REPORT_CTX_MAX 64u  /* Report.context values (one arm's features) */
+/* Report.stats and LocalModel.stats values: the packed (d+1) x (d+1) triangle at the largest d
+ * of the local contextual mode (LDPB_CTXSTAT_VALUES_MAX of ldpb/ctxstat.h, d = 32). */
+#define LDPB_WIRE_STATS_MAX      561u
 #define LDPB_WIRE_ARMS_MAX       65536u     /* Status.arms (the frame size binds first: ~10^4) */
 #define LDPB_WIRE_STRING_MAX     1024u      /* bytes of any string (Status, Error, PLAIN_ERROR) */
 #define LDPB_WIRE_ID_MAX         64u        /* bytes of an assignment id (at least 1) */
