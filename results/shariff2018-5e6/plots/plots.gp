@@ -1,4 +1,4 @@
-# ldpb sim --preset shariff2018: regret of LinUCB and JDP LinUCB, one figure per gap.
+# ldpb sim --preset shariff2018: regret of LinUCB, JDP LinUCB and the local mode, one figure per gap.
 # Render: gnuplot plots.gp
 set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' background rgb 'white'
 set output 'shariff2018-gap0.1.png'
@@ -18,7 +18,9 @@ plot \
   'data/c1.dat' using 1:3:4 with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c1.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'jdp-linucb-wishart, {/Symbol e} = 1', \
   'data/c2.dat' using 1:3:4 with filledcurves lc rgb '#d62728' notitle, \
-  'data/c2.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1'
+  'data/c2.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1', \
+  'data/c3.dat' using 1:3:4 with filledcurves lc rgb '#2ca02c' notitle, \
+  'data/c3.dat' using 1:2 with lines lw 2 lc rgb '#2ca02c' title 'ldp-linucb-gaussian, {/Symbol e} = 1'
 unset output
 set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' background rgb 'white'
 set output 'shariff2018-gap0.1.svg'
@@ -38,7 +40,9 @@ plot \
   'data/c1.dat' using 1:3:4 with filledcurves lc rgb '#1f77b4' notitle, \
   'data/c1.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'jdp-linucb-wishart, {/Symbol e} = 1', \
   'data/c2.dat' using 1:3:4 with filledcurves lc rgb '#d62728' notitle, \
-  'data/c2.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1'
+  'data/c2.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1', \
+  'data/c3.dat' using 1:3:4 with filledcurves lc rgb '#2ca02c' notitle, \
+  'data/c3.dat' using 1:2 with lines lw 2 lc rgb '#2ca02c' title 'ldp-linucb-gaussian, {/Symbol e} = 1'
 unset output
 set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' background rgb 'white'
 set output 'shariff2018-gap0.png'
@@ -53,12 +57,14 @@ set key top left box opaque
 set grid
 set style fill transparent solid 0.16 noborder
 plot \
-  'data/c3.dat' using 1:3:4 with filledcurves lc rgb '#000000' notitle, \
-  'data/c3.dat' using 1:2 with lines lw 2 lc rgb '#000000' title 'linucb', \
-  'data/c4.dat' using 1:3:4 with filledcurves lc rgb '#1f77b4' notitle, \
-  'data/c4.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'jdp-linucb-wishart, {/Symbol e} = 1', \
-  'data/c5.dat' using 1:3:4 with filledcurves lc rgb '#d62728' notitle, \
-  'data/c5.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1'
+  'data/c4.dat' using 1:3:4 with filledcurves lc rgb '#000000' notitle, \
+  'data/c4.dat' using 1:2 with lines lw 2 lc rgb '#000000' title 'linucb', \
+  'data/c5.dat' using 1:3:4 with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c5.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'jdp-linucb-wishart, {/Symbol e} = 1', \
+  'data/c6.dat' using 1:3:4 with filledcurves lc rgb '#d62728' notitle, \
+  'data/c6.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1', \
+  'data/c7.dat' using 1:3:4 with filledcurves lc rgb '#2ca02c' notitle, \
+  'data/c7.dat' using 1:2 with lines lw 2 lc rgb '#2ca02c' title 'ldp-linucb-gaussian, {/Symbol e} = 1'
 unset output
 set terminal svg size 1200,820 enhanced font 'DejaVu Sans,13' background rgb 'white'
 set output 'shariff2018-gap0.svg'
@@ -73,10 +79,12 @@ set key top left box opaque
 set grid
 set style fill transparent solid 0.16 noborder
 plot \
-  'data/c3.dat' using 1:3:4 with filledcurves lc rgb '#000000' notitle, \
-  'data/c3.dat' using 1:2 with lines lw 2 lc rgb '#000000' title 'linucb', \
-  'data/c4.dat' using 1:3:4 with filledcurves lc rgb '#1f77b4' notitle, \
-  'data/c4.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'jdp-linucb-wishart, {/Symbol e} = 1', \
-  'data/c5.dat' using 1:3:4 with filledcurves lc rgb '#d62728' notitle, \
-  'data/c5.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1'
+  'data/c4.dat' using 1:3:4 with filledcurves lc rgb '#000000' notitle, \
+  'data/c4.dat' using 1:2 with lines lw 2 lc rgb '#000000' title 'linucb', \
+  'data/c5.dat' using 1:3:4 with filledcurves lc rgb '#1f77b4' notitle, \
+  'data/c5.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'jdp-linucb-wishart, {/Symbol e} = 1', \
+  'data/c6.dat' using 1:3:4 with filledcurves lc rgb '#d62728' notitle, \
+  'data/c6.dat' using 1:2 with lines lw 2 lc rgb '#d62728' title 'jdp-linucb-gaussian, {/Symbol e} = 1', \
+  'data/c7.dat' using 1:3:4 with filledcurves lc rgb '#2ca02c' notitle, \
+  'data/c7.dat' using 1:2 with lines lw 2 lc rgb '#2ca02c' title 'ldp-linucb-gaussian, {/Symbol e} = 1'
 unset output
