@@ -99,10 +99,12 @@ row() { # row KIND CLIENTS OFFERED FILE
     f=$4
     tput=$(field "$f" "throughput" 2)
     errs=$(awk '/^errors/ { $1 = ""; sub(/^ /, ""); print; exit }' "$f")
-    printf '%-6s %7s %9s %11s  %7s %7s %7s  %7s %7s %7s  %s\n' "$1" "$2" "$3" "$tput" \
-        "$(field "$f" "latency assign" 4)" "$(field "$f" "latency assign" 7)" \
+    printf '%-6s %7s %9s %11s  %7s %7s %7s  %7s %7s %7s  %7s %7s %7s  %s\n' "$1" "$2" "$3" \
+        "$tput" "$(field "$f" "latency assign" 4)" "$(field "$f" "latency assign" 7)" \
         "$(field "$f" "latency assign" 10)" "$(field "$f" "latency report" 4)" \
-        "$(field "$f" "latency report" 7)" "$(field "$f" "latency report" 10)" "${errs:-?}"
+        "$(field "$f" "latency report" 7)" "$(field "$f" "latency report" 10)" \
+        "$(field "$f" "latency round" 4)" "$(field "$f" "latency round" 7)" \
+        "$(field "$f" "latency round" 10)" "${errs:-?}"
 }
 
 echo "# ldpb-aggregator + ldpb loadgen on one machine; durable acks (SQLite WAL, synchronous=FULL)"
@@ -113,8 +115,8 @@ echo "# state on: $(df -P "$work" | awk 'NR == 2 { print $1 }') ($work)"
 echo "# load average before: $(cat /proc/loadavg)"
 echo "# $seconds s per run; latency in ms (assign: one round trip; report: round trip incl. commit)"
 echo
-printf '%-6s %7s %9s %11s  %7s %7s %7s  %7s %7s %7s  %s\n' run clients offered "reports/s" \
-    "a.p50" "a.p99" "a.p99.9" "r.p50" "r.p99" "r.p99.9" errors
+printf '%-6s %7s %9s %11s  %7s %7s %7s  %7s %7s %7s  %7s %7s %7s  %s\n' run clients offered \
+    "reports/s" "a.p50" "a.p99" "a.p99.9" "r.p50" "r.p99" "r.p99.9" "o.p50" "o.p99" "o.p99.9" errors
 for n in $clients_list; do
     start_daemon
     out="$work/loadgen-closed-$n.txt"
@@ -243,6 +245,9 @@ echo "# closed: every client starts its next round when the last one is acked; o
 echo "# at the offered rate in all (--rate); reports/s below the offered rate means it was not reached."
 echo "# open1: open loop with one round trip per report (--mode report-and-assign): the report"
 echo "# latency is that round trip (the ack and the next assignment)."
+echo "# a. and r.: from the moment the request was sent; o. (open loop only): the round from its"
+echo "# scheduled start to the report's ack, so a round loadgen could not send on time (no free"
+echo "# client, no CPU) counts its wait too (no coordinated omission)."
 
 # cpu_us PID: the process's user + system CPU so far, in microseconds (/proc/PID/stat fields 14
 # and 15, in clock ticks).

@@ -184,6 +184,9 @@ typedef struct worker {
     agg_rand env_rand;
     ldpb_rng *noise; /* seeded privacy noise with --seed, else NULL (the client's system RNG) */
     hist assign_h, report_h;
+    /* --rate: a round's first request's delay past its scheduled start (lag_h), and the round
+     * from that scheduled start to its last answer (round_h) */
+    hist lag_h, round_h;
     uint64_t rounds, assigned, acked, devices;
     uint64_t frames;                /* report frames sent with --batch */
     uint64_t *pulls;                /* acked reports per arm */
@@ -254,8 +257,10 @@ static int should_stop(worker *w)
 
 /* Paces the rounds of all clients together to --rate per second. A schedule that has fallen
  * behind is not caught up in a burst: the printed throughput then shows the rate was not
- * reached. */
-static void wait_for_slot(struct run *r)
+ * reached. Returns the round's scheduled start: latencies measured from the moment a request
+ * was finally sent would leave out the time it waited for a free client or for this thread to
+ * be scheduled (coordinated omission), so the round's latency is also taken from here. */
+static uint64_t wait_for_slot(struct run *r)
 {
     uint64_t i = atomic_fetch_add(&r->slot, 1);
     uint64_t due = r->start_ns + (uint64_t)((double)i * r->interval_ns);
@@ -263,6 +268,23 @@ static void wait_for_slot(struct run *r)
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         if (atomic_load(&stop_signal))
             break;
+    return due;
+}
+
+/* Records how late the round's first request leaves against its schedule (due 0: not paced). */
+static void note_start(worker *w, uint64_t due)
+{
+    if (due) {
+        uint64_t t = now_ns();
+        hist_add(&w->lag_h, t > due ? t - due : 0);
+    }
+}
+
+/* Records a completed round from its scheduled start (due 0: not paced). */
+static void note_round(worker *w, uint64_t due, uint64_t end)
+{
+    if (due)
+        hist_add(&w->round_h, end > due ? end - due : 0);
 }
 
 /* Replaces the device when it has played its reports; 0 on success. */
@@ -314,8 +336,8 @@ static void raa_loop(worker *w, ldpb_client *c)
     while (!should_stop(w)) {
         if (!have && next_device(w, &c, &on_device) != 0)
             break;
-        if (r->interval_ns > 0.0)
-            wait_for_slot(r);
+        uint64_t due = r->interval_ns > 0.0 ? wait_for_slot(r) : 0;
+        note_start(w, due);
         w->rounds++;
         if (!have && take_assignment(w, c, &a) != 0)
             continue;
@@ -331,6 +353,7 @@ static void raa_loop(worker *w, ldpb_client *c)
         have = 0;
         if (acked) {
             hist_add(&w->report_h, t1 - t0);
+            note_round(w, due, t1);
             w->acked++;
             w->pulls[a.arm]++;
         }
@@ -426,7 +449,7 @@ static void batch_loop(worker *w, ldpb_client *c)
                 break;
             }
             if (r->interval_ns > 0.0)
-                wait_for_slot(r);
+                note_start(w, wait_for_slot(r));
             w->rounds++;
             ldpb_assignment a;
             if (take_assignment(w, c, &a) != 0)
@@ -555,8 +578,8 @@ static void *worker_main(void *arg)
                 break;
             }
         }
-        if (r->interval_ns > 0.0)
-            wait_for_slot(r);
+        uint64_t due = r->interval_ns > 0.0 ? wait_for_slot(r) : 0;
+        note_start(w, due);
         w->rounds++;
         ldpb_assignment a;
         uint64_t t0 = now_ns();
@@ -596,6 +619,7 @@ static void *worker_main(void *arg)
             continue;
         }
         hist_add(&w->report_h, t1 - t0);
+        note_round(w, due, t1);
         w->acked++;
         w->pulls[a.arm]++;
         if (r->ctx_d)
@@ -809,7 +833,7 @@ static void print_latency(FILE *f, const char *name, const hist *h)
 }
 
 struct totals {
-    hist assign_h, report_h;
+    hist assign_h, report_h, lag_h, round_h;
     uint64_t rounds, assigned, acked, devices, failed, frames;
     uint64_t *pulls;
     double ctx_regret, ctx_uniform;
@@ -1136,6 +1160,8 @@ int cmd_loadgen(int argc, char **argv)
         const worker *w = &workers[i];
         hist_merge(&t.assign_h, &w->assign_h);
         hist_merge(&t.report_h, &w->report_h);
+        hist_merge(&t.lag_h, &w->lag_h);
+        hist_merge(&t.round_h, &w->round_h);
         t.rounds += w->rounds;
         t.assigned += w->assigned;
         t.acked += w->acked;
@@ -1209,6 +1235,17 @@ int cmd_loadgen(int argc, char **argv)
             wall > 0 ? (double)t.acked / wall : 0.0, wall > 0 ? (double)t.assigned / wall : 0.0);
     print_latency(f, "assign", &t.assign_h);
     print_latency(f, "report", &t.report_h);
+    if (run->interval_ns > 0.0) {
+        if (!run->batch)
+            print_latency(f, "round", &t.round_h);
+        print_latency(f, "lag", &t.lag_h);
+        fprintf(f, "                (open loop: assign and report from the moment each request was "
+                   "sent;\n"
+                   "                round from the round's scheduled start to its report's ack; "
+                   "lag: how late\n"
+                   "                the round's first request left, for want of a free client or "
+                   "of CPU)\n");
+    }
     print_errors(f, &t);
     fprintf(f, "\n%5s %9s %12s %7s\n", "arm", "mean", "pulls", "share");
     for (uint32_t arm = 0; arm < k; arm++)

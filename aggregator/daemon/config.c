@@ -122,7 +122,7 @@ static const option options[] = {
      "ldp-linucb-gaussian: devices clip rewards to [-B, B] before privatizing their statistics"},
     {"rho", OPT_DBL, OFF(ctx.rho), "1", 0, 1e6, OPEN_MIN, NULL, "R",
      "linucb: the ridge regulariser (the JDP variants derive theirs from the noise)"},
-    {"workers", OPT_U64, OFF(workers), "2", 1, 64, 0, NULL, "N",
+    {"workers", OPT_U64, OFF(workers), "1", 1, 64, 0, NULL, "N",
      "worker threads receiving and answering requests"},
     {"batch_max", OPT_U64, OFF(batch_max), "4096", 1, 1000000, 0, NULL, "N",
      "most queued reports and decisions committed in one transaction"},

@@ -128,6 +128,25 @@ check_run 60 "paced run"
 check "paced run: the pacing is shown" grep -qx 'pacing          100 rounds/s requested (--rate, open loop)' out
 check "paced run: took at least 0.59 s ($(field 'wall time'))" \
     awk '$1 == "wall" && $2 == "time" { exit !($3 >= 0.59) }' out
+check "paced run: the rounds are timed from their schedule" \
+    grep -q '^latency round   p50 .* (60 calls)$' out
+check "paced run: and their lag" grep -q '^latency lag     p50 .* (60 calls)$' out
+
+# Coordinated omission: one client cannot keep a schedule of a round every 10 us, so the late
+# rounds leave long after their scheduled start. Timed from the moment it was sent, each report
+# looks as fast as the others; timed from its schedule, a late round counts its wait. The last
+# round ends after all 50 rounds, at least 25 of which took the median report time r or more,
+# and was due 0.49 ms after the start: it took at least 25 r - 0.49 ms, more than 10 r whenever
+# r > 33 us (a report's round trip includes a commit's fsync).
+run "${C[@]}" --clients 1 --reports 50 --rate 100000 --means 0.9,0.5,0.2
+check_run 50 "overloaded schedule"
+check "overloaded schedule: the late rounds count their wait" awk '
+    $1 == "latency" && $2 == "report" { r50 = $4 }
+    $1 == "latency" && $2 == "round" { omax = $13 }
+    END { exit !(r50 > 0 && omax >= 10 * r50) }' out
+check "overloaded schedule: the rounds left late" awk '
+    $1 == "latency" && $2 == "lag" { m = $13 }
+    END { exit !(m > 0) }' out
 
 # tcp, --laws.
 before=$(daemon_reports "$TCP")

@@ -297,7 +297,7 @@ static void make_batch(fx *f, batch *b, unsigned n, unsigned *round)
 {
     b->n = n;
     for (unsigned i = 0; i < n; i++) {
-        uint32_t arm = 0; /* set by assign_one; the initialiser quiets -O3 -Wmaybe-uninitialized */
+        uint32_t arm = 0;
         assert_int_equal(get_assignment(f, &arm, b->id[i], &b->id_len[i], NULL), 0);
         b->value[i] = reward(arm, (*round)++);
     }

@@ -43,7 +43,7 @@ static void test_defaults(void **state)
     assert_true(c.params.kappa == 0.5);
     assert_int_equal(c.mode, AGG_MODE_LOCAL);
     assert_int_equal(c.allow_nonprivate, 0);
-    assert_int_equal(c.workers, 2);
+    assert_int_equal(c.workers, 1);
     assert_int_equal(c.batch_max, 4096);
     assert_int_equal(c.assignment_ttl_s, 600);
     assert_int_equal(c.auth, AGG_AUTH_OPEN);
