@@ -428,6 +428,33 @@ static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const
     send_sealed(s, w, to, client_pk, key, &env_out);
 }
 
+/* Completes t (its arm, propensity and policy version already set) into a sealed assignment id
+ * -- bound to the assigned features when `bound` is not NULL -- and sends the assignment. */
+static void issue_assignment(agg_server *s, agg_worker *w, agg_reply_to to,
+                             const uint8_t *client_pk, const ldpb_seal_key *key,
+                             const Ldpb__V1__Envelope *req, agg_token *t, const double *bound,
+                             uint32_t n_bound, Ldpb__V1__LocalModel *lm)
+{
+    uint64_t now = ldpb_seal_now_ms();
+    t->mechanism = (uint8_t)s->wire_mechanism;
+    t->epsilon = s->wire_epsilon;
+    t->expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
+    ldpb_rng_bytes(w->rng, t->random, sizeof t->random);
+    item it;
+    memset(&it, 0, sizeof it);
+    it.kind = ITEM_DECISION;
+    it.tok = *t;
+    it.at_ms = now;
+    ldpb_err err = bound ? agg_token_seal_bound(&s->token_key, t, bound, n_bound, it.id)
+                         : agg_token_seal(&s->token_key, t, it.id);
+    if (err) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
+                          "cannot issue an assignment id");
+        return;
+    }
+    send_assignment(s, w, to, client_pk, key, req, &it, lm);
+}
+
 /* The local contextual mode's assignment (docs/protocol.md, "Local model"): no context comes in;
  * the committed model and the mechanism's parameters go out, and the device chooses. The id binds
  * nothing but itself: arm 0, propensity 1 (the device's choice and its probability stay there). */
@@ -487,25 +514,10 @@ static void do_assign_local(agg_server *s, agg_worker *w, agg_reply_to to, const
     lm.delta = mo->delta;
     lm.feature_norm = mo->feature_norm;
     lm.reward_bound = mo->reward_bound;
-    uint64_t now = ldpb_seal_now_ms();
+    /* the device chooses: the assignment names no arm of the aggregator's */
     t.arm = 0;
     t.propensity = 1.0;
-    t.mechanism = (uint8_t)s->wire_mechanism;
-    t.epsilon = s->wire_epsilon;
-    t.expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
-    ldpb_rng_bytes(w->rng, t.random, sizeof t.random);
-    item it;
-    memset(&it, 0, sizeof it);
-    it.kind = ITEM_DECISION;
-    it.tok = t;
-    it.at_ms = now;
-    err = agg_token_seal(&s->token_key, &t, it.id);
-    if (err) {
-        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
-                          "cannot issue an assignment id");
-        return;
-    }
-    send_assignment(s, w, to, client_pk, key, req, &it, &lm);
+    issue_assignment(s, w, to, client_pk, key, req, &t, NULL, 0, &lm);
 }
 
 /* A contextual policy's assignment (docs/protocol.md, "Contexts"): the request's K x d feature
@@ -544,25 +556,9 @@ static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
     /* The argmax is deterministic; exact ties are broken uniformly (linucb.h), so the chosen
      * arm had probability exactly 1/ties. */
     t.propensity = 1.0 / (double)ties;
-    uint64_t now = ldpb_seal_now_ms();
     t.arm = arm;
-    t.mechanism = (uint8_t)s->wire_mechanism;
-    t.epsilon = s->wire_epsilon;
-    t.expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
-    ldpb_rng_bytes(w->rng, t.random, sizeof t.random);
-    item it;
-    memset(&it, 0, sizeof it);
-    it.kind = ITEM_DECISION;
-    it.tok = t;
-    it.at_ms = now;
     uint32_t d = agg_ctx_policy_d(s->policy);
-    err = agg_token_seal_bound(&s->token_key, &t, ar->context + (size_t)arm * d, d, it.id);
-    if (err) {
-        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
-                          "cannot issue an assignment id");
-        return;
-    }
-    send_assignment(s, w, to, client_pk, key, req, &it, NULL);
+    issue_assignment(s, w, to, client_pk, key, req, &t, ar->context + (size_t)arm * d, d, NULL);
 }
 
 static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
@@ -636,24 +632,8 @@ static void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8
                           "the policy failed to choose an arm");
         return;
     }
-    uint64_t now = ldpb_seal_now_ms();
     t.arm = arm;
-    t.mechanism = (uint8_t)s->wire_mechanism;
-    t.epsilon = s->wire_epsilon;
-    t.expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
-    ldpb_rng_bytes(w->rng, t.random, sizeof t.random);
-    item it;
-    memset(&it, 0, sizeof it);
-    it.kind = ITEM_DECISION;
-    it.tok = t;
-    it.at_ms = now;
-    err = agg_token_seal(&s->token_key, &t, it.id);
-    if (err) {
-        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
-                          "cannot issue an assignment id");
-        return;
-    }
-    send_assignment(s, w, to, client_pk, key, req, &it, NULL);
+    issue_assignment(s, w, to, client_pk, key, req, &t, NULL, 0, NULL);
 }
 
 /* ---- report ------------------------------------------------------------------------------ */

@@ -907,6 +907,32 @@ static ldpb_err send_report_request(ldpb_client *c, Ldpb__V1__Envelope *env, rq_
     return err;
 }
 
+/* The end of a single report's exchange (scalar or local statistics): a timeout says that a
+ * spent report is resent unchanged; an answer must be the Ack of this very assignment. */
+static ldpb_err finish_report(ldpb_client *c, ldpb_err err, Ldpb__V1__Envelope *reply,
+                              const ldpb_assignment *a, int spent, const char *what)
+{
+    if (err) {
+        if (err == LDPB_ETIMEDOUT && spent) {
+            char prev[ERRMSG_BYTES];
+            memcpy(prev, c->errmsg, sizeof prev);
+            setf(c, err,
+                 "%s; the spend stays in the ledger and reporting this assignment again resends "
+                 "the same %s",
+                 prev, what);
+        }
+        return err;
+    }
+    if (reply->body_case != LDPB__V1__ENVELOPE__BODY_ACK)
+        err = setf(c, LDPB_EPROTO, "the server answered a report with %s",
+                   body_name((int)reply->body_case));
+    else if (reply->ack->assignment_id.len != a->id_len ||
+             memcmp(reply->ack->assignment_id.data, a->id, a->id_len) != 0)
+        err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
+    ldpb_envelope_free(reply);
+    return err;
+}
+
 static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const double *x, size_t n_x,
                             double reward)
 {
@@ -948,25 +974,7 @@ static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const doub
     err = send_report_request(c, &env, &qe, n_x == 0, &reply);
     sodium_memzero(&rep, sizeof rep);
     sodium_memzero(&value, sizeof value);
-    if (err) {
-        if (err == LDPB_ETIMEDOUT && ldpb_mech_desc_of((int)a->mechanism)->local) {
-            char prev[ERRMSG_BYTES];
-            memcpy(prev, c->errmsg, sizeof prev);
-            setf(c, err,
-                 "%s; the spend stays in the ledger and reporting this assignment "
-                 "again resends the same value",
-                 prev);
-        }
-        return err;
-    }
-    if (reply->body_case != LDPB__V1__ENVELOPE__BODY_ACK)
-        err = setf(c, LDPB_EPROTO, "the server answered a report with %s",
-                   body_name((int)reply->body_case));
-    else if (reply->ack->assignment_id.len != a->id_len ||
-             memcmp(reply->ack->assignment_id.data, a->id, a->id_len) != 0)
-        err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
-    ldpb_envelope_free(reply);
-    return err;
+    return finish_report(c, err, reply, a, ldpb_mech_desc_of((int)a->mechanism)->local, "value");
 }
 
 ldpb_err ldpb_client_report(ldpb_client *c, const ldpb_assignment *a, double reward)
@@ -1245,25 +1253,7 @@ ldpb_err ldpb_client_report_local(ldpb_client *c, const ldpb_assignment *a, cons
     err = send_report_request(c, &env, &none, 0, &reply);
     sodium_memzero(stats, sizeof stats);
     sodium_memzero(&e, sizeof e);
-    if (err) {
-        if (err == LDPB_ETIMEDOUT) {
-            char prev[ERRMSG_BYTES];
-            memcpy(prev, c->errmsg, sizeof prev);
-            setf(c, err,
-                 "%s; the spend stays in the ledger and reporting this assignment again resends "
-                 "the same values",
-                 prev);
-        }
-        return err;
-    }
-    if (reply->body_case != LDPB__V1__ENVELOPE__BODY_ACK)
-        err = setf(c, LDPB_EPROTO, "the server answered a report with %s",
-                   body_name((int)reply->body_case));
-    else if (reply->ack->assignment_id.len != a->id_len ||
-             memcmp(reply->ack->assignment_id.data, a->id, a->id_len) != 0)
-        err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
-    ldpb_envelope_free(reply);
-    return err;
+    return finish_report(c, err, reply, a, 1, "values");
 }
 
 /* ---- status ------------------------------------------------------------------------------- */
