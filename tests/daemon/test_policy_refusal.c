@@ -320,11 +320,66 @@ static void all_refused(void **state)
     fx_fini(&f);
 }
 
+/* The same in one ReportBatch: the refused report gets its code in its own result, the others
+ * are acknowledged (the old committer gave every result LDPB_EIO). */
+static void refused_in_report_batch(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    take_assignments(&f);
+    unsigned by_arm[K][N_ASSIGN], n_by_arm[K] = {0};
+    for (unsigned i = 0; i < N_ASSIGN; i++)
+        by_arm[f.arm[i]][n_by_arm[f.arm[i]]++] = i;
+    assert_true(n_by_arm[0] >= HORIZON + 1 && n_by_arm[1] >= 1);
+    unsigned order[HORIZON + 2];
+    for (unsigned j = 0; j <= HORIZON; j++)
+        order[j] = by_arm[0][j];
+    order[HORIZON + 1] = by_arm[1][0];
+    Ldpb__V1__Report reps[HORIZON + 2];
+    Ldpb__V1__Report *ptrs[HORIZON + 2];
+    for (unsigned j = 0; j < HORIZON + 2; j++) {
+        Ldpb__V1__Report init = LDPB__V1__REPORT__INIT;
+        reps[j] = init;
+        reps[j].assignment_id.data = f.id[order[j]];
+        reps[j].assignment_id.len = f.id_len[order[j]];
+        reps[j].mechanism = LDPB__V1__MECHANISM__RAW;
+        reps[j].value_case = LDPB__V1__REPORT__VALUE_REAL;
+        reps[j].real = 0.5;
+        ptrs[j] = &reps[j];
+    }
+    Ldpb__V1__ReportBatch b = LDPB__V1__REPORT_BATCH__INIT;
+    b.n_reports = HORIZON + 2;
+    b.reports = ptrs;
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
+    env.report_batch = &b;
+    send_env(&f, &env, 5);
+    commit_all(&f);
+    const Ldpb__V1__Envelope *r = f.reply[5];
+    assert_non_null(r);
+    assert_int_equal(r->body_case, LDPB__V1__ENVELOPE__BODY_BATCH_ACK);
+    assert_int_equal(r->batch_ack->n_results, HORIZON + 2);
+    for (unsigned j = 0; j < HORIZON + 2; j++) {
+        const Ldpb__V1__ReportResult *res = r->batch_ack->results[j];
+        if (j == HORIZON) {
+            assert_true(res->has_code);
+            assert_int_equal(ldpb_wire_err_from_code(res->code), LDPB_ESTATE);
+        } else {
+            assert_false(res->has_code && res->code != 0);
+            assert_false(res->duplicate);
+        }
+    }
+    assert_counts(&f, HORIZON + 1, 0, HORIZON, 1, 1);
+    fx_fini(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(refused_report_alone),
         cmocka_unit_test(all_refused),
+        cmocka_unit_test(refused_in_report_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
