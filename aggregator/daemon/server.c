@@ -163,6 +163,7 @@ struct agg_server {
     agg_worker *cw;
     agg_store_counters committed;
     log_limit commit_log;
+    log_limit refusal_log; /* committer only: reports the policy refused */
     /* Why assignments are refused (docs/aggregator.md, "Retention and a full disk"): the last
      * transaction failed, or state_dir has less than min_free_mb free. Set and cleared by the
      * committer, read by the workers. */
@@ -1607,10 +1608,13 @@ size_t agg_server_commit_batch(agg_server *s)
                           (unsigned)it->tok.arm, ldpb_strerror(oe));
                     err = oe;
                 } else {
-                    logf_(s, AGG_LOG_WARN,
-                          "the policy refused a validated report (arm %u): %s; answered alone, "
-                          "not counted",
-                          (unsigned)it->tok.arm, ldpb_strerror(oe));
+                    /* at most one line per error_log_interval_s: a client may resend it */
+                    uint64_t more = 0;
+                    if (log_limit_pass(&s->refusal_log, s->cfg->error_log_interval_s, &more))
+                        logf_(s, AGG_LOG_WARN,
+                              "the policy refused a validated report (arm %u): %s; answered "
+                              "alone, not counted (%" PRIu64 " more since the last line)",
+                              (unsigned)it->tok.arm, ldpb_strerror(oe), more);
                     s->batch_status[i] = (int)oe;
                     n_new--;
                     err = agg_store_remove_report(s->store, it->id, AGG_TOKEN_BYTES);
