@@ -163,6 +163,7 @@ struct agg_server {
     agg_worker *cw;
     agg_store_counters committed;
     log_limit commit_log;
+    log_limit refusal_log; /* committer only: reports the policy refused */
     /* Why assignments are refused (docs/aggregator.md, "Retention and a full disk"): the last
      * transaction failed, or state_dir has less than min_free_mb free. Set and cleared by the
      * committer, read by the workers. */
@@ -844,6 +845,27 @@ static void collector_free(collector *c)
     free(c);
 }
 
+/* The reason sent with a report's error from the committer (or a full queue). Codes other than
+ * these come from a policy that refused the report (agg_server_commit_batch): final, since the
+ * same report would be refused again. */
+static const char *report_error_reason(int st)
+{
+    switch (st) {
+    case LDPB_EEXPIRED:
+        return "the assignment has expired; ask for a new one";
+    case LDPB_EBUSY:
+        return "the aggregator's commit queue is full; retry later";
+    case LDPB_EIO:
+    case LDPB_ENOMEM:
+        return "the report could not be stored; retry";
+    case LDPB_ESTATE:
+        return "the policy refused the report: it has reached its horizon and learns from no "
+               "more reports; not counted, do not resend";
+    default:
+        return "the policy refused the report's value: not counted, do not resend";
+    }
+}
+
 static void collector_send(agg_server *s, agg_worker *w, collector *c)
 {
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
@@ -853,10 +875,7 @@ static void collector_send(agg_server *s, agg_worker *w, collector *c)
     if (!c->is_batch) {
         int st = c->slots[0].code ? (int)c->slots[0].code : c->slots[0].status;
         if (c->slots[0].code || (st != 0 && st != 1)) {
-            const char *reason =
-                st == LDPB_EEXPIRED ? "the assignment has expired; ask for a new one"
-                : st == LDPB_EBUSY  ? "the aggregator's commit queue is full; retry later"
-                                    : "the report could not be stored; retry";
+            const char *reason = report_error_reason(st);
             send_sealed_error(s, w, c->to, c->client_pk, &c->key, c->request_id, c->has_request_id,
                               (ldpb_err)st, reason);
             return;
@@ -1423,9 +1442,7 @@ static void answer_report(agg_server *s, item *it, int status)
         ack.duplicate = status == 1;
         send_sealed(s, s->cw, it->to, it->client_pk, &it->key, &env);
     } else {
-        const char *reason = status == LDPB_EEXPIRED
-                                 ? "the assignment has expired; ask for a new one"
-                                 : "the report could not be stored; retry";
+        const char *reason = report_error_reason(status);
         send_sealed_error(s, s->cw, it->to, it->client_pk, &it->key, it->request_id,
                           it->has_request_id, (ldpb_err)status, reason);
     }
@@ -1553,30 +1570,72 @@ size_t agg_server_commit_batch(agg_server *s)
         pthread_mutex_lock(&s->policy_mu);
         err = save_policy(s->policy, &s->snap_buf, &s->snap_cap, &snap_len);
         pthread_mutex_unlock(&s->policy_mu);
-        if (!err)
-            err = agg_policy_restore(s->next, s->snap_buf, snap_len);
         agg_policy_env env = {&s->next_rand,
                               s->cfg->mode == AGG_MODE_CENTRAL ? s->next_noise : NULL};
-        for (size_t i = 0; i < n && !err; i++) {
-            item *it = &s->batch[i];
-            if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
-                continue;
-            observed = 1;
-            err = s->contextual
-                      ? agg_ctx_policy_observe(s->next, &env, it->tok.arm, it->x, it->value)
-                      : agg_policy_observe_with_propensity(s->next, &env, it->tok.arm, it->value,
-                                                           it->tok.propensity);
-            if (err == LDPB_ESTATE && s->contextual) {
-                /* Assigned before the horizon was reached, reported after: counted, not
-                 * learned from (docs/aggregator.md, "Contextual policies"). */
-                logf_(s, AGG_LOG_WARN,
-                      "a report past the contextual policy's horizon is counted but not "
-                      "learned from");
-                err = LDPB_OK;
+        /* A report the policy refuses (docs/aggregator.md, "A report the policy refuses") is
+         * answered alone and its row taken back; the copy restarts from the served state and the
+         * batch is observed again without it, so the copy is as if it had never been seen,
+         * whatever a refusing observe left behind (a noise draw, a counter), and the draws of
+         * the dropped pass are never released. Each pass drops one report: at most
+         * (refusals + 1) passes. Only running out of memory fails the batch (every report gets
+         * LDPB_EIO and is resent): it says nothing about the report. */
+        int again = 1;
+        while (!err && again) {
+            again = 0;
+            observed = 0;
+            err = agg_policy_restore(s->next, s->snap_buf, snap_len);
+            for (size_t i = 0; i < n && !err && !again; i++) {
+                item *it = &s->batch[i];
+                if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
+                    continue;
+                ldpb_err oe =
+                    s->contextual
+                        ? agg_ctx_policy_observe(s->next, &env, it->tok.arm, it->x, it->value)
+                        : agg_policy_observe_with_propensity(s->next, &env, it->tok.arm, it->value,
+                                                             it->tok.propensity);
+                if (oe == LDPB_ESTATE && s->contextual) {
+                    /* Assigned before the horizon was reached, reported after: counted, not
+                     * learned from (docs/aggregator.md, "Contextual policies"). */
+                    logf_(s, AGG_LOG_WARN,
+                          "a report past the contextual policy's horizon is counted but not "
+                          "learned from");
+                    oe = LDPB_OK;
+                }
+                if (!oe) {
+                    observed = 1;
+                } else if (oe == LDPB_ENOMEM) {
+                    logf_(s, AGG_LOG_ERROR, "observing a report (arm %u): %s",
+                          (unsigned)it->tok.arm, ldpb_strerror(oe));
+                    err = oe;
+                } else {
+                    /* at most one line per error_log_interval_s: a client may resend it */
+                    uint64_t more = 0;
+                    if (log_limit_pass(&s->refusal_log, s->cfg->error_log_interval_s, &more))
+                        logf_(s, AGG_LOG_WARN,
+                              "the policy refused a validated report (arm %u): %s; answered "
+                              "alone, not counted (%" PRIu64 " more since the last line)",
+                              (unsigned)it->tok.arm, ldpb_strerror(oe), more);
+                    s->batch_status[i] = (int)oe;
+                    n_new--;
+                    err = agg_store_remove_report(s->store, it->id, AGG_TOKEN_BYTES);
+                    again = 1;
+                }
             }
-            if (err)
-                logf_(s, AGG_LOG_ERROR, "the policy refused a validated report (arm %u): %s",
-                      (unsigned)it->tok.arm, ldpb_strerror(err));
+        }
+        /* A copy of a refused report later in the same batch was taken for a duplicate of it:
+         * it gets the same refusal, since nothing was counted. */
+        for (size_t i = 0; i < n && !err; i++) {
+            if (s->batch[i].kind != ITEM_REPORT || s->batch_status[i] != 1)
+                continue;
+            for (size_t j = 0; j < i; j++) {
+                int sj = s->batch_status[j];
+                if (s->batch[j].kind == ITEM_REPORT && sj > 1 && sj != LDPB_EEXPIRED &&
+                    memcmp(s->batch[j].id, s->batch[i].id, AGG_TOKEN_BYTES) == 0) {
+                    s->batch_status[i] = sj;
+                    n_dup--;
+                    break;
+                }
+            }
         }
         if (!err)
             err = save_policy(s->next, &s->save_buf, &s->save_cap, &save_len);

@@ -576,6 +576,21 @@ ldpb_err agg_store_has_report(agg_store *s, const uint8_t *id, size_t id_len, in
     return LDPB_OK;
 }
 
+/* Prepared on each call: it runs only when a policy refuses a report, which is rare. */
+ldpb_err agg_store_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM reports WHERE assignment_id = ?1", -1, &st, NULL) !=
+        SQLITE_OK) {
+        sqlite3_finalize(st);
+        return sql_fail(s, "prepare");
+    }
+    sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
+    ldpb_err err = sqlite3_step(st) == SQLITE_DONE ? LDPB_OK : sql_fail(s, "removing a report");
+    sqlite3_finalize(st);
+    return err;
+}
+
 ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d)
 {
     sqlite3_stmt *st = s->add_decision;

@@ -91,6 +91,10 @@ ldpb_err agg_store_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 /* *exists = 1 if a report with this id was counted. */
 ldpb_err agg_store_has_report(agg_store *s, const uint8_t *id, size_t id_len, int *exists);
 
+/* Deletes the report with this id, inside the open transaction: the committer takes back a
+ * report it inserted when the policy refuses to learn from it. */
+ldpb_err agg_store_remove_report(agg_store *s, const uint8_t *id, size_t id_len);
+
 /* Logs an issued assignment (ignored if already logged). */
 ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d);
 

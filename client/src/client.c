@@ -86,6 +86,8 @@ struct ldpb_client {
     unsigned mech_next;   /* the slot replaced on the next miss (round robin) */
     rq *queue;            /* NULL without opts.queue_path */
     int no_raa;           /* the aggregator answered report_and_assign with LDPB_ENOTSUP */
+    int no_batch;         /* ... and report_batch: ldpb_client_flush sends Reports one by one */
+    int server_refused;   /* the last exchange ended with the server's own sealed Error */
     ldpb_ctxmodel *model; /* the local contextual mode's model, for dimension model_d */
     uint32_t model_d;
     ldpb_ctxstat *stat; /* the last local mechanism built (its parameters in stat_opts) */
@@ -580,6 +582,7 @@ static verdict judge_reply(ldpb_client *c, const reply_buf *rb, size_t n, uint64
         sanitize(text, sizeof text, env->error->reason, strlen(env->error->reason));
         *err = setf(c, e, "the server refused the request (%s): %s", ldpb_errname(e), text);
         ldpb_envelope_free(env);
+        c->server_refused = e != LDPB_EREPLAY;
         return e == LDPB_EREPLAY ? REPLY_RETRY : REPLY_FAIL;
     }
     if (!env->has_request_id) {
@@ -599,6 +602,7 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, con
                          Ldpb__V1__Envelope **reply)
 {
     *reply = NULL;
+    c->server_refused = 0;
     ldpb_err last = LDPB_ETIMEDOUT;
     for (uint32_t attempt = 0; attempt < c->max_attempts; attempt++) {
         uint8_t nonce[LDPB_NONCE_BYTES];
@@ -1597,6 +1601,67 @@ static ldpb_err flush_one(ldpb_client *c, size_t k, const reply_buf *rb, ldpb_fl
     return LDPB_OK;
 }
 
+/* flush_one for an aggregator that does not know report_batch: the first queued report alone, as
+ * a Report carrying the queue's bytes (nothing is privatized again), with the same rules for its
+ * answer. */
+static ldpb_err flush_single(ldpb_client *c, const reply_buf *rb, ldpb_flush_stats *st,
+                             size_t *removed)
+{
+    *removed = 0;
+    rq *q = c->queue;
+    const rq_entry *e = &q->e[0];
+    Ldpb__V1__Report rep;
+    report_of(&rep, e);
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    env.report = &rep;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    sodium_memzero(&rep, sizeof rep);
+    if (err)
+        return setf(c, err, "encoding the report: %s", detail);
+    Ldpb__V1__Envelope *reply = NULL;
+    err = exchange(c, pt_len, env.request_id, rb, &reply);
+    sodium_memzero(c->req_pt, pt_len);
+    if (err) {
+        /* The server's verdict on the report: final ones take it out of the queue; a request to
+         * resend (busy, not stored) leaves it at the front. Anything else ends the call. */
+        if (!c->server_refused)
+            return err;
+        if (err == LDPB_EBUSY || err == LDPB_EIO || err == LDPB_ENOMEM) /* as final_code */
+            return LDPB_OK;
+        st->refused++;
+    } else if (reply->body_case != LDPB__V1__ENVELOPE__BODY_ACK) {
+        err = setf(c, LDPB_EPROTO, "the server answered a report with %s",
+                   body_name((int)reply->body_case));
+    } else if (reply->ack->assignment_id.len != e->id_len ||
+               memcmp(reply->ack->assignment_id.data, e->id, e->id_len) != 0) {
+        err = setf(c, LDPB_EPROTO, "the server acknowledged another assignment");
+    } else if (reply->ack->duplicate) {
+        st->duplicates++;
+    } else {
+        st->acked++;
+    }
+    ldpb_envelope_free(reply);
+    if (err && !c->server_refused)
+        return err;
+    memmove(q->e, q->e + 1, (q->n - 1) * sizeof *q->e);
+    q->n--;
+    sodium_memzero(q->e + q->n, sizeof *q->e);
+    *removed = 1;
+    if (rq_save(q) != LDPB_OK)
+        return setf(c, LDPB_EIO,
+                    "cannot rewrite the report queue %s; delivered reports may be sent again "
+                    "(they are then acknowledged as duplicates)",
+                    q->path);
+    c->errmsg[0] = '\0';
+    return LDPB_OK;
+}
+
 ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *stats)
 {
     ldpb_flush_stats st = {0, 0, 0, 0};
@@ -1623,7 +1688,20 @@ ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *s
     while (!err && c->queue->n > 0) {
         size_t k = c->queue->n < max_batch ? c->queue->n : max_batch;
         size_t removed = 0;
-        err = flush_one(c, k, &rb, &st, &removed);
+        if (c->no_batch) {
+            k = 1;
+            err = flush_single(c, &rb, &st, &removed);
+        } else {
+            err = flush_one(c, k, &rb, &st, &removed);
+            if (err == LDPB_ENOTSUP && c->server_refused) {
+                /* An aggregator older than report batches (it answered before looking at the
+                 * reports, so none was counted): the same reports go one by one, from now on. */
+                c->no_batch = 1;
+                c->errmsg[0] = '\0';
+                err = LDPB_OK;
+                continue;
+            }
+        }
         if (!err && removed < k)
             err = setf(c, LDPB_EBUSY,
                        "the aggregator asked to retry %zu reports later (busy, or it could not "

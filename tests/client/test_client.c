@@ -169,6 +169,7 @@ typedef struct fake_server {
     int drop_all;     /* never answer anything */
     int omit_reqid;   /* sealed replies carry no request id */
     int mode_count;   /* requests answered in `mode` before it reverts to FS_NORMAL; 0: forever */
+    int no_batch;     /* answer a ReportBatch LDPB_ENOTSUP, as an aggregator older than batches */
     /* the assignment handed out */
     int mech;
     double epsilon;
@@ -180,7 +181,7 @@ typedef struct fake_server {
     int empty_id;
 
     /* observed (under mu) */
-    int n_frames, n_assign, n_report;
+    int n_frames, n_assign, n_report, n_batch;
     int last_has_max_epsilon;
     double last_max_epsilon;
     size_t last_n_context;
@@ -370,8 +371,17 @@ static void fs_handle(fake_server *s, size_t n)
     reply.request_id = req->request_id + (s->mode == FS_WRONG_REQID);
     if (s->omit_reqid)
         reply.has_request_id = 0;
+    if (req->body_case == LDPB__V1__ENVELOPE__BODY_REPORT_BATCH)
+        s->n_batch++;
     if (drop) {
         /* no reply: REP lets the next request in */
+    } else if (s->no_batch && req->body_case == LDPB__V1__ENVELOPE__BODY_REPORT_BATCH) {
+        Ldpb__V1__Error e = LDPB__V1__ERROR__INIT;
+        e.code = LDPB_ENOTSUP;
+        e.reason = "unknown request kind";
+        reply.body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
+        reply.error = &e;
+        fs_send_env(s, &f, &key, &reply);
     } else if (s->mode == FS_PLAIN_ERROR) {
         fs_plain_error(s, s->err_code, s->reason);
     } else if (s->mode == FS_REFLECT) {
@@ -884,6 +894,90 @@ static void retry_after_dropped_ack_resends_same_report(void **state)
     assert_true(spent(c) ==
                 ldexp(ceil(ldexp(e.epsilon, 32)), -32)); /* one charge, in 2^-32 units */
     assert_true(e.value == r0.value);
+
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
+/* An aggregator older than report batches answers a ReportBatch LDPB_ENOTSUP: the flush sends
+ * the queued reports one by one as Reports, with the values the queue holds (the ledger's spend
+ * does not move), and later flushes skip the batch. A single report the aggregator asks to resend
+ * stays queued; one it refuses for good leaves the queue. The old flush returned LDPB_ENOTSUP and
+ * kept every report queued. */
+static void flush_falls_back_to_single_reports(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    s.mech = LDPB__V1__MECHANISM__LAPLACE;
+    s.no_batch = 1;
+    ldpb_client_opts o;
+    opts_for(&o, &s, f->path);
+    o.queue_in_memory = 1;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    enum { N = 3 };
+    ldpb_assignment a[N + 2];
+    for (int i = 0; i < N + 2; i++) {
+        assert_int_equal(ldpb_client_assign(c, NULL, 0, &a[i]), LDPB_OK);
+        assert_int_equal(ldpb_client_queue_report(c, &a[i], 0.1 * i), LDPB_OK);
+    }
+    assert_int_equal(ldpb_client_queued(c), N + 2);
+    double spend = spent(c);
+
+    /* the first N: the batch refused, then one Report each */
+    ldpb_flush_stats st;
+    assert_int_equal(ldpb_client_flush(c, N, &st), LDPB_OK);
+    assert_int_equal(st.acked, N + 2);
+    assert_int_equal(st.left, 0);
+    assert_int_equal(ldpb_client_queued(c), 0);
+    fs_lock(&s);
+    int batches = s.n_batch;
+    fs_unlock(&s);
+    assert_int_equal(batches, 1);
+    assert_int_equal(fs_reports(&s), N + 2);
+    for (int i = 0; i < N + 2; i++) {
+        fs_report r = fs_report_at(&s, i);
+        ldpb_ledger_entry e;
+        assert_int_equal(ldpb_ledger_lookup(ldpb_client_ledger(c), a[i].id, a[i].id_len, &e),
+                         LDPB_OK);
+        assert_int_equal(r.id_len, a[i].id_len);
+        assert_memory_equal(r.id, a[i].id, r.id_len);
+        assert_true(r.value == e.value);
+    }
+    assert_true(spent(c) == spend);
+
+    /* later flushes go one by one at once: busy keeps the report, a final code drops it */
+    ldpb_assignment b[2];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ldpb_client_assign(c, NULL, 0, &b[i]), LDPB_OK);
+        assert_int_equal(ldpb_client_queue_report(c, &b[i], 0.5), LDPB_OK);
+    }
+    fs_lock(&s);
+    s.mode = FS_ERROR;
+    s.err_code = LDPB_EBUSY;
+    s.mode_count = 1;
+    snprintf(s.reason, sizeof s.reason, "busy");
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_flush(c, 0, &st), LDPB_EBUSY);
+    assert_int_equal(st.left, 2);
+    assert_int_equal(ldpb_client_queued(c), 2);
+    fs_lock(&s);
+    s.mode = FS_ERROR;
+    s.err_code = LDPB_ESTATE;
+    s.mode_count = 1;
+    snprintf(s.reason, sizeof s.reason, "the policy refused the report");
+    batches = s.n_batch;
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_flush(c, 0, &st), LDPB_OK);
+    assert_int_equal(st.refused, 1);
+    assert_int_equal(st.acked, 1);
+    assert_int_equal(ldpb_client_queued(c), 0);
+    fs_lock(&s);
+    assert_int_equal(s.n_batch, batches);
+    assert_int_equal(s.n_batch, 1);
+    fs_unlock(&s);
+    assert_true(spent(c) > spend);
 
     ldpb_client_free(c);
     fs_stop(&s);
@@ -2076,6 +2170,7 @@ int main(int argc, char **argv)
         T(round_trip_tcp),
         T(round_trip_every_mechanism_in_memory),
         T(retry_after_dropped_ack_resends_same_report),
+        T(flush_falls_back_to_single_reports),
         T(report_after_restart_resends_same_value),
         T(epsilon_above_cap_is_refused_before_anything_is_sent),
         T(raw_mode_sends_the_clipped_reward),
