@@ -1,4 +1,4 @@
-# ldpb sim --preset shariff2018: regret of LinUCB and JDP LinUCB, one figure per gap.
+# ldpb sim --preset shariff2018: regret of LinUCB, JDP LinUCB and the local mode, one figure per gap.
 # Render: gnuplot plots.gp
 set terminal pngcairo size 1200,820 enhanced font 'DejaVu Sans,13' background rgb 'white'
 set output 'shariff2018-gap0.1.png'
@@ -8,7 +8,7 @@ set format y '10^{%L}'
 set xrange [1:50000000]
 set xlabel 'round t'
 set ylabel 'cumulative pseudo-regret'
-set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0.1, n = 5e7, 2 runs, {/Symbol d} = 0.1'
+set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0.1, n = 5e7, 35 runs, {/Symbol d} = 0.1'
 set key top left box opaque
 set grid
 set style fill transparent solid 0.16 noborder
@@ -28,7 +28,7 @@ set format y '10^{%L}'
 set xrange [1:50000000]
 set xlabel 'round t'
 set ylabel 'cumulative pseudo-regret'
-set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0.1, n = 5e7, 2 runs, {/Symbol d} = 0.1'
+set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0.1, n = 5e7, 35 runs, {/Symbol d} = 0.1'
 set key top left box opaque
 set grid
 set style fill transparent solid 0.16 noborder
@@ -48,7 +48,7 @@ set format y '10^{%L}'
 set xrange [1:50000000]
 set xlabel 'round t'
 set ylabel 'cumulative pseudo-regret'
-set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0, n = 5e7, 2 runs, {/Symbol d} = 0.1'
+set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0, n = 5e7, 35 runs, {/Symbol d} = 0.1'
 set key top left box opaque
 set grid
 set style fill transparent solid 0.16 noborder
@@ -68,7 +68,7 @@ set format y '10^{%L}'
 set xrange [1:50000000]
 set xlabel 'round t'
 set ylabel 'cumulative pseudo-regret'
-set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0, n = 5e7, 2 runs, {/Symbol d} = 0.1'
+set title 'Shariff and Sheffet 2018: d = 5, 25 actions/round, gap 0, n = 5e7, 35 runs, {/Symbol d} = 0.1'
 set key top left box opaque
 set grid
 set style fill transparent solid 0.16 noborder
