@@ -705,6 +705,28 @@ static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, l
     return LDPB_OK;
 }
 
+/* Sends one AssignRequest (the K-armed and central contextual request, or the local model's)
+ * and returns the server's answer, unjudged. */
+static ldpb_err exchange_assign_request(ldpb_client *c, Ldpb__V1__AssignRequest *req,
+                                        Ldpb__V1__Envelope **reply)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    env.assign_request = req;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    if (err)
+        return setf(c, err, "encoding the assign request: %s", detail);
+    reply_buf rb = own_buf(c);
+    err = exchange(c, pt_len, env.request_id, &rb, reply);
+    sodium_memzero(c->req_pt, pt_len);
+    return err;
+}
+
 ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_context,
                             ldpb_assignment *out)
 {
@@ -744,22 +766,8 @@ ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_cont
         req.has_max_epsilon = 1;
         req.max_epsilon = offer;
     }
-    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
-    env.protocol_version = LDPB_PROTOCOL_VERSION;
-    env.has_request_id = 1;
-    env.request_id = c->next_request_id++;
-    env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
-    env.assign_request = &req;
-
-    char detail[LDPB_DETAIL_BYTES] = "";
-    size_t pt_len = 0;
-    ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
-    if (err)
-        return setf(c, err, "encoding the assign request: %s", detail);
     Ldpb__V1__Envelope *reply = NULL;
-    reply_buf rb = own_buf(c);
-    err = exchange(c, pt_len, env.request_id, &rb, &reply);
-    sodium_memzero(c->req_pt, pt_len);
+    ldpb_err err = exchange_assign_request(c, &req, &reply);
     if (err)
         return err;
     err = take_assignment(c, reply, out);
@@ -1159,20 +1167,8 @@ ldpb_err ldpb_client_assign_local(ldpb_client *c, const double *features, uint32
     req.max_epsilon = offer;
     req.has_local_model = 1;
     req.local_model = 1;
-    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
-    env.protocol_version = LDPB_PROTOCOL_VERSION;
-    env.has_request_id = 1;
-    env.request_id = c->next_request_id++;
-    env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
-    env.assign_request = &req;
-    char detail[LDPB_DETAIL_BYTES] = "";
-    size_t pt_len = 0;
-    err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
-    if (err)
-        return setf(c, err, "encoding the assign request: %s", detail);
     Ldpb__V1__Envelope *reply = NULL;
-    reply_buf rb = own_buf(c);
-    err = exchange(c, pt_len, env.request_id, &rb, &reply);
+    err = exchange_assign_request(c, &req, &reply);
     if (err)
         return err;
     err = take_local(c, reply, features, n_actions, d, out);
