@@ -111,7 +111,7 @@ static ldpb_err place(const char *tmp, const char *path, int no_replace, char *d
     if (!no_replace) {
         if (rename(tmp, path) == 0)
             return LDPB_OK;
-        say("%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+        say("cannot replace it: %s", strerror(errno));
         return LDPB_EIO;
     }
     if (link(tmp, path) == 0) {
@@ -119,10 +119,10 @@ static ldpb_err place(const char *tmp, const char *path, int no_replace, char *d
         return LDPB_OK;
     }
     if (errno == EEXIST) {
-        say("%s: exists (not replaced)", path);
+        say("already exists (not replaced)");
         return LDPB_ESTATE;
     }
-    say("%s: cannot create: %s", path, strerror(errno));
+    say("cannot create it: %s", strerror(errno));
     return LDPB_EIO;
 }
 
@@ -139,7 +139,7 @@ ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts,
     char dir[PATH_MAX];
     size_t n = strlen(path), sfx = strlen(LDPB_DURABLE_TMP_SUFFIX);
     if (n >= PATH_MAX) {
-        say("%.64s...: path too long", path);
+        say("path too long");
         return LDPB_EIO;
     }
     dir_of(path, dir);
@@ -152,7 +152,7 @@ ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts,
 
     fd = create_tmp(tmp, opts && opts->mode ? opts->mode : 0600);
     if (fd < 0) {
-        say("%s: cannot create a file beside it: %s", path, strerror(errno));
+        say("cannot create a file beside it: %s", strerror(errno));
         err = LDPB_EIO;
         goto done;
     }
@@ -160,18 +160,18 @@ ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts,
     err = fill(ctx, fd, tmp);
     if (err) {
         if (err == LDPB_EIO)
-            say("%s: write failed: %s", tmp, errno ? strerror(errno) : "I/O error");
+            say("write failed: %s", errno ? strerror(errno) : "I/O error");
         goto fail_tmp;
     }
     err = LDPB_EIO;
     if (step(opts, LDPB_DURABLE_TMP_WRITTEN) != 0 || fsync(fd) != 0) {
-        say("%s: cannot sync: %s", tmp, strerror(errno));
+        say("cannot sync: %s", strerror(errno));
         goto fail_tmp;
     }
     int rc = close(fd);
     fd = -1;
     if (rc != 0 || step(opts, LDPB_DURABLE_TMP_SYNCED) != 0) {
-        say("%s: write failed: %s", tmp, strerror(errno));
+        say("write failed: %s", strerror(errno));
         goto fail_tmp;
     }
     err = place(tmp, path, opts && opts->no_replace, detail, detail_size);
@@ -181,7 +181,7 @@ ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts,
         *placed = 1;
     if (step(opts, LDPB_DURABLE_PLACED) != 0 || sync_dir(dir) != 0 ||
         step(opts, LDPB_DURABLE_DIR_SYNCED) != 0) {
-        say("%s: cannot sync its directory %s: %s", path, dir, strerror(errno));
+        say("cannot sync its directory: %s", strerror(errno));
         err = LDPB_EIO;
         goto done;
     }

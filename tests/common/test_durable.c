@@ -114,7 +114,7 @@ static void test_no_replace(void **state)
     int placed = 1;
     assert_int_equal(write_text(f->path, &o, "second", &placed, detail), LDPB_ESTATE);
     assert_int_equal(placed, 0);
-    assert_non_null(strstr(detail, f->path));
+    assert_non_null(strstr(detail, "already exists"));
     assert_content(f->path, "first");
     assert_int_equal(others(f), 0);
 }
@@ -166,7 +166,7 @@ static void test_missing_dir(void **state)
     char path[160], detail[256] = "";
     snprintf(path, sizeof path, "%s/no/such", f->dir);
     assert_int_equal(write_text(path, NULL, "x", NULL, detail), LDPB_EIO);
-    assert_non_null(strstr(detail, path));
+    assert_non_null(strstr(detail, "cannot create a file beside it"));
     assert_int_equal(write_text("", NULL, "x", NULL, NULL), LDPB_EINVAL);
 }
 

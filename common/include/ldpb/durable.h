@@ -44,8 +44,8 @@ typedef struct ldpb_durable_opts {
 /* Writes `path` durably with the content `fill` produces (opts NULL: mode 0600, replacing).
  * *placed (optional) is set to 1 once the new file is at `path`, even if the directory's fsync
  * then fails: a caller whose state must match the file needs to know. The temporary file is
- * removed on every failure. `detail` (optional, `detail_size` bytes) says what failed, with the
- * path. It allocates nothing. Errors: LDPB_EINVAL (an empty path), LDPB_ESTATE (no_replace and the target
+ * removed on every failure. `detail` (optional, `detail_size` bytes) says what failed, without
+ * the path (the caller prefixes it: "PATH: cannot replace it: No space left on device"). It allocates nothing. Errors: LDPB_EINVAL (an empty path), LDPB_ESTATE (no_replace and the target
  * exists), LDPB_EIO, or the fill's own error. */
 ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts,
                             ldpb_durable_fill fill, void *ctx, int *placed, char *detail,
