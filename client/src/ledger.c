@@ -17,7 +17,7 @@
 
 struct ldpb_ledger {
     ledger_state st;
-    char *path;     /* NULL for an in-memory ledger */
+    char *path; /* NULL for an in-memory ledger */
     char *lock_path;
     int lock_fd;
     /* Set when a write failed after the rename: the file may hold a spend the in-memory state

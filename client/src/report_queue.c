@@ -1,6 +1,7 @@
 /* File layout (little-endian): "ldpb-queue-v1\n" (14 bytes), count u32, count records of 83
  * bytes (id_len u8, id[64] zero-padded, mechanism u8, is_bit u8, epsilon f64, value f64), then
- * a 32-byte BLAKE2b (crypto_generichash) of everything before it. */
+ * a 32-byte BLAKE2b (crypto_generichash) of everything before it. The checksum only catches
+ * damage; the loader also checks every entry as the wire checks a report (rq_parse). */
 #include "report_queue.h"
 
 #include <errno.h>
@@ -81,6 +82,10 @@ ldpb_err rq_parse(rq *q, const uint8_t *b, size_t len, size_t max)
         e.epsilon = get_f64(p + 67);
         e.value = get_f64(p + 75);
         ldpb_err err = check_entry(&e);
+        /* The id's padding is zeros, as written: one queue, one file image. */
+        for (size_t k = 1u + e.id_len; !err && k < 65u; k++)
+            if (p[k] != 0)
+                err = LDPB_ECORRUPT;
         if (!err && rq_has(q, p + 1, e.id_len))
             err = LDPB_ECORRUPT; /* the writer never queues an id twice */
         if (!err) {
@@ -248,6 +253,23 @@ ldpb_err rq_push(rq *q, const rq_entry *e)
     }
     q->e[q->n++] = *e;
     return LDPB_OK;
+}
+
+void rq_report_of(Ldpb__V1__Report *rep, const rq_entry *e)
+{
+    Ldpb__V1__Report init = LDPB__V1__REPORT__INIT;
+    *rep = init;
+    rep->assignment_id.data = (uint8_t *)e->id;
+    rep->assignment_id.len = e->id_len;
+    rep->mechanism = (Ldpb__V1__Mechanism)e->mechanism;
+    rep->epsilon = e->epsilon;
+    if (e->is_bit) {
+        rep->value_case = LDPB__V1__REPORT__VALUE_BIT;
+        rep->bit = e->value != 0.0;
+    } else {
+        rep->value_case = LDPB__V1__REPORT__VALUE_REAL;
+        rep->real = e->value;
+    }
 }
 
 void rq_close(rq *q)

@@ -11,6 +11,7 @@
 
 #include "ldpb/err.h"
 #include "ldpb/ledger.h"
+#include "ldpb/wire.h"
 
 typedef struct rq_entry {
     uint8_t id[LDPB_ASSIGNMENT_ID_MAX];
@@ -22,7 +23,7 @@ typedef struct rq_entry {
 } rq_entry;
 
 typedef struct rq {
-    char *path; /* NULL: in memory only */
+    char *path;  /* NULL: in memory only */
     int lock_fd; /* holds the flock on path.lock; -1 in memory */
     rq_entry *e;
     size_t n, cap;
@@ -37,7 +38,8 @@ ldpb_err rq_open(rq **out, const char *path, size_t max);
 /* Appends the entries of a queue file's bytes to `q` (for rq_open and the fuzzer). LDPB_ECORRUPT:
  * not a queue file, a bad checksum, more than `max` entries, or an entry the wire would refuse
  * (unknown mechanism, epsilon unsuited to it, a bit not 0 or 1, a non-finite or out-of-range
- * value, a bad id length, an id twice); LDPB_ENOMEM. */
+ * value, a bad id length or padding, an id twice); LDPB_ENOMEM. On an error `q` may hold some
+ * of the entries: the caller discards it. */
 ldpb_err rq_parse(rq *q, const uint8_t *b, size_t len, size_t max);
 /* The file's bytes for `q`, malloc'd into *out (the caller wipes and frees). LDPB_ENOMEM. */
 ldpb_err rq_encode(const rq *q, uint8_t **out, size_t *out_len);
@@ -47,6 +49,9 @@ ldpb_err rq_save(rq *q);
 int rq_has(const rq *q, const uint8_t *id, size_t id_len);
 /* Appends `e` in memory (rq_save makes it durable). LDPB_ENOMEM. */
 ldpb_err rq_push(rq *q, const rq_entry *e);
+/* The Report that carries `e` (views into `e`, valid while it is): the value as a bit or a
+ * real as the entry says. */
+void rq_report_of(Ldpb__V1__Report *rep, const rq_entry *e);
 /* Wipes and frees. Accepts NULL. */
 void rq_close(rq *q);
 

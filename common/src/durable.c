@@ -126,9 +126,8 @@ static ldpb_err place(const char *tmp, const char *path, int no_replace, char *d
     return LDPB_EIO;
 }
 
-ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts,
-                            ldpb_durable_fill fill, void *ctx, int *placed, char *detail,
-                            size_t detail_size)
+ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts, ldpb_durable_fill fill,
+                            void *ctx, int *placed, char *detail, size_t detail_size)
 {
     if (placed)
         *placed = 0;
@@ -226,8 +225,8 @@ ldpb_err ldpb_durable_open_regular(const char *path, int flags, int *fd)
     *fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
     if (*fd < 0)
         return errno == ENOENT && !(flags & O_CREAT) ? LDPB_ENOTFOUND
-               : errno == ELOOP || errno == EISDIR    ? LDPB_EINVAL
-                                                      : LDPB_EIO;
+               : errno == ELOOP || errno == EISDIR   ? LDPB_EINVAL
+                                                     : LDPB_EIO;
     struct stat sb;
     ldpb_err err = LDPB_OK;
     int fl;

@@ -1,7 +1,7 @@
 /* Key files: the one-line text format, a strict parser, a loader that refuses exposed secret keys,
- * and an atomic writer (ldpb/durable.h: a fresh file beside the target, fsync, link or rename, fsync
- * of the directory) so a crash never leaves a half-written key behind. Every buffer that held a secret
- * key's text or bytes is wiped before it goes out of scope. */
+ * and an atomic writer (ldpb/durable.h: a fresh file beside the target, fsync, link or rename,
+ * fsync of the directory) so a crash never leaves a half-written key behind. Every buffer that held
+ * a secret key's text or bytes is wiped before it goes out of scope. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

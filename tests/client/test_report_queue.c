@@ -243,16 +243,17 @@ static void test_entries_checked_on_load(void **state)
     const rec good = {4, "good", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 1.0};
     const rec laplace = {4, "lapl", LDPB_CLIENT_MECH_LAPLACE, 0, 1.0, 0.25};
     const rec bad[] = {
-        {4, "m-99", 99, 1, 1.0, 1.0},                         /* unknown mechanism */
-        {4, "enan", LDPB_CLIENT_MECH_LINEAR, 1, NAN, 1.0},     /* epsilon NaN */
-        {4, "half", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 0.5},     /* a bit of 0.5, sent as 1 */
-        {4, "rbit", LDPB_CLIENT_MECH_LAPLACE, 1, 1.0, 1.0},    /* a bit from a real mechanism */
+        {4, "m-99", 99, 1, 1.0, 1.0},                       /* unknown mechanism */
+        {4, "enan", LDPB_CLIENT_MECH_LINEAR, 1, NAN, 1.0},  /* epsilon NaN */
+        {4, "half", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 0.5},  /* a bit of 0.5, sent as 1 */
+        {4, "rbit", LDPB_CLIENT_MECH_LAPLACE, 1, 1.0, 1.0}, /* a bit from a real mechanism */
         {4, "rinf", LDPB_CLIENT_MECH_LAPLACE, 0, 1.0, INFINITY},
-        {4, "e-20", LDPB_CLIENT_MECH_LINEAR, 1, 20.0, 1.0},    /* epsilon above the maximum */
-        {4, "rawe", LDPB_CLIENT_MECH_RAW, 0, 1.0, 0.5},        /* raw with an epsilon */
+        {4, "e-20", LDPB_CLIENT_MECH_LINEAR, 1, 20.0, 1.0}, /* epsilon above the maximum */
+        {4, "rawe", LDPB_CLIENT_MECH_RAW, 0, 1.0, 0.5},     /* raw with an epsilon */
         {4, "gaus", LDPB_CLIENT_MECH_GAUSSIAN_STATS, 0, 1.0, 0.5},
-        {0, "", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 1.0},         /* an empty id */
-        {4, "good", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 0.0},     /* the id of `good` again */
+        {0, "", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 1.0},     /* an empty id */
+        {4, "good", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 0.0}, /* the id of `good` again */
+        {2, "padx", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 0.0}, /* "pa" with padding "dx" */
     };
     ldpb_client *c = NULL;
     rec two[2] = {good, laplace};

@@ -164,7 +164,8 @@ LDPB_API ldpb_err ldpb_client_load_secret_key(const char *path, uint8_t sk[32]);
  * a regular file: a symbolic link, a FIFO, a device, a directory), LDPB_ERANGE (an option outside
  * its bounds, including the ledger's), LDPB_ECRYPTO (an invalid server key, libsodium failed), the
  * ledger's and the queue's errors (LDPB_EIO, LDPB_ECORRUPT, LDPB_ESTATE if another handle holds
- * the ledger file or the queue file), LDPB_ETRANSPORT, LDPB_ENOMEM. On success *out is owned by the caller: ldpb_client_free(). */
+ * the ledger file or the queue file), LDPB_ETRANSPORT, LDPB_ENOMEM. On success *out is owned by the
+ * caller: ldpb_client_free(). */
 LDPB_API ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts);
 
 /* Closes the socket and the ledger, wipes the keys and buffers and frees the handle. Accepts

@@ -45,11 +45,11 @@ typedef struct ldpb_durable_opts {
  * *placed (optional) is set to 1 once the new file is at `path`, even if the directory's fsync
  * then fails: a caller whose state must match the file needs to know. The temporary file is
  * removed on every failure. `detail` (optional, `detail_size` bytes) says what failed, without
- * the path (the caller prefixes it: "PATH: cannot replace it: No space left on device"). It allocates nothing. Errors: LDPB_EINVAL (an empty path), LDPB_ESTATE (no_replace and the target
+ * the path (the caller prefixes it: "PATH: cannot replace it: No space left on device"). It
+ * allocates nothing. Errors: LDPB_EINVAL (an empty path), LDPB_ESTATE (no_replace and the target
  * exists), LDPB_EIO, or the fill's own error. */
-ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts,
-                            ldpb_durable_fill fill, void *ctx, int *placed, char *detail,
-                            size_t detail_size);
+ldpb_err ldpb_durable_write(const char *path, const ldpb_durable_opts *opts, ldpb_durable_fill fill,
+                            void *ctx, int *placed, char *detail, size_t detail_size);
 
 /* A fill for a buffer: `ctx` points to a ldpb_durable_buf. */
 typedef struct ldpb_durable_buf {
