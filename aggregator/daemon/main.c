@@ -3,9 +3,13 @@
  * state up. Exit codes:
  * 0 success (including a drained shutdown), 1 runtime failure, 2 usage or configuration error. */
 #include <signal.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +115,61 @@ static int backup(const agg_config *cfg)
     return write_whole(cfg->backup, &o, backup_fill, &x, "exists (a backup never replaces a file)");
 }
 
+/* What a start creates in state_dir (store.c): the directory itself, its lock and the database
+ * files. Noted before the start, so that a start that fails (a listen address in use, ...)
+ * removes what it created and nothing else: an operator who fixes the address then starts from
+ * the state directory as it was, not from one tied to this attempt's configuration. */
+static const char *const state_names[] = {"lock", AGG_STORE_DB_NAME, AGG_STORE_DB_NAME "-wal",
+                                          AGG_STORE_DB_NAME "-shm", AGG_STORE_DB_NAME "-journal"};
+#define N_STATE_NAMES (sizeof state_names / sizeof state_names[0])
+
+typedef struct state_before {
+    int dir;                  /* state_dir existed */
+    int names[N_STATE_NAMES]; /* each of state_names existed in it */
+} state_before;
+
+static int exists(const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat sb;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return 1; /* unknown: treat as not ours */
+    return lstat(path, &sb) == 0 || errno != ENOENT;
+}
+
+static void note_state(const char *dir, state_before *b)
+{
+    struct stat sb;
+    b->dir = lstat(dir, &sb) == 0 || errno != ENOENT;
+    for (size_t i = 0; i < N_STATE_NAMES; i++)
+        b->names[i] = b->dir && exists(dir, state_names[i]);
+}
+
+/* Removes what the failed start created, under the store's lock (taken again here: another
+ * daemon that holds it by now owns the files, and they are left alone). The lock file goes last,
+ * while held; store.c refuses a lock on a file no longer named. A directory that holds anything
+ * else is left. */
+static void remove_created(const char *dir, const state_before *b)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/lock", dir) >= sizeof path)
+        return;
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return;
+    }
+    if (fd >= 0) {
+        for (size_t i = N_STATE_NAMES; i-- > 0;)
+            if (!b->names[i] &&
+                (size_t)snprintf(path, sizeof path, "%s/%s", dir, state_names[i]) < sizeof path)
+                (void)unlink(path);
+        close(fd);
+    }
+    if (!b->dir)
+        (void)rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     agg_config cfg;
@@ -161,10 +220,13 @@ int main(int argc, char **argv)
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
 
+    state_before before;
+    note_state(cfg.state_dir, &before);
     ldpb_err e = agg_server_new(&srv, &cfg, log_stderr, NULL, err);
     if (e) {
         fprintf(stderr, "ldpb-aggregator: %s\n", err);
         rc = e == LDPB_EINVAL || e == LDPB_ERANGE || e == LDPB_ESTATE ? 2 : 1;
+        remove_created(cfg.state_dir, &before);
         goto done;
     }
     if (cfg.check) {
@@ -176,6 +238,9 @@ int main(int argc, char **argv)
     if (e) {
         fprintf(stderr, "ldpb-aggregator: %s\n", err);
         rc = e == LDPB_EINVAL ? 2 : 1;
+        agg_server_free(srv); /* closes the database and releases the lock */
+        srv = NULL;
+        remove_created(cfg.state_dir, &before);
         goto done;
     }
     log_stderr(NULL, AGG_LOG_INFO, "ready");
