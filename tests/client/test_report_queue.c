@@ -2,7 +2,8 @@
  * the same queue_path is refused), a planted link at a temporary name never written through, a
  * FIFO, a device, a directory or a link at the path refused at once, and every entry of a file
  * with a valid checksum checked as the wire checks a report. The files are written here from the
- * layout in docs/client.md, not with the library's encoder. No aggregator runs: queueing sends
+ * layout in docs/client.md, not with the library's encoder; and a device killed with SIGKILL at
+ * random moments while it queues loses and doubles nothing. No aggregator runs: queueing sends
  * nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,12 +22,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
 #include "ldpb/client.h"
+#include "report_queue.h"
 
 typedef struct fx {
     char dir[64];
@@ -48,7 +51,7 @@ static int setup(void **state)
     uint8_t sk[32];
     crypto_box_keypair(f->server_pk, sk);
     /* A FIFO that blocks open() must fail the test, not hang the suite. */
-    alarm(30);
+    alarm(110);
     *state = f;
     return 0;
 }
@@ -88,10 +91,10 @@ static ldpb_err open_client(const fx *f, const char *ledger, ldpb_client **c)
 static void assignment(ldpb_assignment *a, unsigned i)
 {
     memset(a, 0, sizeof *a);
+    char id[16];
+    snprintf(id, sizeof id, "as%06u", i);
     a->id_len = 8;
-    memcpy(a->id, "assign--", 8);
-    a->id[7] = (uint8_t)('0' + i % 10);
-    a->id[6] = (uint8_t)('0' + i / 10 % 10);
+    memcpy(a->id, id, 8);
     a->mechanism = LDPB_CLIENT_MECH_LINEAR;
     a->epsilon = 1.0;
     a->propensity = 0.5;
@@ -193,6 +196,125 @@ static void test_not_a_regular_file(void **state)
     assert_null(c);
 }
 
+/* ---- SIGKILL while queueing ---------------------------------------------------------------- */
+
+/* The child: queues assignments from `first` on, one write each, and reports each id whose
+ * ldpb_client_queue_report returned LDPB_OK on the pipe, until killed. */
+static void queue_until_killed(const fx *f, unsigned first, int out)
+{
+    ldpb_client *c = NULL;
+    if (open_client(f, f->ledger, &c) != LDPB_OK)
+        _exit(3);
+    for (unsigned i = first;; i++) {
+        ldpb_assignment a;
+        assignment(&a, i);
+        if (ldpb_client_queue_report(c, &a, 0.5) != LDPB_OK)
+            _exit(4);
+        if (write(out, &i, sizeof i) != (ssize_t)sizeof i)
+            _exit(5);
+    }
+}
+
+static int tmp_files(const fx *f)
+{
+    int n = 0;
+    DIR *d = opendir(f->dir);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, "q.tmp.", 6) == 0;
+    closedir(d);
+    return n;
+}
+
+/* Each queued value is the one the ledger holds for its id. */
+static void assert_values_are_the_ledgers(const fx *f, size_t n)
+{
+    rq *q = NULL;
+    ldpb_ledger *l = NULL;
+    assert_int_equal(rq_open(&q, f->queue, LDPB_CLIENT_QUEUE_MAX), LDPB_OK);
+    assert_int_equal(ldpb_ledger_open(&l, f->ledger, NULL), LDPB_OK);
+    assert_int_equal(q->n, n);
+    for (size_t i = 0; i < q->n; i++) {
+        ldpb_ledger_entry e;
+        assert_int_equal(ldpb_ledger_lookup(l, q->e[i].id, q->e[i].id_len, &e), LDPB_OK);
+        assert_true(e.value == q->e[i].value);
+    }
+    ldpb_ledger_close(l);
+    rq_close(q);
+}
+
+/* A device killed at random moments while it queues: every report whose queueing returned
+ * LDPB_OK is in the queue after a restart (0 lost), each once (0 double: the loader refuses an id
+ * twice), with the ledger's value; the one the kill interrupted is either queued or in the
+ * ledger only, and queueing it again queues the ledger's value. The new handle takes the lock the
+ * dead one held and removes the temporary file the kill may have left. */
+static void test_kill_while_queueing(void **state)
+{
+    fx *f = *state;
+    enum { ROUNDS = 12 };
+    unsigned next = 0, acked = 0, in_ledger_only = 0;
+    srand(20261127u);
+    for (int round = 0; round < ROUNDS; round++) {
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(p[0]);
+            queue_until_killed(f, next, p[1]);
+        }
+        close(p[1]);
+        /* Kill after 1 to 25 acknowledged reports, at a random point of the next write. */
+        unsigned want = 1u + (unsigned)rand() % 25u, got = 0, id = 0;
+        while (got < want && read(p[0], &id, sizeof id) == (ssize_t)sizeof id) {
+            assert_int_equal(id, next + got);
+            got++;
+        }
+        assert_int_equal(got, want);
+        usleep((useconds_t)(rand() % 3000));
+        kill(pid, SIGKILL);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        while (read(p[0], &id, sizeof id) == (ssize_t)sizeof id)
+            got++; /* acknowledged before the kill but not read yet */
+        close(p[0]);
+        acked += got;
+
+        ldpb_client *c = NULL;
+        assert_int_equal(open_client(f, f->ledger, &c), LDPB_OK);
+        assert_int_equal(tmp_files(f), 0);
+        size_t queued = ldpb_client_queued(c);
+        /* The interrupted one (id next + got) may be queued already. */
+        assert_true(queued == acked || queued == acked + 1);
+        ldpb_assignment a;
+        ldpb_ledger_entry e;
+        assignment(&a, next + got);
+        ldpb_err lk = ldpb_ledger_lookup(ldpb_client_ledger(c), a.id, a.id_len, &e);
+        if (queued == acked && lk == LDPB_OK) {
+            /* Charged, not queued: queueing it again queues the ledger's value, at no cost. */
+            double before = ldpb_ledger_spent(ldpb_client_ledger(c));
+            assert_int_equal(ldpb_client_queue_report(c, &a, 0.5), LDPB_OK);
+            assert_true(ldpb_ledger_spent(ldpb_client_ledger(c)) == before);
+            in_ledger_only++;
+            got++;
+            acked++;
+        } else if (queued == acked + 1) {
+            assert_int_equal(lk, LDPB_OK);
+            got++;
+            acked++;
+        }
+        assert_int_equal(ldpb_client_queued(c), acked);
+        /* The ledger holds exactly the queued reports, and its spend is theirs. */
+        assert_true(ldpb_ledger_spent(ldpb_client_ledger(c)) == (double)acked);
+        ldpb_client_free(c);
+        assert_values_are_the_ledgers(f, acked);
+        next += got;
+    }
+    print_message("%d kills, %u reports queued and kept, %u found charged but not queued\n", ROUNDS,
+                  acked, in_ledger_only);
+}
+
 /* ---- entries that pass the checksum but not the wire's checks ---------------------------- */
 
 enum { REC = 83, MAGIC = 14 };
@@ -283,6 +405,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_planted_tmp_link, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_regular_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_entries_checked_on_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kill_while_queueing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
