@@ -136,6 +136,8 @@ static char *concat(const char *a, const char *b)
 ldpb_err rq_open(rq **out, const char *path, size_t max)
 {
     *out = NULL;
+    if (path && !*path)
+        return LDPB_EINVAL; /* its lock would be ".lock" in the working directory */
     rq *q = calloc(1, sizeof *q);
     if (!q)
         return LDPB_ENOMEM;

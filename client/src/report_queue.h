@@ -32,7 +32,8 @@ typedef struct rq {
 /* Opens the queue at `path`, loading it if the file exists; NULL: in memory only (rq_save does
  * nothing). Takes an exclusive lock on path.lock for the handle's life and removes the temporary
  * files a crash left. Errors: LDPB_ENOMEM, LDPB_ESTATE (another handle holds the queue),
- * LDPB_EINVAL (path, or path.lock, is not a regular file: a link, a FIFO, a device, a directory),
+ * LDPB_EINVAL (an empty path; path, or path.lock, is not a regular file: a link, a FIFO, a
+ * device, a directory),
  * LDPB_EIO (cannot read), LDPB_ECORRUPT (as rq_parse). */
 ldpb_err rq_open(rq **out, const char *path, size_t max);
 /* Appends the entries of a queue file's bytes to `q` (for rq_open and the fuzzer). LDPB_ECORRUPT:

@@ -194,6 +194,10 @@ static void test_not_a_regular_file(void **state)
     assert_int_equal(symlink(real, f->queue), 0);
     assert_int_equal(open_client(f, f->ledger, &c), LDPB_EINVAL);
     assert_null(c);
+    /* An empty path names no file (its lock would land in the working directory). */
+    rq *q = NULL;
+    assert_int_equal(rq_open(&q, "", LDPB_CLIENT_QUEUE_MAX), LDPB_EINVAL);
+    assert_null(q);
 }
 
 /* ---- SIGKILL while queueing ---------------------------------------------------------------- */
