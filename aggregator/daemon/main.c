@@ -2,15 +2,18 @@
  * and runs the server library until SIGTERM or SIGINT; or exports the propensity log, or backs the
  * state up. Exit codes:
  * 0 success (including a drained shutdown), 1 runtime failure, 2 usage or configuration error. */
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "ldpb/durable.h"
 
 #include "config.h"
 #include "harden.h"
@@ -37,140 +40,134 @@ static void log_stderr(void *ctx, int level, const char *msg)
     fprintf(stderr, "[%s] %s\n", agg_log_level_name(level), msg);
 }
 
-/* Prints a failure at once (paths can be longer than `err`) and clears `err`, which then holds
- * nothing more to print. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void
-report_fail(char *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("ldpb-aggregator: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    err[0] = '\0';
-}
+/* What a fill of the durable write (ldpb/durable.h) reports back: the store's own message. */
+typedef struct store_fill {
+    const agg_config *cfg;
+    char err[AGG_STORE_ERRMAX];
+} store_fill;
 
-/* Creates an empty file beside `target` for writing it whole (mkstemp: O_EXCL, mode 0600 whatever
- * the umask). Returns its descriptor, or -1 with errno; the name goes into `tmp`. */
-static int temp_beside(const char *target, char *tmp, size_t cap)
+static ldpb_err export_fill(void *ctx, int fd, const char *tmp_path)
 {
-    const char *slash = strrchr(target, '/');
-    int dir_len = slash ? (int)(slash - target + 1) : 0;
-    if ((size_t)snprintf(tmp, cap, "%.*s.%s.XXXXXX", dir_len, target, slash ? slash + 1 : target) >=
-        cap) {
-        errno = ENAMETOOLONG;
-        return -1;
+    (void)tmp_path;
+    store_fill *x = ctx;
+    /* A stream of its own: the durable write syncs and closes `fd` itself. */
+    int own = dup(fd);
+    FILE *out = own >= 0 ? fdopen(own, "w") : NULL;
+    if (!out) {
+        if (own >= 0)
+            close(own);
+        return LDPB_EIO;
     }
-    return mkstemp(tmp);
+    ldpb_err e = agg_store_export_csv(x->cfg->state_dir, out, x->err);
+    if (fflush(out) != 0 && !e)
+        e = LDPB_EIO;
+    if (fclose(out) != 0 && !e)
+        e = LDPB_EIO;
+    return e;
 }
 
-/* fsyncs the directory holding `path`, so a rename or link in it survives a crash. */
-static int sync_parent(const char *path)
+/* SQLite's backup writes the temporary file by name; the durable write then syncs it. */
+static ldpb_err backup_fill(void *ctx, int fd, const char *tmp_path)
 {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
+    (void)fd;
+    store_fill *x = ctx;
+    return agg_store_backup(x->cfg->state_dir, tmp_path, x->err);
 }
 
-/* Writes the CSV to a temporary file beside the target and renames it over the target only once
- * it is complete and synced: a failed export leaves the target as it was and no partial file. */
+/* Writes `target` through the durable write and prints a failure: the store's message if it gave
+ * one, else the write's. */
+static int write_whole(const char *target, const ldpb_durable_opts *o, ldpb_durable_fill fill,
+                       store_fill *x, const char *exists)
+{
+    char detail[256] = "";
+    ldpb_err e = ldpb_durable_write(target, o, fill, x, NULL, detail, sizeof detail);
+    if (!e)
+        return 0;
+    if (x->err[0])
+        fprintf(stderr, "ldpb-aggregator: %s\n", x->err);
+    else
+        fprintf(stderr, "ldpb-aggregator: %s: %s\n", target,
+                e == LDPB_ESTATE && exists ? exists : detail);
+    return 1;
+}
+
+/* The CSV goes to a temporary file beside the target, renamed over it only once complete and
+ * synced: a failed export leaves the target as it was and no partial file. */
 static int export_csv(const agg_config *cfg)
 {
-    char err[AGG_STORE_ERRMAX] = "";
+    store_fill x = {cfg, ""};
     if (strcmp(cfg->export_csv, "-") == 0) {
-        ldpb_err e = agg_store_export_csv(cfg->state_dir, stdout, err);
+        ldpb_err e = agg_store_export_csv(cfg->state_dir, stdout, x.err);
         if (e)
-            fprintf(stderr, "ldpb-aggregator: %s\n", err);
+            fprintf(stderr, "ldpb-aggregator: %s\n", x.err);
         return e ? 1 : 0;
     }
-    char tmp[4096];
-    int fd = temp_beside(cfg->export_csv, tmp, sizeof tmp);
-    if (fd < 0) {
-        fprintf(stderr, "ldpb-aggregator: %s: cannot create a file beside it: %s\n",
-                cfg->export_csv, strerror(errno));
-        return 1;
-    }
-    FILE *out = fdopen(fd, "w");
-    ldpb_err e = LDPB_EIO;
-    if (!out) {
-        report_fail(err, "%s: %s", tmp, strerror(errno));
-        close(fd);
-    } else {
-        e = agg_store_export_csv(cfg->state_dir, out, err);
-        if (!e && (fflush(out) != 0 || fsync(fileno(out)) != 0)) {
-            report_fail(err, "%s: write failed: %s", tmp, strerror(errno));
-            e = LDPB_EIO;
-        }
-        if (fclose(out) != 0 && !e) {
-            report_fail(err, "%s: write failed: %s", tmp, strerror(errno));
-            e = LDPB_EIO;
-        }
-    }
-    if (!e && rename(tmp, cfg->export_csv) != 0) {
-        report_fail(err, "%s: cannot rename %s to it: %s", cfg->export_csv, tmp, strerror(errno));
-        e = LDPB_EIO;
-    }
-    if (e) {
-        unlink(tmp);
-        if (err[0])
-            fprintf(stderr, "ldpb-aggregator: %s\n", err);
-        return 1;
-    }
-    sync_parent(cfg->export_csv);
-    return 0;
+    return write_whole(cfg->export_csv, NULL, export_fill, &x, NULL);
 }
 
-/* Backs the state up into a temporary file beside the target, then links it to the target
- * name, which fails if the target exists: a backup never replaces a file, least of all a live
+/* The backup goes to a temporary file beside the target, then is linked to the target name,
+ * which fails if the target exists: a backup never replaces a file, least of all a live
  * database. */
 static int backup(const agg_config *cfg)
 {
-    char err[AGG_STORE_ERRMAX] = "", tmp[4096];
-    int fd = temp_beside(cfg->backup, tmp, sizeof tmp);
-    if (fd < 0) {
-        fprintf(stderr, "ldpb-aggregator: %s: cannot create a file beside it: %s\n", cfg->backup,
-                strerror(errno));
-        return 1;
+    store_fill x = {cfg, ""};
+    ldpb_durable_opts o = {0600, 1, NULL, NULL};
+    return write_whole(cfg->backup, &o, backup_fill, &x, "exists (a backup never replaces a file)");
+}
+
+/* What a start creates in state_dir (store.c): the directory itself, its lock and the database
+ * files. Noted before the start, so that a start that fails (a listen address in use, ...)
+ * removes what it created and nothing else: an operator who fixes the address then starts from
+ * the state directory as it was, not from one tied to this attempt's configuration. */
+static const char *const state_names[] = {"lock", AGG_STORE_DB_NAME, AGG_STORE_DB_NAME "-wal",
+                                          AGG_STORE_DB_NAME "-shm", AGG_STORE_DB_NAME "-journal"};
+#define N_STATE_NAMES (sizeof state_names / sizeof state_names[0])
+
+typedef struct state_before {
+    int dir;                  /* state_dir existed */
+    int names[N_STATE_NAMES]; /* each of state_names existed in it */
+} state_before;
+
+static int exists(const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat sb;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return 1; /* unknown: treat as not ours */
+    return lstat(path, &sb) == 0 || errno != ENOENT;
+}
+
+static void note_state(const char *dir, state_before *b)
+{
+    struct stat sb;
+    b->dir = lstat(dir, &sb) == 0 || errno != ENOENT;
+    for (size_t i = 0; i < N_STATE_NAMES; i++)
+        b->names[i] = b->dir && exists(dir, state_names[i]);
+}
+
+/* Removes what the failed start created, under the store's lock (taken again here: another
+ * daemon that holds it by now owns the files, and they are left alone). The lock file goes last,
+ * while held; store.c refuses a lock on a file no longer named. A directory that holds anything
+ * else is left. */
+static void remove_created(const char *dir, const state_before *b)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/lock", dir) >= sizeof path)
+        return;
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return;
     }
-    close(fd);
-    ldpb_err e = agg_store_backup(cfg->state_dir, tmp, err);
-    if (!e) {
-        fd = open(tmp, O_RDWR | O_CLOEXEC);
-        if (fd < 0 || fsync(fd) != 0) {
-            report_fail(err, "%s: cannot sync: %s", tmp, strerror(errno));
-            e = LDPB_EIO;
-        }
-        if (fd >= 0)
-            close(fd);
+    if (fd >= 0) {
+        for (size_t i = N_STATE_NAMES; i-- > 0;)
+            if (!b->names[i] &&
+                (size_t)snprintf(path, sizeof path, "%s/%s", dir, state_names[i]) < sizeof path)
+                (void)unlink(path);
+        close(fd);
     }
-    if (!e && link(tmp, cfg->backup) != 0) {
-        report_fail(err, "%s: %s", cfg->backup,
-                    errno == EEXIST ? "exists (a backup never replaces a file)" : strerror(errno));
-        e = LDPB_EIO;
-    }
-    unlink(tmp);
-    if (e) {
-        if (err[0])
-            fprintf(stderr, "ldpb-aggregator: %s\n", err);
-        return 1;
-    }
-    sync_parent(cfg->backup);
-    return 0;
+    if (!b->dir)
+        (void)rmdir(dir);
 }
 
 int main(int argc, char **argv)
@@ -223,10 +220,13 @@ int main(int argc, char **argv)
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
 
+    state_before before;
+    note_state(cfg.state_dir, &before);
     ldpb_err e = agg_server_new(&srv, &cfg, log_stderr, NULL, err);
     if (e) {
         fprintf(stderr, "ldpb-aggregator: %s\n", err);
         rc = e == LDPB_EINVAL || e == LDPB_ERANGE || e == LDPB_ESTATE ? 2 : 1;
+        remove_created(cfg.state_dir, &before);
         goto done;
     }
     if (cfg.check) {
@@ -238,6 +238,9 @@ int main(int argc, char **argv)
     if (e) {
         fprintf(stderr, "ldpb-aggregator: %s\n", err);
         rc = e == LDPB_EINVAL ? 2 : 1;
+        agg_server_free(srv); /* closes the database and releases the lock */
+        srv = NULL;
+        remove_created(cfg.state_dir, &before);
         goto done;
     }
     log_stderr(NULL, AGG_LOG_INFO, "ready");

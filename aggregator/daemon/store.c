@@ -333,6 +333,17 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
         err = LDPB_ESTATE;
         goto fail;
     }
+    /* The lock held must be the file at the path: a start that fails removes the lock file it
+     * created while holding it (main.c), and a lock on a file no longer named excludes nobody. */
+    struct stat held, named;
+    if (fstat(s->lock_fd, &held) != 0 || stat(path, &named) != 0 || held.st_ino != named.st_ino ||
+        held.st_dev != named.st_dev) {
+        say(errmsg,
+            "state_dir %s is in use by another ldpb-aggregator (%s was removed while locking)", dir,
+            path);
+        err = LDPB_ESTATE;
+        goto fail;
+    }
     static const char *const sidecars[] = {"-wal", "-shm"};
     for (size_t i = 0; i < 2; i++) {
         if ((size_t)snprintf(path, sizeof path, "%s/%s%s", dir, AGG_STORE_DB_NAME, sidecars[i]) >=

@@ -864,23 +864,6 @@ static void entry_of(rq_entry *e, const ldpb_assignment *a, double value, int is
     e->value = value;
 }
 
-static void report_of(Ldpb__V1__Report *rep, const rq_entry *e)
-{
-    Ldpb__V1__Report init = LDPB__V1__REPORT__INIT;
-    *rep = init;
-    rep->assignment_id.data = (uint8_t *)e->id;
-    rep->assignment_id.len = e->id_len;
-    rep->mechanism = (Ldpb__V1__Mechanism)e->mechanism;
-    rep->epsilon = e->epsilon;
-    if (e->is_bit) {
-        rep->value_case = LDPB__V1__REPORT__VALUE_BIT;
-        rep->bit = e->value != 0.0;
-    } else {
-        rep->value_case = LDPB__V1__REPORT__VALUE_REAL;
-        rep->real = e->value;
-    }
-}
-
 /* A report that got no answer waits in the queue, if there is one and it has room; otherwise
  * (as without a queue) the ledger keeps the value for the app's own retry. The call's error
  * stands either way: the report is not acknowledged. */
@@ -975,7 +958,7 @@ static ldpb_err report_impl(ldpb_client *c, const ldpb_assignment *a, const doub
     rq_entry qe;
     entry_of(&qe, a, value, is_bit);
     Ldpb__V1__Report rep;
-    report_of(&rep, &qe);
+    rq_report_of(&rep, &qe);
     rep.n_context = n_x;
     rep.context = (double *)x;
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
@@ -1403,7 +1386,7 @@ ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a,
     sodium_memzero(&value, sizeof value);
 
     Ldpb__V1__Report rep;
-    report_of(&rep, &qe);
+    rq_report_of(&rep, &qe);
     Ldpb__V1__AssignRequest req = LDPB__V1__ASSIGN_REQUEST__INIT;
     req.n_context = n_context;
     req.context = (double *)context;
@@ -1526,7 +1509,7 @@ static ldpb_err flush_one(ldpb_client *c, size_t k, const reply_buf *rb, ldpb_fl
         return setf(c, LDPB_ENOMEM, "out of memory for a batch");
     }
     for (size_t i = 0; i < k; i++) {
-        report_of(&reps[i], &c->queue->e[i]);
+        rq_report_of(&reps[i], &c->queue->e[i]);
         ptrs[i] = &reps[i];
     }
     Ldpb__V1__ReportBatch b = LDPB__V1__REPORT_BATCH__INIT;
@@ -1607,7 +1590,7 @@ static ldpb_err flush_single(ldpb_client *c, const reply_buf *rb, ldpb_flush_sta
     rq *q = c->queue;
     const rq_entry *e = &q->e[0];
     Ldpb__V1__Report rep;
-    report_of(&rep, e);
+    rq_report_of(&rep, e);
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
     env.protocol_version = LDPB_PROTOCOL_VERSION;
     env.has_request_id = 1;

@@ -2,26 +2,23 @@
  * (whole file to a fresh path.tmp.RANDOM, fsync, rename over path, fsync the directory) that must
  * finish before a freshly drawn value is handed back. The state and the byte format are in
  * ledger_format.c. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ldpb/ctxstat.h"
+#include "ldpb/durable.h"
 #include "ldpb/mech_table.h"
 #include "ledger_internal.h"
 
 struct ldpb_ledger {
     ledger_state st;
-    char *path;     /* NULL for an in-memory ledger */
-    char *tmp_path; /* path + TMP_SUFFIX, the X's replaced at each write */
+    char *path; /* NULL for an in-memory ledger */
     char *lock_path;
-    char *dir_path;
     int lock_fd;
     /* Set when a write failed after the rename: the file may hold a spend the in-memory state
      * lacks, so no further state may be written from memory. */
@@ -64,161 +61,55 @@ static char *concat(const char *a, const char *b)
     return s;
 }
 
-/* The temporary file's suffix: the X's become random hex digits at each write, so its name cannot
- * be guessed in advance and a planted file or link is never reused (it is created O_EXCL). */
-#define TMP_SUFFIX   ".tmp.XXXXXXXXXXXXXXXX"
-#define TMP_RANDOM   16u
-#define TMP_ATTEMPTS 8
-
-/* The directory holding `path`, whose entry the rename changes and which is fsynced after it. */
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return concat(".", "");
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    char *s = malloc(n + 1);
-    if (!s)
-        return NULL;
-    memcpy(s, path, n);
-    s[n] = '\0';
-    return s;
-}
+typedef struct emit_ctx {
+    const ledger_state *st;
+    const ledger_record *extra;
+    uint64_t spent_units, delta_spent_units;
+} emit_ctx;
 
 static int fd_sink(void *ctx, const uint8_t *p, size_t n)
 {
-    int fd = *(const int *)ctx;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return ldpb_durable_write_all(*(const int *)ctx, p, n);
 }
 
-static int sync_dir(const char *dir)
+static ldpb_err emit_fill(void *ctx, int fd, const char *tmp_path)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    if (close(fd) != 0)
-        rc = -1;
-    return rc;
+    (void)tmp_path;
+    const emit_ctx *e = ctx;
+    return ledger_emit(e->st, e->extra, e->spent_units, e->delta_spent_units, fd_sink, &fd) == 0
+               ? LDPB_OK
+               : LDPB_EIO;
 }
 
-/* Writes the state plus `extra` with `spent_units` durably. Before the rename a failure leaves
- * the old file in place; after it, the handle is marked broken (see struct ldpb_ledger). */
-static int create_tmp(ldpb_ledger *l)
+/* The ledger's steps are the durable write's, in the same order and numbering. */
+_Static_assert((int)LEDGER_STEP_TMP_WRITTEN == (int)LDPB_DURABLE_TMP_WRITTEN &&
+                   (int)LEDGER_STEP_TMP_SYNCED == (int)LDPB_DURABLE_TMP_SYNCED &&
+                   (int)LEDGER_STEP_RENAMED == (int)LDPB_DURABLE_PLACED &&
+                   (int)LEDGER_STEP_DIR_SYNCED == (int)LDPB_DURABLE_DIR_SYNCED,
+               "ledger_step follows ldpb_durable_step");
+static int durable_step(void *ctx, ldpb_durable_step s)
 {
-    char *x = l->tmp_path + strlen(l->tmp_path) - TMP_RANDOM;
-    for (int attempt = 0; attempt < TMP_ATTEMPTS; attempt++) {
-        uint8_t r[TMP_RANDOM / 2];
-        randombytes_buf(r, sizeof r);
-        sodium_bin2hex(x, TMP_RANDOM + 1, r, sizeof r);
-        /* O_EXCL never follows a symbolic link, even a dangling one. */
-        int fd = open(l->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0 || errno != EEXIST)
-            return fd;
-    }
-    return -1;
+    return step(ctx, (ledger_step)s);
 }
 
+/* Writes the state plus `extra` with `spent_units` durably (durable.h: a fresh
+ * path.tmp.RANDOM, fsync, rename, fsync of the directory). Before the rename a failure leaves the
+ * old file in place; after it, the handle is marked broken (see struct ldpb_ledger). */
 static ldpb_err persist(ldpb_ledger *l, const ledger_record *extra, uint64_t spent_units,
                         uint64_t delta_spent_units)
 {
-    int fd = create_tmp(l);
-    if (fd < 0)
-        return LDPB_EIO;
-    if (ledger_emit(&l->st, extra, spent_units, delta_spent_units, fd_sink, &fd) != 0 ||
-        step(l, LEDGER_STEP_TMP_WRITTEN) != 0 || fsync(fd) != 0)
-        goto fail_tmp;
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0 || step(l, LEDGER_STEP_TMP_SYNCED) != 0)
-        goto fail_tmp;
-    if (rename(l->tmp_path, l->path) != 0)
-        goto fail_tmp;
-    if (step(l, LEDGER_STEP_RENAMED) != 0 || sync_dir(l->dir_path) != 0 ||
-        step(l, LEDGER_STEP_DIR_SYNCED) != 0)
-        goto fail_renamed;
-    return LDPB_OK;
-
-fail_tmp:
-    if (fd >= 0)
-        close(fd);
-    unlink(l->tmp_path);
-    return LDPB_EIO;
-fail_renamed:
-    l->broken = 1;
-    return LDPB_EIO;
-}
-
-/* Opens `path` without following a symbolic link and without blocking (a FIFO with no writer,
- * a device), and accepts only a regular file: *fd is -1 and the error LDPB_EINVAL otherwise.
- * A missing file is LDPB_ENOTFOUND unless `flags` has O_CREAT. */
-static ldpb_err open_regular(const char *path, int flags, int *fd)
-{
-    *fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
-    if (*fd < 0)
-        return errno == ENOENT && !(flags & O_CREAT) ? LDPB_ENOTFOUND
-               : errno == ELOOP                      ? LDPB_EINVAL
-                                                     : LDPB_EIO;
-    struct stat sb;
-    ldpb_err err = LDPB_OK;
-    if (fstat(*fd, &sb) != 0)
-        err = LDPB_EIO;
-    else if (!S_ISREG(sb.st_mode))
-        err = LDPB_EINVAL;
-    else if (fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK) != 0)
-        err = LDPB_EIO;
-    if (err) {
-        close(*fd);
-        *fd = -1;
-    }
-    return err;
-}
-
-/* Removes the temporary files a crash left behind (path.tmp.RANDOM). Called under the lock, so
- * none of them belongs to a live writer; unlink removes a planted link itself, never its target.
- * Best effort: a leftover is harmless. A path.tmp of earlier versions is left alone: it could be
- * another ledger's name. */
-static void clean_stale_tmp(const ldpb_ledger *l)
-{
-    const char *slash = strrchr(l->path, '/');
-    const char *base = slash ? slash + 1 : l->path;
-    size_t n = strlen(base), tail = strlen(TMP_SUFFIX) - TMP_RANDOM;
-    DIR *d = opendir(l->dir_path);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *name = e->d_name;
-        if (strncmp(name, base, n) != 0 || strncmp(name + n, TMP_SUFFIX, tail) != 0)
-            continue;
-        const char *rest = name + n + tail;
-        if (strlen(rest) == TMP_RANDOM && strspn(rest, "0123456789abcdef") == TMP_RANDOM)
-            (void)unlinkat(dirfd(d), name, 0);
-    }
-    closedir(d);
+    emit_ctx e = {&l->st, extra, spent_units, delta_spent_units};
+    ldpb_durable_opts o = {0600, 0, durable_step, l};
+    int placed = 0;
+    ldpb_err err = ldpb_durable_write(l->path, &o, emit_fill, &e, &placed, NULL, 0);
+    if (err && placed)
+        l->broken = 1;
+    return err ? LDPB_EIO : LDPB_OK;
 }
 
 static ldpb_err take_lock(ldpb_ledger *l)
 {
-    ldpb_err err = open_regular(l->lock_path, O_RDWR | O_CREAT, &l->lock_fd);
-    if (err)
-        return err;
-    for (;;) {
-        if (flock(l->lock_fd, LOCK_EX | LOCK_NB) == 0)
-            return LDPB_OK;
-        if (errno == EINTR)
-            continue;
-        return errno == EWOULDBLOCK ? LDPB_ESTATE : LDPB_EIO;
-    }
+    return ldpb_durable_lock(l->lock_path, &l->lock_fd);
 }
 
 /* Reads and validates an existing ledger file; `fd` is open on it (a regular file) and is closed
@@ -298,19 +189,19 @@ ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path, const ldpb_ledger
 
     err = LDPB_ENOMEM;
     l->path = concat(path, "");
-    l->tmp_path = concat(path, TMP_SUFFIX);
     l->lock_path = concat(path, ".lock");
-    l->dir_path = dir_of(path);
-    if (!l->path || !l->tmp_path || !l->lock_path || !l->dir_path)
+    if (!l->path || !l->lock_path)
         goto fail;
     err = take_lock(l);
     if (err)
         goto fail;
 
-    clean_stale_tmp(l);
+    /* Under the lock, so none of them belongs to a live writer. A path.tmp of earlier versions
+     * is left alone: it could be another ledger's name. */
+    ldpb_durable_clean_stale(l->path);
 
     int fd;
-    err = open_regular(l->path, O_RDONLY, &fd);
+    err = ldpb_durable_open_regular(l->path, O_RDONLY, &fd);
     if (!err) {
         err = load(l, fd);
         if (err)
@@ -353,9 +244,7 @@ void ldpb_ledger_close(ldpb_ledger *ledger)
         close(ledger->lock_fd);
     ledger_state_fini(&ledger->st);
     free(ledger->path);
-    free(ledger->tmp_path);
     free(ledger->lock_path);
-    free(ledger->dir_path);
     free(ledger);
 }
 

@@ -1,17 +1,20 @@
 /* File layout (little-endian): "ldpb-queue-v1\n" (14 bytes), count u32, count records of 83
  * bytes (id_len u8, id[64] zero-padded, mechanism u8, is_bit u8, epsilon f64, value f64), then
- * a 32-byte BLAKE2b (crypto_generichash) of everything before it. */
+ * a 32-byte BLAKE2b (crypto_generichash) of everything before it. The checksum only catches
+ * damage; the loader also checks every entry as the wire checks a report (rq_parse). */
 #include "report_queue.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
+
+#include "ldpb/durable.h"
+#include "ldpb/mech_table.h"
 
 #define RQ_MAGIC      "ldpb-queue-v1\n"
 #define RQ_MAGIC_LEN  14u
@@ -41,7 +44,23 @@ static size_t file_size(size_t n)
     return RQ_MAGIC_LEN + 4 + n * RQ_RECORD + RQ_HASH_BYTES;
 }
 
-static ldpb_err parse(rq *q, const uint8_t *b, size_t len, size_t max)
+/* Every entry is checked as the wire checks a Report before it is sent (the mechanism known,
+ * epsilon suited to it, a bit that is 0 or 1 from a bit mechanism, a finite real from a real one)
+ * and as the daemon admits its value: an entry that passes the checksum but not these (a file
+ * written by hand, or by a broken writer) would otherwise block every later flush or be sent as
+ * another value. */
+static ldpb_err check_entry(const rq_entry *e)
+{
+    if (e->id_len < 1 || e->id_len > LDPB_ASSIGNMENT_ID_MAX || e->is_bit > 1)
+        return LDPB_ECORRUPT;
+    /* One table's rule, the same one the ledger applies to its records. */
+    if (ldpb_mech_check_value((int)e->mechanism, e->epsilon, e->is_bit, e->value, "queue", NULL) !=
+        LDPB_OK)
+        return LDPB_ECORRUPT;
+    return LDPB_OK;
+}
+
+ldpb_err rq_parse(rq *q, const uint8_t *b, size_t len, size_t max)
 {
     if (len < file_size(0) || memcmp(b, RQ_MAGIC, RQ_MAGIC_LEN) != 0)
         return LDPB_ECORRUPT;
@@ -58,14 +77,21 @@ static ldpb_err parse(rq *q, const uint8_t *b, size_t len, size_t max)
         rq_entry e;
         memset(&e, 0, sizeof e);
         e.id_len = p[0];
-        if (e.id_len < 1 || e.id_len > LDPB_ASSIGNMENT_ID_MAX || p[66] > 1)
-            return LDPB_ECORRUPT;
-        memcpy(e.id, p + 1, e.id_len);
         e.mechanism = p[65];
         e.is_bit = p[66];
         e.epsilon = get_f64(p + 67);
         e.value = get_f64(p + 75);
-        ldpb_err err = rq_push(q, &e);
+        ldpb_err err = check_entry(&e);
+        /* The id's padding is zeros, as written: one queue, one file image. */
+        for (size_t k = 1u + e.id_len; !err && k < 65u; k++)
+            if (p[k] != 0)
+                err = LDPB_ECORRUPT;
+        if (!err && rq_has(q, p + 1, e.id_len))
+            err = LDPB_ECORRUPT; /* the writer never queues an id twice */
+        if (!err) {
+            memcpy(e.id, p + 1, e.id_len);
+            err = rq_push(q, &e);
+        }
         sodium_memzero(&e, sizeof e);
         if (err)
             return err;
@@ -73,44 +99,81 @@ static ldpb_err parse(rq *q, const uint8_t *b, size_t len, size_t max)
     return LDPB_OK;
 }
 
+/* Reads the whole queue file from `fd` (a regular file, at most `cap` bytes) into *buf. */
+static ldpb_err read_whole(int fd, size_t cap, uint8_t **buf, size_t *len)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return LDPB_EIO;
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > cap)
+        return LDPB_ECORRUPT;
+    size_t size = (size_t)sb.st_size;
+    *buf = malloc(size ? size : 1);
+    if (!*buf)
+        return LDPB_ENOMEM;
+    while (*len < size) {
+        ssize_t r = read(fd, *buf + *len, size - *len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return LDPB_EIO; /* an error, or the file shrank under the lock */
+        *len += (size_t)r;
+    }
+    return LDPB_OK;
+}
+
+static char *concat(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = malloc(na + nb + 1);
+    if (s) {
+        memcpy(s, a, na);
+        memcpy(s + na, b, nb + 1);
+    }
+    return s;
+}
+
 ldpb_err rq_open(rq **out, const char *path, size_t max)
 {
     *out = NULL;
+    if (path && !*path)
+        return LDPB_EINVAL; /* its lock would be ".lock" in the working directory */
     rq *q = calloc(1, sizeof *q);
     if (!q)
         return LDPB_ENOMEM;
+    q->lock_fd = -1;
     if (!path) {
         *out = q;
         return LDPB_OK;
     }
-    size_t plen = strlen(path);
-    q->path = malloc(plen + 1);
-    q->tmp = malloc(plen + 5);
     ldpb_err err = LDPB_ENOMEM;
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (!q->path || !q->tmp)
-        goto fail;
-    memcpy(q->path, path, plen + 1);
-    snprintf(q->tmp, plen + 5, "%s.tmp", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) {
-            *out = q;
-            return LDPB_OK;
-        }
-        err = LDPB_EIO;
+    int fd = -1;
+    q->path = concat(path, "");
+    char *lock_path = concat(path, ".lock");
+    if (!q->path || !lock_path) {
+        free(lock_path);
         goto fail;
     }
-    size_t cap = file_size(max) + 1;
-    buf = malloc(cap);
-    if (buf)
-        len = fread(buf, 1, cap, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf)
+    /* One writer per file: a second handle would rewrite the file from its own memory and drop
+     * the first one's reports (the ledger has charged them by then). */
+    err = ldpb_durable_lock(lock_path, &q->lock_fd);
+    free(lock_path);
+    if (err)
         goto fail;
-    err = bad ? LDPB_EIO : parse(q, buf, len, max);
+    ldpb_durable_clean_stale(q->path);
+    err = ldpb_durable_open_regular(q->path, O_RDONLY, &fd);
+    if (err == LDPB_ENOTFOUND) {
+        *out = q;
+        return LDPB_OK;
+    }
+    if (err)
+        goto fail;
+    err = read_whole(fd, file_size(max), &buf, &len);
+    close(fd);
+    if (!err)
+        err = rq_parse(q, buf, len, max);
     if (err)
         goto fail;
     sodium_memzero(buf, len);
@@ -125,28 +188,8 @@ fail:
     return err;
 }
 
-static int fsync_dir(const char *path)
+ldpb_err rq_encode(const rq *q, uint8_t **out, size_t *out_len)
 {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-ldpb_err rq_save(rq *q)
-{
-    if (!q->path)
-        return LDPB_OK;
     size_t len = file_size(q->n);
     uint8_t *b = calloc(1, len);
     if (!b)
@@ -166,28 +209,25 @@ ldpb_err rq_save(rq *q)
         put_f64(p + 75, e->value);
     }
     crypto_generichash(b + len - RQ_HASH_BYTES, RQ_HASH_BYTES, b, len - RQ_HASH_BYTES, NULL, 0);
-    ldpb_err err = LDPB_EIO;
-    int fd = open(q->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        size_t off = 0;
-        while (off < len) {
-            ssize_t w = write(fd, b + off, len - off);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            off += (size_t)w;
-        }
-        int ok = off == len && fsync(fd) == 0;
-        ok = close(fd) == 0 && ok;
-        if (ok && rename(q->tmp, q->path) == 0 && fsync_dir(q->path) == 0)
-            err = LDPB_OK;
-        else if (!ok)
-            unlink(q->tmp);
-    }
+    *out = b;
+    *out_len = len;
+    return LDPB_OK;
+}
+
+ldpb_err rq_save(rq *q)
+{
+    if (!q->path)
+        return LDPB_OK;
+    uint8_t *b;
+    size_t len;
+    ldpb_err err = rq_encode(q, &b, &len);
+    if (err)
+        return err;
+    ldpb_durable_buf content = {b, len};
+    err = ldpb_durable_write(q->path, NULL, ldpb_durable_fill_buf, &content, NULL, NULL, 0);
     sodium_memzero(b, len);
     free(b);
-    return err;
+    return err ? LDPB_EIO : LDPB_OK;
 }
 
 int rq_has(const rq *q, const uint8_t *id, size_t id_len)
@@ -217,6 +257,23 @@ ldpb_err rq_push(rq *q, const rq_entry *e)
     return LDPB_OK;
 }
 
+void rq_report_of(Ldpb__V1__Report *rep, const rq_entry *e)
+{
+    Ldpb__V1__Report init = LDPB__V1__REPORT__INIT;
+    *rep = init;
+    rep->assignment_id.data = (uint8_t *)e->id;
+    rep->assignment_id.len = e->id_len;
+    rep->mechanism = (Ldpb__V1__Mechanism)e->mechanism;
+    rep->epsilon = e->epsilon;
+    if (e->is_bit) {
+        rep->value_case = LDPB__V1__REPORT__VALUE_BIT;
+        rep->bit = e->value != 0.0;
+    } else {
+        rep->value_case = LDPB__V1__REPORT__VALUE_REAL;
+        rep->real = e->value;
+    }
+}
+
 void rq_close(rq *q)
 {
     if (!q)
@@ -224,7 +281,8 @@ void rq_close(rq *q)
     if (q->e)
         sodium_memzero(q->e, q->cap * sizeof *q->e);
     free(q->e);
+    if (q->lock_fd >= 0)
+        close(q->lock_fd);
     free(q->path);
-    free(q->tmp);
     free(q);
 }

@@ -1,7 +1,7 @@
 /* Key files: the one-line text format, a strict parser, a loader that refuses exposed secret keys,
- * and an atomic writer (mkstemp in the target directory, fsync, link or rename, fsync of the
- * directory) so a crash never leaves a half-written key behind. Every buffer that held a secret
- * key's text or bytes is wiped before it goes out of scope. */
+ * and an atomic writer (ldpb/durable.h: a fresh file beside the target, fsync, link or rename,
+ * fsync of the directory) so a crash never leaves a half-written key behind. Every buffer that held
+ * a secret key's text or bytes is wiped before it goes out of scope. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "ldpb/detail.h"
+#include "ldpb/durable.h"
 #include "ldpb/keyfile.h"
 
 #define TAG_BYTES (sizeof LDPB_KEYFILE_SECRET_TAG - 1)
@@ -179,47 +180,6 @@ ldpb_err ldpb_keyfile_load_public(const char *path, uint8_t pk[LDPB_KEY_BYTES], 
     return err;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* fsyncs the directory holding `path`, so the new name survives a crash. */
-static int sync_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash) {
-        dir = strdup(".");
-    } else {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        dir = malloc(n + 1);
-        if (dir) {
-            memcpy(dir, path, n);
-            dir[n] = '\0';
-        }
-    }
-    if (!dir)
-        return -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    if (close(fd) != 0)
-        rc = -1;
-    return rc;
-}
-
 ldpb_err ldpb_keyfile_write(const char *path, ldpb_keyfile_kind kind,
                             const uint8_t key[LDPB_KEY_BYTES], int overwrite, char *detail)
 {
@@ -229,64 +189,13 @@ ldpb_err ldpb_keyfile_write(const char *path, ldpb_keyfile_kind kind,
     ldpb_err err = ldpb_keyfile_format(text, sizeof text, kind, key);
     if (err)
         return err;
-    size_t n = strlen(path);
-    char *tmp = malloc(n + sizeof ".tmp-XXXXXX");
-    if (!tmp) {
-        sodium_memzero(text, sizeof text);
-        return LDPB_ENOMEM;
-    }
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
-    int fd = mkstemp(tmp); /* mode 0600 */
-    if (fd >= 0)
-        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (fd < 0) {
-        say(detail, "cannot create a file beside it: %s", strerror(errno));
-        err = LDPB_EIO;
-        goto done;
-    }
-    int rc = fchmod(fd, kind == LDPB_KEYFILE_SECRET ? 0600 : 0644);
-    if (rc == 0)
-        rc = write_all(fd, text, LDPB_KEYFILE_BYTES);
-    if (rc == 0)
-        rc = fsync(fd);
-    if (close(fd) != 0)
-        rc = -1;
-    if (rc != 0) {
-        say(detail, "cannot write: %s", strerror(errno));
-        err = LDPB_EIO;
-        goto unlink_tmp;
-    }
-    if (overwrite) {
-        if (rename(tmp, path) != 0) {
-            say(detail, "cannot replace: %s", strerror(errno));
-            err = LDPB_EIO;
-            goto unlink_tmp;
-        }
-    } else {
-        /* link() fails if the name exists: no window in which another writer's file is lost */
-        if (link(tmp, path) != 0) {
-            int e = errno;
-            if (e == EEXIST) {
-                say(detail, "already exists (not overwritten)");
-                err = LDPB_ESTATE;
-            } else {
-                say(detail, "cannot create: %s", strerror(e));
-                err = LDPB_EIO;
-            }
-            goto unlink_tmp;
-        }
-        unlink(tmp);
-    }
-    if (sync_parent(path) != 0) {
-        say(detail, "cannot sync its directory: %s", strerror(errno));
-        err = LDPB_EIO;
-    }
-    goto done;
-unlink_tmp:
-    unlink(tmp);
-done:
-    free(tmp);
+    /* The key file mode is set on the new file whatever the umask; without overwrite it is
+     * linked to the name, which fails if the name exists: no window in which another writer's
+     * file is lost. */
+    ldpb_durable_opts o = {kind == LDPB_KEYFILE_SECRET ? 0600u : 0644u, !overwrite, NULL, NULL};
+    ldpb_durable_buf content = {text, LDPB_KEYFILE_BYTES};
+    err = ldpb_durable_write(path, &o, ldpb_durable_fill_buf, &content, NULL, detail,
+                             LDPB_DETAIL_BYTES);
     sodium_memzero(text, sizeof text);
     return err;
 }

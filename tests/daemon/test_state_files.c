@@ -439,6 +439,122 @@ static void test_assignments_count_after_kill(void **state)
     dt_daemon_cleanup(&d);
 }
 
+/* A listening TCP socket on the daemon's tcp:// port, so that its listen fails (address in use). */
+static int occupy_port(const dt_daemon *d)
+{
+    int port = atoi(strrchr(d->tcp_url, ':') + 1);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    return fd;
+}
+
+static int path_exists(const char *dir, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat sb;
+    return lstat(p, &sb) == 0;
+}
+
+/* A start whose listen fails removes what it created and only that: the state directory when it
+ * made it, the database and lock files it made in an existing one, nothing of a state that was
+ * there before. (The old daemon left the directory with a fresh database, tied to this
+ * attempt's configuration.) */
+static void test_failed_start_leaves_no_state(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    assert_int_equal(dt_daemon_init(&d), 0);
+    assert_int_equal(dt_daemon_write_config(&d, extra), 0);
+    const char *args[] = {"--config", d.conf, NULL};
+    char err[1024];
+    int busy = occupy_port(&d);
+
+    /* 1. No state_dir before: none after. */
+    struct stat sb;
+    assert_int_equal(lstat(d.state_dir, &sb), -1);
+    assert_int_equal(dt_daemon_run(&d, args, err, sizeof err), 1);
+    print_message("listen in use: %s", err);
+    assert_non_null(strstr(err, "cannot bind"));
+    assert_int_equal(lstat(d.state_dir, &sb), -1);
+
+    /* 2. An existing state_dir with a file of the operator's: both stay, nothing is added. */
+    assert_int_equal(mkdir(d.state_dir, 0700), 0);
+    char keep[300];
+    snprintf(keep, sizeof keep, "%s/README", d.state_dir);
+    FILE *f = fopen(keep, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(dt_daemon_run(&d, args, err, sizeof err), 1);
+    assert_int_equal(count_entries(d.state_dir), 1);
+    assert_true(path_exists(d.state_dir, "README"));
+
+    /* 3. A state from an earlier run: kept as it was. */
+    close(busy);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    dt_client c;
+    assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
+    assert_int_equal(report_n(&c, 3), 3);
+    dt_client_close(&c);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    int n = count_entries(d.state_dir);
+    busy = occupy_port(&d);
+    assert_int_equal(dt_daemon_run(&d, args, err, sizeof err), 1);
+    assert_int_equal(count_entries(d.state_dir), n);
+    assert_true(path_exists(d.state_dir, "aggregator.db"));
+    assert_true(path_exists(d.state_dir, "lock"));
+    close(busy);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
+    uint64_t pulls[K], reports = 0;
+    assert_int_equal(dt_status(&c, pulls, K, &reports), K);
+    assert_int_equal(reports, 3);
+    dt_client_close(&c);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
+/* A daemon (re)started with less than min_free_mb free issues no assignment from its first
+ * request on (it starts paused and says why), rather than until its first commit fails. */
+static void test_start_below_min_free(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    assert_int_equal(dt_daemon_init(&d), 0);
+    /* 1e9 MiB (about a pebibyte): more than any disk this runs on has free. */
+    assert_int_equal(dt_daemon_write_config(&d, "arms = 3\nassignment_ttl_s = 600\n"
+                                                "log_level = warn\nmin_free_mb = 1000000000\n"),
+                     0);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    dt_client c;
+    assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
+    for (int i = 0; i < 3; i++) {
+        Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+        Ldpb__V1__AssignRequest ar = LDPB__V1__ASSIGN_REQUEST__INIT;
+        env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+        env.assign_request = &ar;
+        dt_reply r;
+        assert_int_equal(dt_client_call(&c, &env, &r), 0);
+        assert_true(dt_is_error(&r, 1, LDPB_EBUSY));
+        dt_reply_clear(&r);
+    }
+    dt_client_close(&c);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    size_t len = 0;
+    char *log = slurp(d.log, &len);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "below min_free_mb"));
+    free(log);
+    dt_daemon_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -447,6 +563,8 @@ int main(void)
         cmocka_unit_test(test_backup_live),
         cmocka_unit_test(test_metrics_not_starved),
         cmocka_unit_test(test_assignments_count_after_kill),
+        cmocka_unit_test(test_failed_start_leaves_no_state),
+        cmocka_unit_test(test_start_below_min_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,7 +93,8 @@ typedef struct ldpb_client_opts {
      * ldpb_client_queue_report, and reports whose ldpb_client_report (or _report_and_assign)
      * got no answer, wait there, at most LDPB_CLIENT_QUEUE_MAX of them, with the value already
      * privatized, until ldpb_client_flush delivers them in batches; it survives restarts. Like
-     * the ledger file, one handle at a time. */
+     * the ledger file, one handle at a time (a lock on queue_path.lock: a second handle's
+     * ldpb_client_new gets LDPB_ESTATE). */
     const char *queue_path;
     /* Nonzero with queue_path NULL: the queue lives in memory only and is lost with the handle,
      * as the in-memory ledger; for simulations and load generators only. */
@@ -156,13 +157,15 @@ LDPB_API ldpb_err ldpb_client_opts_load_server_key(ldpb_client_opts *opts, const
  * LDPB_ECRYPTO (group or others may access the file), LDPB_ECORRUPT (not a key file). */
 LDPB_API ldpb_err ldpb_client_load_secret_key(const char *path, uint8_t sk[32]);
 
-/* Validates `opts`, opens (or creates) the ledger, derives the sealing key and connects the
- * nanomsg socket (the connection itself is made in the background: a missing server shows up as
- * LDPB_ETIMEDOUT on the first call, not here). Errors: LDPB_EINVAL (NULL, no URL or a URL
- * nanomsg refuses, unset server key, NaN options), LDPB_ERANGE (an option outside its bounds,
- * including the ledger's), LDPB_ECRYPTO (an invalid server key, libsodium failed), the ledger's
- * errors (LDPB_EIO, LDPB_ECORRUPT, LDPB_ESTATE if another handle holds the ledger file),
- * LDPB_ETRANSPORT, LDPB_ENOMEM. On success *out is owned by the caller: ldpb_client_free(). */
+/* Validates `opts`, opens (or creates) the ledger and the report queue, derives the sealing key
+ * and connects the nanomsg socket (the connection itself is made in the background: a missing
+ * server shows up as LDPB_ETIMEDOUT on the first call, not here). Errors: LDPB_EINVAL (NULL, no
+ * URL or a URL nanomsg refuses, unset server key, NaN options, a ledger or queue path that is not
+ * a regular file: a symbolic link, a FIFO, a device, a directory), LDPB_ERANGE (an option outside
+ * its bounds, including the ledger's), LDPB_ECRYPTO (an invalid server key, libsodium failed), the
+ * ledger's and the queue's errors (LDPB_EIO, LDPB_ECORRUPT, LDPB_ESTATE if another handle holds
+ * the ledger file or the queue file), LDPB_ETRANSPORT, LDPB_ENOMEM. On success *out is owned by the
+ * caller: ldpb_client_free(). */
 LDPB_API ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts);
 
 /* Closes the socket and the ledger, wipes the keys and buffers and frees the handle. Accepts
