@@ -154,6 +154,18 @@ ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int 
                      dir, hm, AGG_STATE_ID_FILE);
         return LDPB_ESTATE;
     }
+    if (holds_state && have_m) {
+        /* No version before identities wrote the marker: this database lost the commit that
+         * held its identity, so it may have lost later ones too. */
+        ldpb_detailf(errmsg, errcap,
+                     "state_dir %s: aggregator.db holds reports but not the identity of state %s "
+                     "named by its %s file: it lost its latest commits (was aggregator.db-wal "
+                     "deleted?), and acked reports with them. Restore the database from a "
+                     "backup; or, to go on with what it holds as a new state, delete %s/%s (the "
+                     "old state's assignments are then refused)",
+                     dir, hm, AGG_STATE_ID_FILE, dir, AGG_STATE_ID_FILE);
+        return LDPB_ESTATE;
+    }
     if (sodium_init() < 0)
         return LDPB_ECRYPTO;
     randombytes_buf(out->id, AGG_STATE_ID_BYTES);

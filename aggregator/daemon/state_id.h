@@ -13,8 +13,10 @@
  *   D and M equal                     the state as before
  *   D, no M                           M is written (a backup restored into a new directory)
  *   D and M differ                    LDPB_ESTATE: the database belongs to another state
- *   no D, database holds a state      migration of a state written before identities: one is
- *                                     created, and the tokens of versions 1 and 2 (which only
+ *   no D, database holds a state, M   LDPB_ESTATE: the database lost the commit holding D
+ *                                     (a deleted -wal file), and maybe acked reports with it
+ *   no D, database holds a state,     migration of a state written before identities: one is
+ *   no M                              created, and the tokens of versions 1 and 2 (which only
  *                                     such a state issued) stay accepted until they expire
  *   no D, empty database, M           LDPB_ESTATE (the database is gone) unless new_state
  *   no D, empty database, no M        a new state: D and then M are written

@@ -5,7 +5,8 @@
  *   refuses the old state's assignments (LDPB_ENOTFOUND), so no report is counted again (before,
  *   the start succeeded with one info line and the old assignments were acked dup=false);
  * - a state written before identities existed gets one at its first start (logged), keeps its
- *   counts and goes on accepting the assignments it issued in the old format (version 2);
+ *   counts and goes on accepting the assignments it issued in the old format (version 2); one
+ *   whose identity row is gone while its state_id file remains lost commits: refused;
  * - after kill -9, frames captured before (an AssignRequest, a ReportAndAssign, a Report) are
  *   refused as replays (code 12) instead of being served again, while honest retries (fresh
  *   frames) get their duplicate acks and a frame sealed before the kill but never delivered is
@@ -251,6 +252,11 @@ static void test_migration_of_old_state(void **state)
     path_of(&d, "aggregator.db", db, sizeof db);
     path_of(&d, "state_id", marker, sizeof marker);
     exec_sql(db, "DROP TABLE identity");
+    /* with the marker still there this is no old state but one that lost commits: refused */
+    int status = 0;
+    assert_int_equal(dt_daemon_start(&d, NULL, &status), -1);
+    assert_int_equal(status, 2);
+    assert_true(log_contains(&d, "lost its latest commits"));
     assert_int_equal(unlink(marker), 0);
 
     assigned old1, old2;
