@@ -153,10 +153,11 @@ static void settle_set(agg_nonce_log *l, size_t max_entries)
     for (size_t i = 0; i < l->n_set; i++)
         if (l->set[i].t_ms + l->window_ms > l->set_end_ms)
             l->set_end_ms = l->set[i].t_ms + l->window_ms;
-    qsort(l->set, l->n_set, sizeof *l->set, by_digest);
+    if (l->n_set)
+        qsort(l->set, l->n_set, sizeof *l->set, by_digest);
 }
 
-/* Starts a new current segment at `path` (the caller holds mu or is alone). */
+/* Starts a new current segment (the caller holds mu or is alone). */
 static ldpb_err new_segment(agg_nonce_log *l, uint64_t now_ms, char *errmsg, size_t errcap)
 {
     int fd = open(l->cur, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
