@@ -58,9 +58,8 @@ ldpb_err agg_token_key_bind_state(agg_token_key *key, const uint8_t server_sk[LD
     uint8_t msg[sizeof state_context - 1 + AGG_TOKEN_STATE_BYTES];
     memcpy(msg, state_context, sizeof state_context - 1);
     memcpy(msg + sizeof state_context - 1, state_id, AGG_TOKEN_STATE_BYTES);
-    if (sodium_init() < 0 ||
-        crypto_generichash(key->k3, sizeof key->k3, msg, sizeof msg, server_sk, LDPB_KEY_BYTES) !=
-            0) {
+    if (sodium_init() < 0 || crypto_generichash(key->k3, sizeof key->k3, msg, sizeof msg, server_sk,
+                                                LDPB_KEY_BYTES) != 0) {
         sodium_memzero(key, sizeof *key);
         return LDPB_ECRYPTO;
     }

@@ -17,7 +17,7 @@
 #include "nonce_log.h"
 #include "state_id.h"
 
-#define DIGEST_BYTES 16u
+#define DIGEST_BYTES  16u
 #define SYNC_PERIOD_S 1
 
 static const char magic[8] = {'L', 'D', 'P', 'B', 'N', 'L', 'G', '1'};
@@ -35,8 +35,8 @@ struct agg_nonce_log {
     /* what earlier runs accepted: sorted by digest; read-only after open */
     loaded *set;
     size_t n_set;
-    uint64_t floor_ms;    /* refuse nonce times at or below, while floor + window is ahead */
-    uint64_t set_end_ms;  /* the whole set has expired after this time */
+    uint64_t floor_ms;   /* refuse nonce times at or below, while floor + window is ahead */
+    uint64_t set_end_ms; /* the whole set has expired after this time */
 
     pthread_mutex_t mu; /* the file, its size and start, the clock */
     int fd;
@@ -304,8 +304,7 @@ fail:
 }
 
 ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY_BYTES],
-                              const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms,
-                              char *detail)
+                              const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms, char *detail)
 {
     uint8_t rec[AGG_NONCE_LOG_RECORD];
     digest_of(l, client_pk, nonce, rec);
@@ -354,8 +353,7 @@ ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY
     pthread_mutex_unlock(&l->mu);
     if (err)
         ldpb_detailf(detail, LDPB_DETAIL_BYTES,
-                     "the aggregator cannot record the nonce in %s (%s); retry later", l->cur,
-                     why);
+                     "the aggregator cannot record the nonce in %s (%s); retry later", l->cur, why);
     return err ? LDPB_EBUSY : LDPB_OK;
 }
 

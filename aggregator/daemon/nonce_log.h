@@ -55,8 +55,7 @@ ldpb_err agg_nonce_log_open(agg_nonce_log **out, const char *dir,
  * the loaded floor); LDPB_EBUSY if the record cannot be written. `detail` (LDPB_DETAIL_BYTES)
  * says why. */
 ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY_BYTES],
-                              const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms,
-                              char *detail);
+                              const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms, char *detail);
 
 /* Records loaded from earlier runs at open (for the log line and the tests). */
 size_t agg_nonce_log_loaded(const agg_nonce_log *l);

@@ -126,7 +126,7 @@ struct agg_server {
     agg_token_key token_key;
     ldpb_keycache *kc;
     ldpb_replay *rp;
-    agg_nonce_log *nlog; /* the replay window across restarts (nonce_log.h) */
+    agg_nonce_log *nlog;    /* the replay window across restarts (nonce_log.h) */
     int replay_full_logged; /* under seal_mu */
     /* under seal_mu: mono_us() of the last warning that the derivation budget was spent */
     uint64_t budget_warned_us;

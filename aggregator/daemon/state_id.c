@@ -25,8 +25,7 @@ static int marker_path(const char *dir, char *path, size_t cap)
 }
 
 /* The marker's identity: 1 read, 0 no file, -1 unreadable or malformed (errmsg says which). */
-static int read_marker(const char *dir, uint8_t id[AGG_STATE_ID_BYTES], char *errmsg,
-                       size_t errcap)
+static int read_marker(const char *dir, uint8_t id[AGG_STATE_ID_BYTES], char *errmsg, size_t errcap)
 {
     char path[4096], buf[MARKER_BYTES + 8];
     if (marker_path(dir, path, sizeof path)) {
@@ -64,8 +63,8 @@ static int read_row(sqlite3 *db, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, ch
 {
     sqlite3_stmt *st = NULL;
     int got = -1;
-    if (sqlite3_prepare_v2(db, "SELECT state_id, legacy_tokens FROM identity WHERE id = 1", -1,
-                           &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT state_id, legacy_tokens FROM identity WHERE id = 1", -1, &st,
+                           NULL) != SQLITE_OK) {
         ldpb_detailf(errmsg, errcap, "reading the identity: %s", sqlite3_errmsg(db));
         return -1;
     }
@@ -86,8 +85,7 @@ static int read_row(sqlite3 *db, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, ch
     return got;
 }
 
-static ldpb_err insert_row(sqlite3 *db, const agg_state_ident *ident, char *errmsg,
-                           size_t errcap)
+static ldpb_err insert_row(sqlite3 *db, const agg_state_ident *ident, char *errmsg, size_t errcap)
 {
     sqlite3_stmt *st = NULL;
     struct timespec ts;
@@ -200,8 +198,7 @@ static int sync_dir(const char *dir)
     return rc;
 }
 
-ldpb_err agg_state_id_record(const char *dir, agg_state_ident *ident, char *errmsg,
-                             size_t errcap)
+ldpb_err agg_state_id_record(const char *dir, agg_state_ident *ident, char *errmsg, size_t errcap)
 {
     if (!ident->write_marker)
         return LDPB_OK;

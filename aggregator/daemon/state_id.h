@@ -38,8 +38,8 @@
 
 typedef struct agg_state_ident {
     uint8_t id[AGG_STATE_ID_BYTES];
-    int legacy_tokens;  /* migrated: token versions 1 and 2 are still accepted */
-    int write_marker;   /* the marker file must be (re)written once the database has committed */
+    int legacy_tokens; /* migrated: token versions 1 and 2 are still accepted */
+    int write_marker;  /* the marker file must be (re)written once the database has committed */
     char note[AGG_STATE_ID_NOTE]; /* one line for the log: what happened to the identity */
 } agg_state_ident;
 
@@ -53,8 +53,7 @@ ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int 
 /* Writes the marker file of `ident` in `dir` if settle asked for it (mode 0600, through a
  * temporary file, fsynced, renamed, the directory fsynced); call after the database's COMMIT.
  * LDPB_EIO with `errmsg`. */
-ldpb_err agg_state_id_record(const char *dir, agg_state_ident *ident, char *errmsg,
-                             size_t errcap);
+ldpb_err agg_state_id_record(const char *dir, agg_state_ident *ident, char *errmsg, size_t errcap);
 
 /* Lower-case hex of an identity into `hex` (2 * AGG_STATE_ID_BYTES + 1 bytes). */
 void agg_state_id_hex(const uint8_t id[AGG_STATE_ID_BYTES], char *hex);

@@ -22,7 +22,7 @@
 #include "nonce_log.h"
 #include "state_id.h"
 
-#define W 10000u /* window, ms */
+#define W  10000u /* window, ms */
 #define T0 1800000000000ull
 
 typedef struct fx {
@@ -92,8 +92,8 @@ static void test_survives_restart(void **state)
     assert_int_equal(agg_nonce_log_loaded(l), 2);
     assert_int_equal(accept_(l, 1, T0, 0xa, T0 + 5), LDPB_EREPLAY);
     assert_int_equal(accept_(l, 2, T0 + W, 0xb, T0 + 5), LDPB_EREPLAY);
-    assert_int_equal(accept_(l, 1, T0, 0xc, T0 + 5), LDPB_OK);  /* another nonce */
-    assert_int_equal(accept_(l, 3, T0, 0xa, T0 + 5), LDPB_OK);  /* another client */
+    assert_int_equal(accept_(l, 1, T0, 0xc, T0 + 5), LDPB_OK); /* another nonce */
+    assert_int_equal(accept_(l, 3, T0, 0xa, T0 + 5), LDPB_OK); /* another client */
     agg_nonce_log_close(l);
 
     /* the second restart still holds the first run's records and the second's */

@@ -52,8 +52,8 @@ static int report_one(dt_client *c, const assigned *a, int *dup, uint32_t *code)
     dt_reply r;
     assert_int_equal(dt_report(c, a->id, a->id_len, a->mech, a->eps, 1, a->arm & 1, 0, &r), 0);
     int ack = dt_is_ack(&r, dup);
-    *code = r.kind == 1 && r.env->body_case == LDPB__V1__ENVELOPE__BODY_ERROR ? r.env->error->code
-                                                                             : 0;
+    *code =
+        r.kind == 1 && r.env->body_case == LDPB__V1__ENVELOPE__BODY_ERROR ? r.env->error->code : 0;
     dt_reply_clear(&r);
     return ack;
 }
