@@ -6,6 +6,7 @@
 #include "assign_token.h"
 
 static const char token_context[] = "ldpb assignment token key v1";
+static const char state_context[] = "ldpb assignment token key v3";
 
 static void put_le(uint8_t *p, uint64_t v, int n)
 {
@@ -39,6 +40,7 @@ ldpb_err agg_token_key_derive(agg_token_key *out, const uint8_t server_sk[LDPB_K
 {
     if (!out || !server_sk)
         return LDPB_EINVAL;
+    memset(out, 0, sizeof *out); /* unbound until agg_token_key_bind_state */
     if (sodium_init() < 0 ||
         crypto_generichash(out->k, sizeof out->k, (const uint8_t *)token_context,
                            sizeof token_context - 1, server_sk, LDPB_KEY_BYTES) != 0) {
@@ -48,16 +50,46 @@ ldpb_err agg_token_key_derive(agg_token_key *out, const uint8_t server_sk[LDPB_K
     return LDPB_OK;
 }
 
+ldpb_err agg_token_key_bind_state(agg_token_key *key, const uint8_t server_sk[LDPB_KEY_BYTES],
+                                  const uint8_t state_id[AGG_TOKEN_STATE_BYTES], int legacy)
+{
+    if (!key || !server_sk || !state_id)
+        return LDPB_EINVAL;
+    uint8_t msg[sizeof state_context - 1 + AGG_TOKEN_STATE_BYTES];
+    memcpy(msg, state_context, sizeof state_context - 1);
+    memcpy(msg + sizeof state_context - 1, state_id, AGG_TOKEN_STATE_BYTES);
+    if (sodium_init() < 0 || crypto_generichash(key->k3, sizeof key->k3, msg, sizeof msg, server_sk,
+                                                LDPB_KEY_BYTES) != 0) {
+        sodium_memzero(key, sizeof *key);
+        return LDPB_ECRYPTO;
+    }
+    key->bound = 1;
+    key->legacy = legacy != 0;
+    return LDPB_OK;
+}
+
 void agg_token_key_wipe(agg_token_key *key)
 {
     if (key)
         sodium_memzero(key, sizeof *key);
 }
 
+/* The key of a token's version (its first byte): NULL where this key does not accept it. */
+static const uint8_t *key_of(const agg_token_key *key, uint8_t version)
+{
+    if (version == AGG_TOKEN_VERSION)
+        return key->bound ? key->k3 : NULL;
+    if (version == 2 || version == 1)
+        return !key->bound || key->legacy ? key->k : NULL;
+    return NULL;
+}
+
 static int mac(const agg_token_key *key, const uint8_t *body, uint8_t out[AGG_TOKEN_MAC_BYTES])
 {
-    return crypto_generichash(out, AGG_TOKEN_MAC_BYTES, body, AGG_TOKEN_BODY_BYTES, key->k,
-                              sizeof key->k);
+    const uint8_t *k = key_of(key, body[0]);
+    if (!k)
+        return -1;
+    return crypto_generichash(out, AGG_TOKEN_MAC_BYTES, body, AGG_TOKEN_BODY_BYTES, k, 32);
 }
 
 ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id[AGG_TOKEN_BYTES])
@@ -65,7 +97,7 @@ ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id
     if (!key || !t || !id)
         return LDPB_EINVAL;
     uint8_t *p = id;
-    *p++ = AGG_TOKEN_VERSION;
+    *p++ = key->bound ? AGG_TOKEN_VERSION : 2u; /* an unbound key issues the previous format */
     for (int i = 7; i >= 0; i--)
         *p++ = (uint8_t)(t->expires_at_ms >> (8 * i));
     put_le(p, t->arm, 4);
@@ -88,7 +120,7 @@ ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len,
 {
     if (!key || !out || (!id && len))
         return LDPB_EINVAL;
-    if (len != AGG_TOKEN_BYTES || (id[0] != AGG_TOKEN_VERSION && id[0] != 1))
+    if (len != AGG_TOKEN_BYTES || !key_of(key, id[0]))
         return LDPB_ENOTFOUND;
     uint8_t want[AGG_TOKEN_MAC_BYTES];
     if (mac(key, id, want) != 0)
@@ -96,7 +128,7 @@ ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len,
     if (sodium_memcmp(want, id + AGG_TOKEN_BODY_BYTES, AGG_TOKEN_MAC_BYTES) != 0)
         return LDPB_ENOTFOUND;
     const uint8_t *p = id + 1;
-    if (id[0] == AGG_TOKEN_VERSION) {
+    if (id[0] != 1) { /* versions 2 and 3 */
         out->expires_at_ms = 0;
         for (int i = 0; i < 8; i++)
             out->expires_at_ms = out->expires_at_ms << 8 | *p++;
@@ -127,7 +159,8 @@ static int mac_bound(const agg_token_key *key, const uint8_t *body, const double
                      uint8_t out[AGG_TOKEN_MAC_BYTES])
 {
     crypto_generichash_state st;
-    if (crypto_generichash_init(&st, key->k, sizeof key->k, AGG_TOKEN_MAC_BYTES) != 0)
+    const uint8_t *k = key_of(key, body[0]);
+    if (!k || crypto_generichash_init(&st, k, 32, AGG_TOKEN_MAC_BYTES) != 0)
         return -1;
     crypto_generichash_update(&st, body, AGG_TOKEN_BODY_BYTES);
     crypto_generichash_update(&st, (const uint8_t *)bound_context, sizeof bound_context - 1);
@@ -155,7 +188,7 @@ ldpb_err agg_token_open_bound(const agg_token_key *key, const uint8_t *id, size_
 {
     if (!key || !out || (!id && len) || (!x && n))
         return LDPB_EINVAL;
-    if (len != AGG_TOKEN_BYTES || id[0] != AGG_TOKEN_VERSION)
+    if (len != AGG_TOKEN_BYTES || id[0] == 1 || !key_of(key, id[0]))
         return LDPB_ENOTFOUND;
     uint8_t want[AGG_TOKEN_MAC_BYTES], plain[AGG_TOKEN_BYTES];
     if (mac_bound(key, id, x, n, want) != 0)

@@ -1,18 +1,25 @@
 /* Assignments are stateless tokens: the assignment id the client receives carries everything the
  * aggregator needs to accept the report later (arm, mechanism, epsilon, expiry, propensity, policy
- * version) under a MAC keyed by a key derived from the aggregator's secret key. Issuing an
- * assignment therefore writes nothing to disk, and a report for an id the aggregator never issued
- * (forged, corrupted, issued under another key) fails the MAC: "unknown assignment".
+ * version) under a MAC keyed by a key derived from the aggregator's secret key and the identity of
+ * its state (state_id.h). Issuing an assignment therefore writes nothing to disk, and a report for
+ * an id the aggregator never issued (forged, corrupted, issued under another key, or issued by
+ * another state under the same key: one whose database was lost and started anew) fails the MAC:
+ * "unknown assignment".
  *
- * Layout (AGG_TOKEN_BYTES = 62), version 2:
- *   version u8 (2) | expires_at_ms u64 BIG-endian | arm u32 | mechanism u8 (wire enum) |
+ * Layout (AGG_TOKEN_BYTES = 62), version 3:
+ *   version u8 (3) | expires_at_ms u64 BIG-endian | arm u32 | mechanism u8 (wire enum) |
  *   epsilon f64 | propensity f64 | policy_version u64 | random[8] | MAC[16]
  * (little-endian but for the expiry). MAC = BLAKE2b-128 keyed (crypto_generichash) over the
- * first 46 bytes. The big-endian expiry first makes ids sort by issue time, so the state's
- * tables, keyed by assignment id, grow at their right edge: a commit dirties a few B-tree pages
- * instead of one random page per row, and an old, large state does not turn every insert into a
- * disk read. Version 1 (issued before; still accepted): version u8 (1) | arm u32 | mechanism u8 |
- * epsilon f64 | expires_at_ms u64 | propensity f64 | policy_version u64 | random[8] | MAC[16].
+ * first 46 bytes, with the state key K3 = BLAKE2b-256 keyed by the server's secret key over the
+ * ASCII string "ldpb assignment token key v3" followed by the 16 bytes of the state identity.
+ * The big-endian expiry first makes ids sort by issue time, so the state's tables, keyed by
+ * assignment id, grow at their right edge: a commit dirties a few B-tree pages instead of one
+ * random page per row, and an old, large state does not turn every insert into a disk read.
+ * Versions 2 (the same bytes, version 2) and 1 (version u8 (1) | arm u32 | mechanism u8 |
+ * epsilon f64 | expires_at_ms u64 | propensity f64 | policy_version u64 | random[8] | MAC[16])
+ * were issued before states had identities, under K = BLAKE2b-256 keyed by the secret key over
+ * "ldpb assignment token key v1": they are accepted only by a state migrated from that time
+ * (agg_store_legacy_tokens), never by a state created with its identity.
  *
  * Thread safety: reentrant; a key is read-only after derivation. */
 #ifndef LDPB_AGG_ASSIGN_TOKEN_H
@@ -24,7 +31,8 @@
 #include "ldpb/err.h"
 #include "ldpb/seal.h"
 
-#define AGG_TOKEN_VERSION      2u
+#define AGG_TOKEN_VERSION      3u
+#define AGG_TOKEN_STATE_BYTES  16u /* AGG_STATE_ID_BYTES */
 #define AGG_TOKEN_RANDOM_BYTES 8u
 #define AGG_TOKEN_MAC_BYTES    16u
 #define AGG_TOKEN_BODY_BYTES   46u
@@ -40,14 +48,24 @@ typedef struct agg_token {
     uint8_t random[AGG_TOKEN_RANDOM_BYTES];
 } agg_token;
 
-/* The MAC key: BLAKE2b-256 of a fixed context string keyed by the aggregator's secret key, so
- * tokens survive a restart with the same key and die with a key rotation. Secret. */
+/* The MAC keys: BLAKE2b-256 keyed by the aggregator's secret key, so tokens survive a restart of
+ * the same state and die with a key rotation or a new state. Secret. */
 typedef struct agg_token_key {
-    uint8_t k[32];
+    uint8_t k[32];  /* versions 1 and 2: the secret key alone */
+    uint8_t k3[32]; /* version 3: the secret key and the state identity */
+    int bound;      /* k3 is set: seal writes version 3 */
+    int legacy;     /* open accepts versions 1 and 2 (with k) */
 } agg_token_key;
 
-/* Derives the token key from the server's X25519 secret key. LDPB_EINVAL (NULL), LDPB_ECRYPTO. */
+/* Derives the legacy key k from the server's X25519 secret key: such a key alone seals and opens
+ * version 2 (tests, and what the previous format was). LDPB_EINVAL (NULL), LDPB_ECRYPTO. */
 ldpb_err agg_token_key_derive(agg_token_key *out, const uint8_t server_sk[LDPB_KEY_BYTES]);
+
+/* Binds a derived key to a state: from then on seal writes version 3 under k3 and open accepts
+ * version 3 under k3, and versions 1 and 2 only if `legacy` (a migrated state). LDPB_EINVAL
+ * (NULL), LDPB_ECRYPTO. */
+ldpb_err agg_token_key_bind_state(agg_token_key *key, const uint8_t server_sk[LDPB_KEY_BYTES],
+                                  const uint8_t state_id[AGG_TOKEN_STATE_BYTES], int legacy);
 
 /* Zeroes the key. Accepts NULL. */
 void agg_token_key_wipe(agg_token_key *key);

@@ -502,7 +502,8 @@ typedef enum cli_only {
     CLI_BACKUP,
     CLI_HELP,
     CLI_VERSION,
-    CLI_CHECK
+    CLI_CHECK,
+    CLI_NEW_STATE
 } cli_only;
 
 static cli_only cli_only_of(const char *name)
@@ -519,6 +520,10 @@ static cli_only cli_only_of(const char *name)
         return CLI_VERSION;
     if (strcmp(name, "check_config") == 0)
         return CLI_CHECK;
+    /* Command line only, on purpose: a key in the config file would stay there and let every
+     * later start replace a lost database without a word. */
+    if (strcmp(name, "new_state") == 0)
+        return CLI_NEW_STATE;
     return CLI_NONE;
 }
 
@@ -581,6 +586,10 @@ ldpb_err agg_config_parse_args(agg_config *cfg, int argc, char **argv, char *err
             continue;
         if (c == CLI_CHECK) {
             cfg->check = 1;
+            continue;
+        }
+        if (c == CLI_NEW_STATE) {
+            cfg->new_state = 1;
             continue;
         }
         size_t idx;
@@ -781,6 +790,12 @@ void agg_config_help(FILE *out)
           "                           an empty state directory\n"
           "  --check-config           validate the options, the key, the allow-list and the\n"
           "                           state (created if missing), then exit\n"
+          "  --new-state              begin a new state where state_dir's aggregator.db is\n"
+          "                           missing or empty but its state_id file remains (a lost\n"
+          "                           database); without it such a start is refused (exit 2),\n"
+          "                           since a new state would count again every report acked\n"
+          "                           before; refused where a state exists. Assignments of the\n"
+          "                           old state are refused (unknown assignment)\n"
           "  --help, -h               this text\n"
           "  --version                the version\n"
           "\n"

@@ -73,6 +73,7 @@ typedef struct agg_config {
     char *export_csv;
     char *backup;
     int help, version, check;
+    int new_state; /* --new-state: store.h, agg_store_meta */
     /* Internal: which options were set by the file (so a key set twice is an error) and by a
      * flag (so repeated --listen flags replace the file's list rather than extend it). */
     uint8_t set_by_file[64];

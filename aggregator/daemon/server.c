@@ -39,6 +39,7 @@
 #include "ldpb/secmem.h"
 #include "ldpb/wire.h"
 #include "metrics.h"
+#include "nonce_log.h"
 #include "policy.h"
 #include "rand.h"
 #include "server.h"
@@ -125,6 +126,7 @@ struct agg_server {
     agg_token_key token_key;
     ldpb_keycache *kc;
     ldpb_replay *rp;
+    agg_nonce_log *nlog;    /* the replay window across restarts (nonce_log.h) */
     int replay_full_logged; /* under seal_mu */
     /* under seal_mu: mono_us() of the last warning that the derivation budget was spent */
     uint64_t budget_warned_us;
@@ -1190,6 +1192,8 @@ static void handle_frame(agg_server *s, agg_worker *w, const uint8_t *msg, size_
     const ldpb_seal_lock lk = {seal_lock, seal_unlock, &guard};
     err = ldpb_seal_open_request_locked(s->kc, s->rp, &lk, &fr, ldpb_seal_now_ms(), w->pt,
                                         sizeof w->pt, &pt_len, &key, detail);
+    if (!err && s->nlog)
+        err = agg_nonce_log_accept(s->nlog, fr.client_pk, fr.nonce, ldpb_seal_now_ms(), detail);
     const int first_eviction = guard.first_eviction;
     /* An unauthenticated refusal for the budget: a flood sends thousands a second, so warn at
      * most once a minute. Only that refusal takes seal_mu here again. */
@@ -1944,7 +1948,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
      * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
      * state. */
     agg_store_meta meta = {cfg->policy, agg_mode_name(cfg->mode), cfg->params,
-                           agg_policy_reads(s->policy->ops, &cfg->params)};
+                           agg_policy_reads(s->policy->ops, &cfg->params), cfg->new_state};
     char smsg[AGG_STORE_ERRMAX] = "";
     err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
     if (err) {
@@ -1963,6 +1967,14 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         say(errmsg, "state_dir %s: %s", cfg->state_dir, agg_store_errmsg(s->store));
     }
     free(blob);
+    /* Assignments and the replay log belong to this state's identity (state_id.h). */
+    if (!err)
+        err = agg_token_key_bind_state(&s->token_key, s->kp.sk, agg_store_state_id(s->store),
+                                       agg_store_legacy_tokens(s->store));
+    if (!err)
+        err = agg_nonce_log_open(&s->nlog, cfg->state_dir, s->kp.sk, agg_store_state_id(s->store),
+                                 ro.window_ms, cfg->replay_entries, ldpb_seal_now_ms(), errmsg,
+                                 AGG_SERVER_ERRMAX);
     if (err)
         goto fail;
     s->policy_version = s->committed.policy_version;
@@ -1992,6 +2004,8 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
           " assignments so far",
           cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->params.k,
           s->committed.reports, s->committed.assignments);
+    logf_(s, AGG_LOG_INFO, "%s; %zu nonces of earlier runs still within the replay window",
+          agg_store_state_note(s->store), agg_nonce_log_loaded(s->nlog));
     if (s->policy->ops->propensity)
         logf_(s, AGG_LOG_INFO, "propensity: the policy's exact probability of each choice");
     else if (s->mc_propensity)
@@ -2293,6 +2307,7 @@ void agg_server_free(agg_server *s)
     ldpb_rng_free(s->next_noise_rng);
     ldpb_keycache_free(s->kc);
     ldpb_replay_free(s->rp);
+    agg_nonce_log_close(s->nlog);
     ldpb_keypair_wipe(&s->kp);
     agg_token_key_wipe(&s->token_key);
     agg_worker_free(s->cw);

@@ -17,6 +17,7 @@
 
 #include "ldpb/mech_table.h"
 #include "ldpb/detail.h"
+#include "state_id.h"
 #include "store.h"
 
 struct agg_store {
@@ -35,6 +36,7 @@ struct agg_store {
     char errmsg[AGG_STORE_ERRMAX];
     agg_store_commit_hook commit_hook; /* tests only */
     void *commit_hook_ctx;
+    agg_state_ident ident; /* state_id.h */
 };
 
 #define say(out, ...) ldpb_detailf((out), AGG_STORE_ERRMAX, __VA_ARGS__)
@@ -57,7 +59,12 @@ static const char schema_sql[] =
     " issued_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
     /* Retention deletes the oldest decisions first, a chunk per transaction: without this index
      * every chunk would scan the whole table. */
-    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);";
+    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);"
+    /* The state's identity (state_id.h). A database of an older version gets the table (empty)
+     * at its first open here and an identity by migration. */
+    "CREATE TABLE IF NOT EXISTS identity("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);";
 
 static ldpb_err sql_fail(agg_store *s, const char *what)
 {
@@ -379,6 +386,9 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
         goto fail;
     }
     err = check_meta(s, meta, errmsg);
+    if (!err)
+        err = agg_state_id_settle(s->db, dir, s->pending_meta == NULL, meta->new_state, &s->ident,
+                                  errmsg, AGG_STORE_ERRMAX);
     if (err) {
         exec(s, "ROLLBACK");
         goto fail;
@@ -388,6 +398,10 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
         err = LDPB_EIO;
         goto fail;
     }
+    /* After the COMMIT: a marker without its database would read as a lost database. */
+    err = agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
+    if (err)
+        goto fail;
     err = prepare(s, &s->begin, "BEGIN");
     if (!err)
         err = prepare(s, &s->commit, "COMMIT");
@@ -541,6 +555,21 @@ ldpb_err agg_store_commit(agg_store *s)
         s->n_pending_meta = 0;
     }
     return err;
+}
+
+const uint8_t *agg_store_state_id(const agg_store *s)
+{
+    return s->ident.id;
+}
+
+int agg_store_legacy_tokens(const agg_store *s)
+{
+    return s->ident.legacy_tokens;
+}
+
+const char *agg_store_state_note(const agg_store *s)
+{
+    return s->ident.note;
 }
 
 void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx)

@@ -33,6 +33,7 @@ typedef struct agg_store_meta {
     const char *mode;
     agg_policy_config params;
     unsigned reads; /* AGG_PARAM_* bits the policy reads: agg_policy_reads() */
+    int new_state;  /* --new-state: the operator starts a new state where the database is gone */
 } agg_store_meta;
 
 typedef struct agg_store_counters {
@@ -60,10 +61,18 @@ typedef struct agg_store_row {
  * and checks its meta against `meta`; the meta rows are written only to a state that has none
  * and holds no data, and never when the open fails. Errors: LDPB_EIO (cannot create or open,
  * with SQLite's reason), LDPB_ESTATE (the state belongs to another configuration or another
- * schema version: `errmsg` names the field, the stored and the configured value), LDPB_ECORRUPT
+ * schema version: `errmsg` names the field, the stored and the configured value; or the identity
+ * rules of state_id.h refuse it: a database gone while its state_id file remains), LDPB_ECORRUPT
  * (unreadable or inconsistent tables, data without meta), LDPB_ENOMEM. `errmsg` has
  * AGG_STORE_ERRMAX bytes. */
 ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *meta, char *errmsg);
+
+/* The state's identity (state_id.h), settled by agg_store_open: AGG_STATE_ID_BYTES bytes; whether
+ * tokens of versions 1 and 2 are still accepted (a migrated state); and one line for the log
+ * saying which state this is and whether it was just created. */
+const uint8_t *agg_store_state_id(const agg_store *s);
+int agg_store_legacy_tokens(const agg_store *s);
+const char *agg_store_state_note(const agg_store *s);
 
 /* Closes the database (checkpointing the WAL). Accepts NULL. */
 void agg_store_close(agg_store *s);

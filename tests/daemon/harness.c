@@ -253,6 +253,20 @@ int dt_client_open(dt_client *c, const char *url, const uint8_t server_pk[LDPB_K
     return 0;
 }
 
+int dt_client_reconnect(dt_client *c, const char *url, int timeout_ms)
+{
+    if (c->sock >= 0)
+        nn_close(c->sock);
+    c->sock = nn_socket(AF_SP, NN_REQ);
+    if (c->sock < 0)
+        return -1;
+    int big = 1 << 20;
+    nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+    nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_SNDTIMEO, &timeout_ms, sizeof timeout_ms);
+    nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &big, sizeof big);
+    return nn_connect(c->sock, url) < 0 ? -1 : 0;
+}
+
 void dt_client_close(dt_client *c)
 {
     if (c->sock >= 0)
@@ -313,6 +327,21 @@ int dt_client_raw(dt_client *c, const uint8_t *msg, size_t len, dt_reply *r)
     }
     nn_freemsg(buf);
     return 0;
+}
+
+size_t dt_client_frame(dt_client *c, Ldpb__V1__Envelope *env, uint8_t *frame, size_t cap)
+{
+    env->protocol_version = LDPB_PROTOCOL_VERSION;
+    env->has_request_id = 1;
+    env->request_id = c->next_id++;
+    size_t len = ldpb__v1__envelope__get_packed_size(env), flen = 0;
+    uint8_t *pt = malloc(len + 1);
+    if (pt && len <= LDPB_PLAINTEXT_MAX) {
+        ldpb__v1__envelope__pack(env, pt);
+        flen = dt_client_seal(c, pt, len, frame, cap);
+    }
+    free(pt);
+    return flen;
 }
 
 int dt_client_call(dt_client *c, Ldpb__V1__Envelope *env, dt_reply *r)

@@ -62,6 +62,12 @@ typedef struct dt_client {
 int dt_client_open(dt_client *c, const char *url, const uint8_t server_pk[LDPB_KEY_BYTES],
                    int timeout_ms);
 void dt_client_close(dt_client *c);
+/* A new socket to `url` for the same client (same keypair and request ids): a daemon restarted
+ * on the same URL is then reached at once, and its replies to frames sealed before still open. */
+int dt_client_reconnect(dt_client *c, const char *url, int timeout_ms);
+/* Packs `env` (its version and request id set, as dt_client_call) and seals it into `frame`
+ * without sending it; returns the frame's length, 0 on failure. For replaying captured frames. */
+size_t dt_client_frame(dt_client *c, Ldpb__V1__Envelope *env, uint8_t *frame, size_t cap);
 
 /* What came back. */
 typedef struct dt_reply {

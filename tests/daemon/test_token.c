@@ -13,11 +13,14 @@
 #include "assign_token.h"
 #include "ldpb/wire.h"
 
+/* A key as a migrated state has it: bound to a state (version 3) and accepting versions 1 and 2. */
 static void make(agg_token_key *key, agg_token *t, uint8_t sk_byte)
 {
-    uint8_t sk[LDPB_KEY_BYTES];
+    uint8_t sk[LDPB_KEY_BYTES], state_id[AGG_TOKEN_STATE_BYTES];
     memset(sk, sk_byte, sizeof sk);
+    memset(state_id, 0x5a, sizeof state_id);
     assert_int_equal(agg_token_key_derive(key, sk), LDPB_OK);
+    assert_int_equal(agg_token_key_bind_state(key, sk, state_id, 1), LDPB_OK);
     memset(t, 0, sizeof *t);
     t->arm = 0x01020304u;
     t->mechanism = 4;
@@ -139,7 +142,7 @@ static void test_version1_still_opens(void **state)
         0);
     assert_int_equal(agg_token_open(&key, id, sizeof id, &u), LDPB_OK);
     assert_same_token(&u, &t);
-    id[0] = 3; /* an unknown version */
+    id[0] = 4; /* an unknown version */
     assert_int_equal(agg_token_open(&key, id, sizeof id, &u), LDPB_ENOTFOUND);
 }
 
@@ -170,12 +173,84 @@ static void test_bound_features(void **state)
     assert_int_equal(agg_token_open_bound(&key, id, sizeof id, NULL, 3, &u), LDPB_EINVAL);
 }
 
+/* A key bound to a state issues version 3, which only a key bound to the same state opens (the
+ * same secret key bound to another state refuses it: a state started anew after its database was
+ * lost never counts the old state's reports again). Versions 1 and 2 open only where `legacy`
+ * (a migrated state). Contextual tokens follow the same rules. The MAC is BLAKE2b-128 over the 46
+ * body bytes under K3 = BLAKE2b-256(key = sk, "ldpb assignment token key v3" || state id), as
+ * docs/aggregator.md writes it. */
+static void test_state_binding(void **state)
+{
+    (void)state;
+    uint8_t sk[LDPB_KEY_BYTES], s1[AGG_TOKEN_STATE_BYTES], s2[AGG_TOKEN_STATE_BYTES];
+    memset(sk, 9, sizeof sk);
+    memset(s1, 0xa1, sizeof s1);
+    memcpy(s2, s1, sizeof s2);
+    s2[15] ^= 1;
+    agg_token_key unbound, a, a_legacy, b;
+    agg_token t, u;
+    make(&unbound, &t, 9);
+    assert_int_equal(agg_token_key_derive(&unbound, sk), LDPB_OK);
+    make(&a, &t, 9);
+    make(&a_legacy, &t, 9);
+    make(&b, &t, 9);
+    assert_int_equal(agg_token_key_bind_state(&a, sk, s1, 0), LDPB_OK);
+    assert_int_equal(agg_token_key_bind_state(&a_legacy, sk, s1, 1), LDPB_OK);
+    assert_int_equal(agg_token_key_bind_state(&b, sk, s2, 0), LDPB_OK);
+    assert_int_equal(agg_token_key_bind_state(NULL, sk, s1, 0), LDPB_EINVAL);
+
+    uint8_t id[AGG_TOKEN_BYTES], v2[AGG_TOKEN_BYTES];
+    assert_int_equal(agg_token_seal(&a, &t, id), LDPB_OK);
+    assert_int_equal(id[0], 3);
+    assert_int_equal(agg_token_open(&a, id, sizeof id, &u), LDPB_OK);
+    assert_same_token(&u, &t);
+    assert_int_equal(agg_token_open(&a_legacy, id, sizeof id, &u), LDPB_OK);
+    assert_int_equal(agg_token_open(&b, id, sizeof id, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open(&unbound, id, sizeof id, &u), LDPB_ENOTFOUND);
+
+    /* the MAC, recomputed from the documented derivation */
+    static const char ctx[] = "ldpb assignment token key v3";
+    uint8_t msg[sizeof ctx - 1 + AGG_TOKEN_STATE_BYTES], k3[32], mac[AGG_TOKEN_MAC_BYTES];
+    memcpy(msg, ctx, sizeof ctx - 1);
+    memcpy(msg + sizeof ctx - 1, s1, sizeof s1);
+    assert_int_equal(crypto_generichash(k3, sizeof k3, msg, sizeof msg, sk, sizeof sk), 0);
+    assert_int_equal(crypto_generichash(mac, sizeof mac, id, AGG_TOKEN_BODY_BYTES, k3, sizeof k3),
+                     0);
+    assert_memory_equal(mac, id + AGG_TOKEN_BODY_BYTES, sizeof mac);
+
+    /* the format before identities */
+    assert_int_equal(agg_token_seal(&unbound, &t, v2), LDPB_OK);
+    assert_int_equal(v2[0], 2);
+    assert_int_equal(agg_token_open(&unbound, v2, sizeof v2, &u), LDPB_OK);
+    assert_int_equal(agg_token_open(&a, v2, sizeof v2, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open(&b, v2, sizeof v2, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open(&a_legacy, v2, sizeof v2, &u), LDPB_OK);
+    assert_same_token(&u, &t);
+    /* a version-2 body relabelled 3 (or the reverse) fails the MAC */
+    uint8_t x[AGG_TOKEN_BYTES];
+    memcpy(x, v2, sizeof x);
+    x[0] = 3;
+    assert_int_equal(agg_token_open(&a_legacy, x, sizeof x, &u), LDPB_ENOTFOUND);
+    memcpy(x, id, sizeof x);
+    x[0] = 2;
+    assert_int_equal(agg_token_open(&a_legacy, x, sizeof x, &u), LDPB_ENOTFOUND);
+
+    const double f[2] = {0.5, 0.25};
+    assert_int_equal(agg_token_seal_bound(&a, &t, f, 2, id), LDPB_OK);
+    assert_int_equal(id[0], 3);
+    assert_int_equal(agg_token_open_bound(&a, id, sizeof id, f, 2, &u), LDPB_OK);
+    assert_int_equal(agg_token_open_bound(&b, id, sizeof id, f, 2, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_seal_bound(&unbound, &t, f, 2, v2), LDPB_OK);
+    assert_int_equal(agg_token_open_bound(&a, v2, sizeof v2, f, 2, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_bound(&a_legacy, v2, sizeof v2, f, 2, &u), LDPB_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_forgeries),
         cmocka_unit_test(test_ids_sort_by_expiry), cmocka_unit_test(test_version1_still_opens),
-        cmocka_unit_test(test_bound_features),
+        cmocka_unit_test(test_bound_features),     cmocka_unit_test(test_state_binding),
     };
     return cmocka_run_group_tests_name("assign_token", tests, NULL, NULL);
 }
