@@ -24,6 +24,7 @@
 #include "env.h"
 #include "ldpb/err.h"
 #include "ldpb/mech.h"
+#include "poison.h"
 #include "policy.h"
 #include "rand.h"
 
@@ -53,6 +54,9 @@ typedef struct agg_sim_config {
      * is against the best fixed arm in hindsight at each checkpoint, max_i sum_{s<=t} g_{i,s} minus
      * the learner's gains (realized, so it can be negative). Borrowed. */
     const agg_adv *adv;
+    /* Poisoning devices (poison.h; borrowed; NULL or fraction 0: none). Stochastic environments
+     * only; the run is then round by round, and the regret is the honest devices'. */
+    const agg_poison *poison;
 } agg_sim_config;
 
 /* Fills the defaults: no algorithm, environment or checkpoints; params as agg_policy_config_init
