@@ -456,9 +456,9 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
     }
     if (m->poison->fraction > 0.0)
         fprintf(f,
-                "poisoning: fraction %.17g of the rounds (round t when floor(t F) > floor((t-1) "
-                "F)), strategy %s, each the extreme admissible report; regret counts the honest "
-                "devices' rounds only\n",
+                "poisoning: each round with probability %.17g (stream: trial i, purpose client, "
+                "id 1), strategy %s, each the extreme admissible report; regret counts the "
+                "honest devices' rounds only\n",
                 m->poison->fraction, agg_poison_strategy_name(m->poison->strategy));
     fprintf(f, "configurations: %zu\n", p->n_cfg);
     for (size_t c = 0; c < p->n_cfg; c++) {
@@ -1002,9 +1002,9 @@ static int parse_poison(const struct args *a, agg_poison *out)
                 tool_echo(e, sizeof e, a->poison_fraction));
         return EXIT_USAGE;
     }
-    if (a->plan.preset && (strcmp(a->plan.preset, SIMNAS_PRESET) == 0 ||
-                           strcmp(a->plan.preset, SIMCTX_PRESET) == 0 ||
-                           simftal_is_preset(a->plan.preset))) {
+    if (a->plan.preset &&
+        (strcmp(a->plan.preset, SIMNAS_PRESET) == 0 || strcmp(a->plan.preset, SIMCTX_PRESET) == 0 ||
+         simftal_is_preset(a->plan.preset))) {
         fprintf(stderr, "%s: --poison-fraction does not apply to --preset %s\n", PROG,
                 tool_echo(e, sizeof e, a->plan.preset));
         return EXIT_USAGE;

@@ -50,8 +50,8 @@ static ldpb_err check_cfg(const agg_ctx_poison_config *c, uint64_t trial,
                           char errmsg[AGG_ERRMSG_MAX])
 {
     if (c->policy.d != c->env.d)
-        return agg_policy_refuse(errmsg, LDPB_EINVAL, NAME ": policy d %u != env d %u",
-                                 c->policy.d, c->env.d);
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, NAME ": policy d %u != env d %u", c->policy.d,
+                                 c->env.d);
     if (!(c->fraction >= 0.0 && c->fraction <= 0.5))
         return agg_policy_refuse(errmsg, LDPB_ERANGE, NAME ": fraction %g outside [0, 0.5]",
                                  c->fraction);
@@ -99,9 +99,9 @@ static ldpb_err run_start(run *r, const agg_ctx_poison_config *c,
                           char errmsg[AGG_ERRMSG_MAX])
 {
     memset(r, 0, sizeof *r);
-    ldpb_err err = c->admit > 0.0 ? agg_ldp_linucb_new_admitting(&r->agg, &c->policy, c->admit,
-                                                                 errmsg)
-                                  : agg_ldp_linucb_new(&r->agg, &c->policy, errmsg);
+    ldpb_err err = c->admit > 0.0
+                       ? agg_ldp_linucb_new_admitting(&r->agg, &c->policy, c->admit, errmsg)
+                       : agg_ldp_linucb_new(&r->agg, &c->policy, errmsg);
     if (err)
         return err;
     r->env = malloc(sizeof *r->env);

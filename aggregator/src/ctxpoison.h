@@ -40,7 +40,7 @@ const char *agg_ctx_poison_attack_name(agg_ctx_poison_attack a);
 typedef struct agg_ctx_poison_config {
     agg_ldp_linucb_config policy; /* policy.d == env.d; policy.horizon: all reports, crafted too */
     agg_ctx_env_config env;
-    double fraction;              /* of the reports, crafted: [0, 0.5] */
+    double fraction; /* of the reports, crafted: [0, 0.5] */
     agg_ctx_poison_attack attack;
     /* 0: the aggregator admits what ldpb_ctxstat_check admits, and the attacker aims at that
      * bound. > 0: the aggregator admits values up to `admit` (agg_ldp_linucb_new_admitting). */

@@ -42,11 +42,6 @@ ldpb_err agg_poison_check(const agg_poison *p)
     return agg_poison_strategy_name(p->strategy) ? LDPB_OK : LDPB_EINVAL;
 }
 
-int agg_poison_round(const agg_poison *p, uint64_t t)
-{
-    return floor((double)t * p->fraction) > floor((double)(t - 1) * p->fraction);
-}
-
 /* The admissible value farthest from 0.5 on the side of `v`: v itself if the table admits it,
  * else moved inwards an ulp at a time (the rule's own rounding decides, not a copy of it). */
 static double admissible_edge(int id, double epsilon, int is_bit, double v)
@@ -83,8 +78,8 @@ ldpb_err agg_poison_extremes(ldpb_mech_kind mechanism, double epsilon, double *l
     return LDPB_OK;
 }
 
-double agg_poison_value(const agg_poison *p, uint32_t arm, uint32_t best, uint32_t worst,
-                        double lo, double hi)
+double agg_poison_value(const agg_poison *p, uint32_t arm, uint32_t best, uint32_t worst, double lo,
+                        double hi)
 {
     if (p->strategy == AGG_POISON_PROMOTE_WORST)
         return arm == worst ? hi : lo;

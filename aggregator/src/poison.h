@@ -7,10 +7,11 @@
  * the bandit's choice by a strategy:
  *   demote-best    the lowest admissible value for the best arm, the highest for every other;
  *   promote-worst  the highest for the worst arm, the lowest for every other.
- * Round t (1-based) is a poisoning device's when floor(t f) > floor((t - 1) f): the rounds are
- * spread evenly and fixed, so runs with and without poisoning differ in nothing else. Such a
- * round draws nothing from the environment's or the clients' streams and its pull is not
- * counted: the regret is the honest devices'. */
+ * Each round is a poisoning device's with probability f, independently (the simulator draws
+ * it from a stream of its own, AGG_SIM_STREAM(i, CLIENT, 1): a fixed spacing would alias with
+ * the round-robin order of the elimination policies and hit one arm only). Such a round draws
+ * nothing from the environment's or the honest clients' streams and its pull is not counted: the
+ * regret is the honest devices'. */
 #ifndef LDPB_AGG_POISON_H
 #define LDPB_AGG_POISON_H
 
@@ -37,15 +38,12 @@ ldpb_err agg_poison_strategy_parse(const char *name, agg_poison_strategy *out);
 /* LDPB_ERANGE for a fraction outside [0, 0.5] or NaN, LDPB_EINVAL for an unknown strategy. */
 ldpb_err agg_poison_check(const agg_poison *p);
 
-/* Whether round t (1-based) is a poisoning device's. */
-int agg_poison_round(const agg_poison *p, uint64_t t);
-
 /* The lowest and highest report the aggregator admits from mechanism `mechanism` at `epsilon`
  * (0: no local mechanism, raw rewards in [0, 1]). */
 ldpb_err agg_poison_extremes(ldpb_mech_kind mechanism, double epsilon, double *lo, double *hi);
 
 /* The report of a poisoning device assigned `arm`. */
-double agg_poison_value(const agg_poison *p, uint32_t arm, uint32_t best, uint32_t worst,
-                        double lo, double hi);
+double agg_poison_value(const agg_poison *p, uint32_t arm, uint32_t best, uint32_t worst, double lo,
+                        double hi);
 
 #endif

@@ -222,6 +222,7 @@ typedef struct sim_trial {
     int cancelled;
     /* poisoning devices (poison.h): on when cfg->poison has a fraction > 0 */
     const agg_poison *poison;
+    agg_rand poison_rand; /* which rounds are poisoned: AGG_SIM_STREAM(i, CLIENT, 1) */
     uint32_t best, worst;
     double poison_lo, poison_hi;
 } sim_trial;
@@ -311,6 +312,9 @@ static ldpb_err trial_init(sim_trial *tr, const agg_sim_config *cfg, const agg_p
         if (err)
             return agg_policy_refuse(errmsg, err, "sim: %s: no admissible extremes to poison",
                                      name);
+        err = seed_rand(&tr->poison_rand, seed, AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 1));
+        if (err)
+            goto rng_fail;
     }
     err = seed_rand(&tr->prand, seed, AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_POLICY, 0));
     if (err)
@@ -398,7 +402,7 @@ static ldpb_err run_rounds(sim_trial *tr, uint64_t t0, uint64_t t1, char errmsg[
             err = LDPB_ESTATE;
             goto fail;
         }
-        if (tr->poison && agg_poison_round(tr->poison, t + 1)) {
+        if (tr->poison && agg_rand_uniform(&tr->poison_rand) < tr->poison->fraction) {
             /* a poisoning device: no draw, no pull counted (poison.h) */
             err = observe(p, penv, arm,
                           agg_poison_value(tr->poison, arm, tr->best, tr->worst, tr->poison_lo,

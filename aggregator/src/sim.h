@@ -9,6 +9,7 @@
  *                                               gets the n-th reward of that arm's stream, so
  *                                               every algorithm in a trial faces the same rewards
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 0) client LDP noise
+ *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 1) which rounds are poisoned (poison.h)
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_POLICY, 0) the policy's decisions (agg_rand)
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_NOISE, 0)  central-DP noise
  * Policies with an epoch fast-forward (agg_policy_ops.plan, dp-se) draw an arm's rewards for a

@@ -149,8 +149,7 @@ static void admitting_constructor(void **state)
     const double g = ldpb_ctxstat_grid(agg_ldp_linucb_mech(p));
     agg_ldp_linucb_free(p);
     char errmsg[AGG_ERRMSG_MAX];
-    assert_int_equal(agg_ldp_linucb_new_admitting(&p, &c.policy, lim * 0.5, errmsg),
-                     LDPB_ERANGE);
+    assert_int_equal(agg_ldp_linucb_new_admitting(&p, &c.policy, lim * 0.5, errmsg), LDPB_ERANGE);
     assert_null(p);
     assert_non_null(strstr(errmsg, "admission bound"));
     assert_int_equal(agg_ldp_linucb_new_admitting(&p, &c.policy, 0.0, errmsg), LDPB_ERANGE);

@@ -1,5 +1,5 @@
 /* Poisoning devices in the scalar simulation (poison.h, `ldpb sim --poison-fraction`): the
- * extreme admissible reports of every kind of mechanism, the spacing of the poisoned rounds, that
+ * extreme admissible reports of every kind of mechanism, the strategies, that
  * a fraction of 0 changes nothing bit for bit, that poisoned rounds are not counted as honest
  * pulls, that the attack raises the regret it is meant to raise, and the refusals. */
 #include <setjmp.h>
@@ -68,16 +68,16 @@ static void extremes(void **state)
                          LDPB_OK);
         assert_int_equal(ldpb_mech_check_value(LDPB_MECH_LAPLACE, eps[i], 0, hi, "", NULL),
                          LDPB_OK);
-        assert_int_not_equal(ldpb_mech_check_value(LDPB_MECH_LAPLACE, eps[i], 0,
-                                                   nextafter(hi, INFINITY), "", NULL),
-                             LDPB_OK);
-        assert_int_not_equal(ldpb_mech_check_value(LDPB_MECH_LAPLACE, eps[i], 0,
-                                                   nextafter(lo, -INFINITY), "", NULL),
-                             LDPB_OK);
+        assert_int_not_equal(
+            ldpb_mech_check_value(LDPB_MECH_LAPLACE, eps[i], 0, nextafter(hi, INFINITY), "", NULL),
+            LDPB_OK);
+        assert_int_not_equal(
+            ldpb_mech_check_value(LDPB_MECH_LAPLACE, eps[i], 0, nextafter(lo, -INFINITY), "", NULL),
+            LDPB_OK);
     }
-    assert_int_equal(agg_poison_extremes((ldpb_mech_kind)LDPB_MECH_ID_GAUSSIAN_STATS, 1.0, &lo,
-                                         &hi),
-                     LDPB_EINVAL);
+    assert_int_equal(
+        agg_poison_extremes((ldpb_mech_kind)LDPB_MECH_ID_GAUSSIAN_STATS, 1.0, &lo, &hi),
+        LDPB_EINVAL);
     assert_int_equal(agg_poison_extremes(LDPB_MECH_LAPLACE, 0.0, &lo, &hi), LDPB_EINVAL);
     assert_int_equal(agg_poison_extremes(LDPB_MECH_LAPLACE, 1.0, NULL, &hi), LDPB_EINVAL);
 }
@@ -97,22 +97,8 @@ static void strategies_and_rounds(void **state)
     p.strategy = AGG_POISON_PROMOTE_WORST;
     assert_true(agg_poison_value(&p, 0, 1, 0, -5.0, 6.0) == 6.0);
     assert_true(agg_poison_value(&p, 1, 1, 0, -5.0, 6.0) == -5.0);
-    const double fr[] = {0.0, 0.01, 0.1, 0.5};
-    const unsigned want[] = {0, 10, 100, 500};
-    for (size_t i = 0; i < 4; i++) {
-        p.fraction = fr[i];
-        assert_int_equal(agg_poison_check(&p), LDPB_OK);
-        unsigned n = 0, last = 0, gap_max = 0;
-        for (uint64_t t = 1; t <= 1000; t++)
-            if (agg_poison_round(&p, t)) {
-                gap_max = t - last > gap_max ? (unsigned)(t - last) : gap_max;
-                last = (unsigned)t;
-                n++;
-            }
-        assert_int_equal(n, want[i]);
-        if (n)
-            assert_true(gap_max <= (unsigned)ceil(1.0 / fr[i])); /* evenly spread */
-    }
+    p.fraction = 0.5;
+    assert_int_equal(agg_poison_check(&p), LDPB_OK);
     p.fraction = 0.6;
     assert_int_equal(agg_poison_check(&p), LDPB_ERANGE);
     p.fraction = NAN;
@@ -149,18 +135,20 @@ static void zero_changes_nothing(void **state)
         assert_int_equal(p0[0] + p0[1], T_RUN);
         c.poison = &some;
         (void)run(&c, 3, p2);
-        assert_int_equal(p2[0] + p2[1], T_RUN - T_RUN / 10);
+        /* about 400 of the 4,000 rounds poisoned (sd 19): honest pulls 3,600 +- 200 */
+        assert_true(p2[0] + p2[1] > T_RUN - 600 && p2[0] + p2[1] < T_RUN - 200);
     }
     agg_env_free(env);
 }
 
-/* The attack does what it is for. Arms 0.6 and 0.5, 20% poisoned, demote-best: the best arm's
- * reports average at most 0.8 * 0.6 = 0.48 against the other's 0.8 * 0.5 + 0.2 = 0.6, so UCB1
- * and LDP-UCB-B settle on the wrong arm and the honest regret approaches 0.1 per honest round
- * (320 over the 3,200 honest rounds). Means of 20 trials, fixed seed, against the threshold 210.
- * Measured: ucb1 58.6 (sd 11.9) clean, 298.5 (sd 5.8) poisoned; ldp-ucb-b 120.9 (sd 28.3),
- * 303.9 (sd 3.6). The nearest mean is 14 standard errors from the threshold, so another seed
- * fails with probability below 1e-40 under the normal approximation. */
+/* The attack does what it is for. Arms 0.6 and 0.5, each round poisoned with probability 0.2,
+ * demote-best: the best arm's reports average about 0.8 * 0.6 = 0.48 against the other's
+ * 0.8 * 0.5 + 0.2 = 0.6, so UCB1 and LDP-UCB-B settle on the wrong arm and the honest regret
+ * approaches 0.1 per honest round (about 320 over the about 3,200 honest rounds). Means of 20
+ * trials, fixed seed, against the threshold 210. Measured: ucb1 58.6 (sd 11.9) clean, 281.3
+ * (sd 6.4) poisoned; ldp-ucb-b 120.9 (sd 28.3), 292.6 (sd 7.2). The nearest mean is 14 standard
+ * errors from the threshold, so another seed fails with probability below 1e-40 under the
+ * normal approximation. */
 static void attack_raises_regret(void **state)
 {
     (void)state;
