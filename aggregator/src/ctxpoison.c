@@ -151,9 +151,10 @@ static ldpb_err honest_round(run *r, const agg_ctx_poison_config *c, double clip
         double y = agg_ctx_env_reward(r->env, r->mean[arm]);
         err = agg_ctx_ldp_privatize_fast(mech, &r->fast, r->x + (size_t)arm * d, y, report);
     }
-    clip_report(report, nv, clip);
-    if (!err)
+    if (!err) {
+        clip_report(report, nv, clip);
         err = agg_ldp_linucb_add(r->agg, report, nv);
+    }
     if (err)
         return err;
     double avg = 0.0;
