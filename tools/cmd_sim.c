@@ -27,6 +27,7 @@
 #include "outdir.h"
 #include "plan.h"
 #include "plot.h"
+#include "poison.h"
 #include "report.h"
 #include "sim.h"
 
@@ -49,6 +50,7 @@ struct args {
     const char *threads;
     const char *out;
     const char *gaps; /* sajed2019-nas only */
+    const char *poison_fraction, *poison_strategy;
     int no_plots;
     int quiet;
 };
@@ -63,6 +65,7 @@ static void usage(FILE *f)
             "                [--out DIR] [--epsilons LIST] [--k LIST] [--algorithms LIST]\n"
             "                [--mechanisms LIST] [--kappa K] [--gamma G] [--eps-arm E]\n"
             "                [--tau N] [--threshold B]\n"
+            "                [--poison-fraction F] [--poison-strategy S]\n"
             "                [--no-plots] [--quiet]\n"
             "       ldpb sim (--means LIST | --laws LIST) --algorithms LIST [--mechanisms LIST]\n"
             "                [--epsilons LIST] [--horizon T] [--trials N] [...]\n"
@@ -129,6 +132,16 @@ static void usage(FILE *f)
             "  --tau N              exp3-tau's block length, in [1, T] (default ceil(T^(1/3)))\n"
             "  --threshold B        dp-exp3-lap / ldp-exp3-lap: accept observations in\n"
             "                       [-B, 1 + B], B > 0 (default ln(T)/epsilon)\n"
+            "  --poison-fraction F  each round goes, with probability F in [0, 0.5], to a\n"
+            "                       poisoning device that reports the extreme value the\n"
+            "                       aggregator admits for the arm's mechanism (a bit 0/1,\n"
+            "                       a laplace real 100/epsilon beyond [0, 1], a raw reward\n"
+            "                       0/1); regret is the honest devices' (docs/sim.md,\n"
+            "                       \"Poisoning\"); stochastic instances only, not the\n"
+            "                       contextual, ftal, nas or tossou2017 presets\n"
+            "  --poison-strategy S  demote-best (default: the lowest value for the best arm,\n"
+            "                       the highest for the others) or promote-worst (the highest\n"
+            "                       for the worst arm, the lowest for the others)\n"
             "  --no-plots           write the CSV files only\n"
             "  --quiet              no progress line on stderr\n"
             "  -h, --help           print this help and exit\n"
@@ -209,6 +222,8 @@ static const tool_option options[] = {
     {"threads", TOOL_OPT_VALUE, offsetof(struct args, threads)},
     {"out", TOOL_OPT_VALUE, offsetof(struct args, out)},
     {"gaps", TOOL_OPT_VALUE, offsetof(struct args, gaps)},
+    {"poison-fraction", TOOL_OPT_VALUE, offsetof(struct args, poison_fraction)},
+    {"poison-strategy", TOOL_OPT_VALUE, offsetof(struct args, poison_strategy)},
     {"no-plots", TOOL_OPT_FLAG, offsetof(struct args, no_plots)},
     {"quiet", TOOL_OPT_FLAG, offsetof(struct args, quiet)},
 };
@@ -349,6 +364,7 @@ static void put_shell_word(FILE *f, const char *s)
 
 struct meta_ctx {
     const simplan *plan;
+    const agg_poison *poison;
     int argc;
     char **argv;
     const char *seed;
@@ -439,6 +455,12 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
         fprintf(f, "instance: %s k=%u laws=%s source=%s\n", in->label, in->k, text, in->source);
         free(text);
     }
+    if (m->poison->fraction > 0.0)
+        fprintf(f,
+                "poisoning: each round with probability %.17g (stream: trial i, purpose client, "
+                "id 1), strategy %s, each the extreme admissible report; regret counts the "
+                "honest devices' rounds only\n",
+                m->poison->fraction, agg_poison_strategy_name(m->poison->strategy));
     fprintf(f, "configurations: %zu\n", p->n_cfg);
     for (size_t c = 0; c < p->n_cfg; c++) {
         const simplan_config *cfg = &p->cfg[c];
@@ -956,6 +978,42 @@ done:
     return rc;
 }
 
+/* --poison-fraction and --poison-strategy; 0 or an exit status. */
+static int parse_poison(const struct args *a, agg_poison *out)
+{
+    char e[ECHO_MAX + 4];
+    out->fraction = 0.0;
+    out->strategy = AGG_POISON_DEMOTE_BEST;
+    if (a->poison_strategy &&
+        agg_poison_strategy_parse(a->poison_strategy, &out->strategy) != LDPB_OK) {
+        fprintf(stderr, "%s: --poison-strategy '%s' is neither demote-best nor promote-worst\n",
+                PROG, tool_echo(e, sizeof e, a->poison_strategy));
+        return EXIT_USAGE;
+    }
+    if (!a->poison_fraction) {
+        if (a->poison_strategy)
+            return tool_usage_error(PROG, "--poison-strategy needs --poison-fraction", NULL);
+        return 0;
+    }
+    char *end = NULL;
+    errno = 0;
+    double f = strtod(a->poison_fraction, &end);
+    if (end == a->poison_fraction || *end != '\0' || errno != 0 || !(f >= 0.0 && f <= 0.5)) {
+        fprintf(stderr, "%s: --poison-fraction '%s' is not a number in [0, 0.5]\n", PROG,
+                tool_echo(e, sizeof e, a->poison_fraction));
+        return EXIT_USAGE;
+    }
+    if (a->plan.preset &&
+        (strcmp(a->plan.preset, SIMNAS_PRESET) == 0 || strcmp(a->plan.preset, SIMCTX_PRESET) == 0 ||
+         simftal_is_preset(a->plan.preset))) {
+        fprintf(stderr, "%s: --poison-fraction does not apply to --preset %s\n", PROG,
+                tool_echo(e, sizeof e, a->plan.preset));
+        return EXIT_USAGE;
+    }
+    out->fraction = f;
+    return 0;
+}
+
 static unsigned online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -980,6 +1038,9 @@ int cmd_sim(int argc, char **argv)
     memset(&plan, 0, sizeof plan);
     if (a.threads && parse_threads(a.threads, &threads))
         return EXIT_USAGE;
+    agg_poison poison;
+    if ((rc = parse_poison(&a, &poison)) != 0)
+        return rc;
     const char *seed_text = a.seed ? a.seed : SIMPLAN_DEFAULT_SEED;
     if (seed_text[0] == '\0')
         return tool_usage_error(PROG, "--seed needs a non-empty text", NULL);
@@ -1003,6 +1064,15 @@ int cmd_sim(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", PROG, errmsg);
         return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
     }
+    for (size_t i = 0; i < plan.n_inst && poison.fraction > 0.0; i++)
+        if (plan.inst[i].adv) {
+            fprintf(stderr,
+                    "%s: --poison-fraction needs a stochastic instance; %s is an "
+                    "adversarial game\n",
+                    PROG, plan.inst[i].label);
+            simplan_fini(&plan);
+            return EXIT_USAGE;
+        }
     rc = EXIT_RUNTIME;
 
     snprintf(plots_dir, sizeof plots_dir, "%s/plots", out);
@@ -1024,6 +1094,8 @@ int cmd_sim(int argc, char **argv)
             goto oom;
     }
     simplan_sim_configs(&plan, sc);
+    for (size_t c = 0; c < plan.n_cfg; c++)
+        sc[c].poison = &poison;
 
     uint8_t seed[LDPB_RNG_SEED_BYTES];
     ldpb_rng_seed_from_text(seed, seed_text);
@@ -1041,7 +1113,7 @@ int cmd_sim(int argc, char **argv)
 
     if (simreport_compute(&rep, &plan, regret) != LDPB_OK)
         goto oom;
-    struct meta_ctx meta = {&plan, argc, argv, seed_text};
+    struct meta_ctx meta = {&plan, &poison, argc, argv, seed_text};
     struct run_ctx run = {seconds, threads, plan.rounds_total};
     if (write_text(out, "regret.csv", regret_fn, &rep) ||
         write_text(out, "summary.csv", summary_fn, &rep) ||
@@ -1068,9 +1140,15 @@ int cmd_sim(int argc, char **argv)
            PROG, plan.preset, plan.n_cfg, plan.n_cfg == 1 ? "" : "s",
            (unsigned long long)plan.trials, plan.trials == 1 ? "" : "s", T, seed_text, seconds,
            threads, threads == 1 ? "" : "s");
+    if (poison.fraction > 0.0)
+        printf("poisoning: each round with probability %g, %s; regret is the honest devices' "
+               "(the paper claims are not checked)\n\n",
+               poison.fraction, agg_poison_strategy_name(poison.strategy));
     print_table(&plan, &rep);
-    print_claims(&plan, &rep);
-    print_claim_a7(&plan, &rep);
+    if (poison.fraction == 0.0) { /* the papers' claims are about honest runs */
+        print_claims(&plan, &rep);
+        print_claim_a7(&plan, &rep);
+    }
     printf("\nwrote %s/regret.csv, %s/summary.csv, %s/robust.csv, %s/meta.txt, %s/run.txt", out,
            out, out, out, out);
     if (plots_ok)

@@ -28,6 +28,7 @@ struct agg_ldp_linucb {
     size_t nv;            /* packed values per report */
     double grid, sigma;
     int64_t units_max; /* largest |entry| of an admissible report, in grid units */
+    double admit;      /* > 0: agg_ldp_linucb_new_admitting's bound in place of the check's */
     uint64_t n;        /* reports summed */
     uint64_t repairs;  /* models whose V needed the ctxmodel ridge */
     int64_t units[LDPB_CTXSTAT_VALUES_MAX];
@@ -102,7 +103,7 @@ void agg_ldp_linucb_free(agg_ldp_linucb *p)
     free(p);
 }
 
-static ldpb_err build(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
+static ldpb_err build(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg, double admit,
                       char errmsg[AGG_ERRMSG_MAX])
 {
     if (!out)
@@ -132,8 +133,15 @@ static ldpb_err build(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
     p->nv = ldpb_ctxstat_values(p->mech);
     p->grid = ldpb_ctxstat_grid(p->mech);
     p->sigma = ldpb_ctxstat_sigma(p->mech);
-    const double b2 = cfg->feature_norm * cfg->feature_norm + cfg->reward_bound * cfg->reward_bound;
-    double um = floor((b2 + LDPB_CTXSTAT_SCALES_MAX * p->sigma) / p->grid) + 1.0;
+    /* the device mechanism's own admission bound, so the two can never disagree */
+    const double limit = ldpb_ctxstat_limit(p->mech);
+    if (admit > 0.0 && !(isfinite(admit) && admit >= limit)) {
+        err = agg_policy_refuse(errmsg, LDPB_ERANGE, NAME ": admission bound %g below %g", admit,
+                                limit);
+        goto fail;
+    }
+    p->admit = admit;
+    double um = floor((admit > 0.0 ? admit : limit) / p->grid) + 1.0;
     if (!(um >= 1.0 && um < 0x1p62)) {
         err = agg_policy_refuse(errmsg, LDPB_ERANGE,
                                 NAME ": a report spans %g grid steps (L, B too large for the "
@@ -160,7 +168,15 @@ fail:
 ldpb_err agg_ldp_linucb_new(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
                             char errmsg[AGG_ERRMSG_MAX])
 {
-    return build(out, cfg, errmsg);
+    return build(out, cfg, 0.0, errmsg);
+}
+
+ldpb_err agg_ldp_linucb_new_admitting(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
+                                      double admit, char errmsg[AGG_ERRMSG_MAX])
+{
+    if (!(admit > 0.0))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE, NAME ": admission bound %g not > 0", admit);
+    return build(out, cfg, admit, errmsg);
 }
 
 ldpb_err agg_ldp_linucb_new_noiseless(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
@@ -168,7 +184,7 @@ ldpb_err agg_ldp_linucb_new_noiseless(agg_ldp_linucb **out, const agg_ldp_linucb
 {
     if (!pos_finite(rho))
         return agg_policy_refuse(errmsg, LDPB_ERANGE, NAME ": rho %g must be finite and > 0", rho);
-    ldpb_err err = build(out, cfg, errmsg);
+    ldpb_err err = build(out, cfg, 0.0, errmsg);
     if (err)
         return err;
     (*out)->noiseless = 1;
@@ -213,14 +229,19 @@ ldpb_err agg_ldp_linucb_add(agg_ldp_linucb *p, const double *z, size_t n)
         p->n++;
         return LDPB_OK;
     }
-    ldpb_err err = ldpb_ctxstat_check(p->mech, z, n, NULL);
+    ldpb_err err = p->admit > 0.0 ? (n == p->nv ? LDPB_OK : LDPB_EPROTO)
+                                  : ldpb_ctxstat_check(p->mech, z, n, NULL);
     if (err)
         return err;
     int64_t u[LDPB_CTXSTAT_VALUES_MAX];
     for (size_t i = 0; i < n; i++) {
         double s = z[i] / p->grid; /* exact: a power-of-two scaling of a grid multiple */
-        if (!(fabs(s) <= (double)p->units_max) || s != floor(s))
-            return LDPB_EPROTO; /* unreachable after the check; keeps the sum exact regardless */
+        /* after the mechanism's check this refuses nothing and only keeps the sum exact
+         * regardless; with a bound of agg_ldp_linucb_new_admitting it is the whole check (NaN
+         * and the infinities fail the comparison) */
+        if (!(fabs(s) <= (double)p->units_max) || s != floor(s) ||
+            (p->admit > 0.0 && !(fabs(z[i]) <= p->admit)))
+            return LDPB_EPROTO;
         u[i] = (int64_t)s;
     }
     for (size_t i = 0; i < n; i++)

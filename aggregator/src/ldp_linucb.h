@@ -78,6 +78,14 @@ uint64_t agg_ldp_linucb_repairs(const agg_ldp_linucb *p);
 ldpb_err agg_ldp_linucb_new_noiseless(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
                                       double rho, char errmsg[AGG_ERRMSG_MAX]);
 
+/* Simulation and tests only: the same policy admitting every report of the right length whose
+ * values are on the grid and at most `admit` (>= ldpb_ctxstat_limit, else LDPB_ERANGE) in
+ * magnitude, in place of ldpb_ctxstat_check's bound. It exists to measure what a looser bound --
+ * the former L^2 + B^2 + 40 sigma -- lets a crafted report do (ctxpoison.h); the daemon never
+ * builds one. */
+ldpb_err agg_ldp_linucb_new_admitting(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
+                                      double admit, char errmsg[AGG_ERRMSG_MAX]);
+
 /* Versioned bytes of the state, as agg_linucb_save/restore (restore refuses another
  * configuration, truncated or non-finite data with LDPB_ECORRUPT). */
 ldpb_err agg_ldp_linucb_save(const agg_ldp_linucb *p, uint8_t *buf, size_t cap, size_t *len);

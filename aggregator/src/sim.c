@@ -35,6 +35,7 @@ void agg_sim_config_init(agg_sim_config *cfg)
     cfg->noise_kind = AGG_NOISE_FAST;
     cfg->no_fast_forward = 0;
     cfg->adv = NULL;
+    cfg->poison = NULL;
 }
 
 /* Arms of the configuration's game: the environment's or the adversary's. */
@@ -138,6 +139,16 @@ static ldpb_err check_plain(const agg_sim_config *cfg, const agg_policy_ops **op
         return agg_policy_refuse(errmsg, LDPB_EINVAL,
                                  "sim: %s: the last checkpoint %llu is not the horizon T = %llu",
                                  name, (unsigned long long)cp[n - 1], (unsigned long long)T);
+    if (cfg->poison && agg_poison_check(cfg->poison) != LDPB_OK)
+        return agg_policy_refuse(errmsg, agg_poison_check(cfg->poison),
+                                 "sim: %s: poisoning fraction outside [0, 0.5] or unknown "
+                                 "strategy",
+                                 name);
+    if (cfg->poison && cfg->poison->fraction > 0.0 && cfg->adv)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL,
+                                 "sim: %s: poisoning needs a stochastic environment, not an "
+                                 "adversarial game",
+                                 name);
     return LDPB_OK;
 }
 
@@ -209,6 +220,11 @@ typedef struct sim_trial {
     const tick_hook *hook;
     uint64_t unreported; /* rounds done since the hook was last called */
     int cancelled;
+    /* poisoning devices (poison.h): on when cfg->poison has a fraction > 0 */
+    const agg_poison *poison;
+    agg_rand poison_rand; /* which rounds are poisoned: AGG_SIM_STREAM(i, CLIENT, 1) */
+    uint32_t best, worst;
+    double poison_lo, poison_hi;
 } sim_trial;
 
 static void trial_fini(sim_trial *tr)
@@ -282,6 +298,21 @@ static ldpb_err trial_init(sim_trial *tr, const agg_sim_config *cfg, const agg_p
     for (uint32_t a = 0; a < k && !cfg->adv; a++) {
         tr->gap[a] = best - agg_env_mean(tr->env, a);
         err = seed_rand(&tr->erand[a], seed, AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_ENV, a));
+        if (err)
+            goto rng_fail;
+    }
+    if (cfg->poison && cfg->poison->fraction > 0.0) {
+        tr->poison = cfg->poison;
+        for (uint32_t a = 1; a < k; a++) {
+            tr->best = tr->gap[a] < tr->gap[tr->best] ? a : tr->best;
+            tr->worst = tr->gap[a] > tr->gap[tr->worst] ? a : tr->worst;
+        }
+        err = agg_poison_extremes(ops->model == AGG_MODEL_LOCAL ? pc.mechanism : 0, pc.epsilon,
+                                  &tr->poison_lo, &tr->poison_hi);
+        if (err)
+            return agg_policy_refuse(errmsg, err, "sim: %s: no admissible extremes to poison",
+                                     name);
+        err = seed_rand(&tr->poison_rand, seed, AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 1));
         if (err)
             goto rng_fail;
     }
@@ -370,6 +401,17 @@ static ldpb_err run_rounds(sim_trial *tr, uint64_t t0, uint64_t t1, char errmsg[
         if (arm >= k) {
             err = LDPB_ESTATE;
             goto fail;
+        }
+        if (tr->poison && agg_rand_uniform(&tr->poison_rand) < tr->poison->fraction) {
+            /* a poisoning device: no draw, no pull counted (poison.h) */
+            err = observe(p, penv, arm,
+                          agg_poison_value(tr->poison, arm, tr->best, tr->worst, tr->poison_lo,
+                                           tr->poison_hi));
+            if (err) {
+                what = "observe";
+                goto fail;
+            }
+            continue;
         }
         double x = agg_env_sample(env, arm, &erand[arm]);
         if (mech) {
@@ -547,7 +589,8 @@ fail:
 
 static int can_fast_forward(const agg_sim_config *cfg, const agg_policy_ops *ops)
 {
-    if (cfg->no_fast_forward || cfg->adv || !ops->plan || !ops->observe_block)
+    if (cfg->no_fast_forward || cfg->adv || !ops->plan || !ops->observe_block ||
+        (cfg->poison && cfg->poison->fraction > 0.0))
         return 0;
     for (uint32_t a = 0; a < agg_env_arms(cfg->env); a++)
         if (agg_env_law(cfg->env, a)->kind != AGG_LAW_BERNOULLI)

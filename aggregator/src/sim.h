@@ -9,6 +9,7 @@
  *                                               gets the n-th reward of that arm's stream, so
  *                                               every algorithm in a trial faces the same rewards
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 0) client LDP noise
+ *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_CLIENT, 1) which rounds are poisoned (poison.h)
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_POLICY, 0) the policy's decisions (agg_rand)
  *   AGG_SIM_STREAM(i, AGG_SIM_PURPOSE_NOISE, 0)  central-DP noise
  * Policies with an epoch fast-forward (agg_policy_ops.plan, dp-se) draw an arm's rewards for a
@@ -24,6 +25,7 @@
 #include "env.h"
 #include "ldpb/err.h"
 #include "ldpb/mech.h"
+#include "poison.h"
 #include "policy.h"
 #include "rand.h"
 
@@ -53,6 +55,9 @@ typedef struct agg_sim_config {
      * is against the best fixed arm in hindsight at each checkpoint, max_i sum_{s<=t} g_{i,s} minus
      * the learner's gains (realized, so it can be negative). Borrowed. */
     const agg_adv *adv;
+    /* Poisoning devices (poison.h; borrowed; NULL or fraction 0: none). Stochastic environments
+     * only; the run is then round by round, and the regret is the honest devices'. */
+    const agg_poison *poison;
 } agg_sim_config;
 
 /* Fills the defaults: no algorithm, environment or checkpoints; params as agg_policy_config_init

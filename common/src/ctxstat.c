@@ -61,7 +61,7 @@ struct ldpb_ctxstat {
     double grid;     /* 2^-k */
     uint64_t sigma2; /* N = (sigma / g)^2, an integer */
     double sigma, rho, eps_eff;
-    double limit; /* check(): |z| <= L^2 + B^2 + LDPB_CTXSTAT_SCALES_MAX sigma */
+    double limit; /* check(): |z| <= limit (admission_limit) */
 };
 
 /* ---- exact samplers (integer arithmetic only) ----------------------------------------------- */
@@ -205,6 +205,26 @@ static long double zcdp_epsilon(long double rho, long double log_inv_delta)
     return rho + 2.0L * sqrtl(rho * log_inv_delta);
 }
 
+/* The admission bound (docs/derivations.md sec. 16). An honest entry is (R + Z) g with R the
+ * unbiased rounding of v_i v_j / g and Z ~ N_Z(0, N):
+ *   - |v_i v_j| <= M = max(Lt, B)^2, Lt = L (1 + NORM_TOL) (1 + FP_SLACK) the longest row
+ *     privatize() accepts with the rounding of the products (|x_i x_j| <= ||x||^2 / 2 <= Lt^2,
+ *     |x_i y| <= Lt B, y^2 <= B^2), so |R g| <= M + g;
+ *   - the discrete Gaussian is sigma-sub-Gaussian (CKS20, sec. 2; sigma = g sqrt(N)), so
+ *     P(|Z g| > c sigma) <= 2 exp(-c^2 / 2), and over the n independent entries of a report
+ *     P(any) <= 2 n exp(-c^2 / 2) = LDPB_CTXSTAT_FALSE_REFUSAL at c = sqrt(2 ln(2 n / p)). The
+ *     sampler's cut at 64 standard deviations only removes tail mass (< exp(-1900)).
+ * The bound used to be L^2 + B^2 + 40 sigma: five times as much room for a crafted report, none
+ * of it reached by honest ones. A relative 2^-40 absorbs the rounding of this double arithmetic
+ * (every term is positive, a handful of operations). */
+static double admission_limit(const ldpb_ctxstat_opts *o, size_t n, double g, double sigma)
+{
+    const double lt = o->feature_norm * (1.0 + NORM_TOL) * (1.0 + FP_SLACK);
+    const double r = lt > o->reward_bound ? lt : o->reward_bound;
+    const double c = sqrt(2.0 * log(2.0 * (double)n / LDPB_CTXSTAT_FALSE_REFUSAL));
+    return (r * r + g + c * sigma) * (1.0 + FP_SLACK);
+}
+
 static ldpb_err build(ldpb_ctxstat **out, const ldpb_ctxstat_opts *opts, uint32_t divisor)
 {
     if (!out)
@@ -265,8 +285,7 @@ static ldpb_err build(ldpb_ctxstat **out, const ldpb_ctxstat_opts *opts, uint32_
     m->sigma = (double)(sqrtl((long double)sigma2) * g);
     m->rho = mech_round_up(rho_impl);
     m->eps_eff = mech_round_up(eps_impl);
-    m->limit = opts->feature_norm * opts->feature_norm + opts->reward_bound * opts->reward_bound +
-               LDPB_CTXSTAT_SCALES_MAX * m->sigma;
+    m->limit = admission_limit(opts, n, m->grid, m->sigma);
     *out = m;
     return LDPB_OK;
 }
@@ -329,6 +348,11 @@ double ldpb_ctxstat_rho(const ldpb_ctxstat *m)
 double ldpb_ctxstat_epsilon_effective(const ldpb_ctxstat *m)
 {
     return m ? m->eps_eff : NAN;
+}
+
+double ldpb_ctxstat_limit(const ldpb_ctxstat *m)
+{
+    return m ? m->limit : NAN;
 }
 
 uint64_t ctxstat_sigma2_units(const ldpb_ctxstat *m)

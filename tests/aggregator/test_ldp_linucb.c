@@ -193,7 +193,7 @@ static void add_checks_and_sums_exactly(void **state)
     assert_int_equal(agg_ldp_linucb_new(&p, &c, NULL), LDPB_OK);
     m = agg_ldp_linucb_mech(p);
     /* the largest horizon: INT64_MAX over the admissible grid steps of one entry */
-    double um = floor((2.0 + LDPB_CTXSTAT_SCALES_MAX * ldpb_ctxstat_sigma(m)) / g) + 1.0;
+    double um = floor(ldpb_ctxstat_limit(m) / g) + 1.0;
     agg_ldp_linucb_free(p);
     c.horizon = (uint64_t)(INT64_MAX / (int64_t)um);
     assert_int_equal(agg_ldp_linucb_new(&p, &c, NULL), LDPB_OK);

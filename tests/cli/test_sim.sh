@@ -45,7 +45,7 @@ run --help
 check "--help exits 0 (got $rc)" test "$rc" = 0
 check "--help writes nothing on stderr" test ! -s "$TMP/err"
 for opt in preset means laws algorithms mechanisms epsilons k horizon trials seed threads out \
-    kappa tau threshold no-plots quiet help; do
+    kappa tau threshold poison-fraction poison-strategy no-plots quiet help; do
     check "--help documents --$opt" grep -q -- "--$opt\\b" "$TMP/out"
 done
 for preset in jiang2023 ren2020 sajed2019-c1 sajed2019-c2 sajed2019-c3 sajed2019-c4; do
@@ -285,6 +285,35 @@ check "--tau without exp3-tau refused (rc $rc)" test "$rc" = 2
 check "--tau without exp3-tau: says why" grep -q -- '--tau applies to exp3-tau' "$TMP/err"
 run --preset tossou2017-oblivious --k 5
 check "--k refused for a tossou2017 preset (rc $rc)" test "$rc" = 2
+
+# --- poisoning devices (docs/sim.md, "Poisoning") ---------------------------------------------
+expect_usage "--poison-fraction '0.7' is not a number in \\[0, 0.5\\]" "${M[@]}" --algorithms ucb1 \
+    --poison-fraction 0.7
+expect_usage "--poison-fraction 'x' is not a number" "${M[@]}" --algorithms ucb1 --poison-fraction x
+expect_usage "--poison-strategy needs --poison-fraction" "${M[@]}" --algorithms ucb1 \
+    --poison-strategy promote-worst
+expect_usage "--poison-strategy 'best' is neither demote-best nor promote-worst" "${M[@]}" \
+    --algorithms ucb1 --poison-fraction 0.1 --poison-strategy best
+expect_usage "--poison-fraction does not apply to --preset shariff2018" --preset shariff2018 \
+    --poison-fraction 0.1
+expect_usage "--poison-fraction needs a stochastic instance" --preset tossou2017-switching \
+    --poison-fraction 0.1
+P=(--means 0.6,0.5 --algorithms ucb1,ldp-ucb-l --horizon 2000 --trials 4 --no-plots --quiet)
+run "${P[@]}" --out p0
+check "unpoisoned run (rc $rc)" test "$rc" = 0
+run "${P[@]}" --poison-fraction 0 --out pz
+check "--poison-fraction 0 accepted (rc $rc)" test "$rc" = 0
+check "--poison-fraction 0 changes nothing" cmp -s p0/regret.csv pz/regret.csv
+run "${P[@]}" --poison-fraction 0.2 --poison-strategy promote-worst --out p1
+check "poisoned run (rc $rc: $(head -c 200 "$TMP/err"))" test "$rc" = 0
+check "meta.txt records the poisoning" grep -q \
+    '^poisoning: each round with probability 0.2[0-9]* (stream: trial i, purpose client, id 1), strategy promote-worst' \
+    p1/meta.txt
+check "poisoning changes the regret" sh -c "! cmp -s p0/regret.csv p1/regret.csv"
+# about 1,600 honest rounds at gap 0.1: 160 if every one plays the worst arm
+check "poisoned ldp-ucb-l settles on the worst arm (final regret above 120)" awk -F, \
+    '$2 == "ldp-ucb-l" && $6 == 2000 { found = 1; ok = $7 > 120 } END { exit !(found && ok) }' \
+    p1/regret.csv
 
 # --- runtime errors -------------------------------------------------------------------------
 run --means 0.9,0.6 --algorithms ucb1 --horizon 100 --trials 2 --quiet --out /dev/null/x

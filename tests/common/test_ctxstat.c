@@ -288,7 +288,14 @@ static void check_admits_reports_refuses_tampering(void **state)
     }
     assert_int_equal(ldpb_ctxstat_check(m, z, n, NULL), LDPB_OK);
     const double g = ldpb_ctxstat_grid(m);
-    const double lim = 2.0 + LDPB_CTXSTAT_SCALES_MAX * ldpb_ctxstat_sigma(m);
+    /* The bound of derivations.md sec. 16, recomputed here: max(L, B)^2 plus one grid step plus
+     * c sigma, 2 n exp(-c^2 / 2) = 1e-12 over the n = 15 values (c = 7.878). */
+    const double c = sqrt(2.0 * log(2.0 * (double)n / 1e-12));
+    assert_true(c > 7.87 && c < 7.89);
+    const double lim = ldpb_ctxstat_limit(m);
+    const double want = 1.0 + g + c * ldpb_ctxstat_sigma(m);
+    assert_true(lim >= want && lim < want * (1.0 + 1e-8)); /* the rounding allowances only */
+    assert_true(isnan(ldpb_ctxstat_limit(NULL)));
     struct {
         double value;
         const char *reason;
@@ -301,6 +308,9 @@ static void check_admits_reports_refuses_tampering(void **state)
         {0x1p-1074, "grid"},
         {ldexp(floor(ldexp(lim, 20)) + 2.0, -20), "outside"},
         {-1e300, "outside"},
+        /* the old bound's extreme, L^2 + B^2 + 40 sigma: admitted before, never reached by an
+         * honest report */
+        {ldexp(floor(ldexp(2.0 + 40.0 * ldpb_ctxstat_sigma(m), 17)), -17), "outside"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         double t[LDPB_CTXSTAT_VALUES(4)];

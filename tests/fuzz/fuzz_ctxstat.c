@@ -39,8 +39,10 @@ static void check_report(const ldpb_ctxstat *m, const double *z, size_t n)
         abort();
     const ldpb_ctxstat_opts *o = ldpb_ctxstat_get_opts(m);
     const double g = ldpb_ctxstat_grid(m);
-    const double lim = o->feature_norm * o->feature_norm + o->reward_bound * o->reward_bound +
-                       LDPB_CTXSTAT_SCALES_MAX * ldpb_ctxstat_sigma(m);
+    /* derivations.md sec. 16, recomputed with a little room for its rounding allowances */
+    const double r = o->feature_norm > o->reward_bound ? o->feature_norm : o->reward_bound;
+    const double c = sqrt(2.0 * log(2.0 * (double)n / LDPB_CTXSTAT_FALSE_REFUSAL));
+    const double lim = (r * r + g + c * ldpb_ctxstat_sigma(m)) * (1.0 + 1e-8);
     for (size_t i = 0; i < n; i++) {
         double q = z[i] / g; /* exact: g is a power of two and q stays far from overflow */
         if (!isfinite(z[i]) || fabs(z[i]) > lim || q != floor(q))

@@ -81,11 +81,21 @@ LDPB_API ldpb_err ldpb_ctxstat_privatize(const ldpb_ctxstat *m, ldpb_rng *rng, c
                                          double y, double *out);
 
 /* Whether a received report is admissible: n == ldpb_ctxstat_values(m), every value finite, on
- * the grid, and within LDPB_CTXSTAT_SCALES_MAX noise standard deviations of [-(L^2+B^2),
- * L^2+B^2]. LDPB_EPROTO otherwise, with the reason in detail (NULL or 160 bytes). */
-#define LDPB_CTXSTAT_SCALES_MAX 40.0
+ * the grid, and at most ldpb_ctxstat_limit(m) in magnitude. LDPB_EPROTO otherwise, with the reason
+ * in detail (NULL or 160 bytes). */
 LDPB_API ldpb_err ldpb_ctxstat_check(const ldpb_ctxstat *m, const double *z, size_t n,
                                      char *detail);
+
+/* The admission bound of ldpb_ctxstat_check is set where an honest report lies with overwhelming
+ * probability: an honest report is refused with probability at most LDPB_CTXSTAT_FALSE_REFUSAL
+ * (docs/derivations.md sec. 16). A tighter bound leaves a crafted report less pull on the sum
+ * (docs/privacy.md, "Poisoning"). */
+#define LDPB_CTXSTAT_FALSE_REFUSAL 1e-12
+
+/* The largest admissible |value|: M + g + c sigma, with M = max(L (1 + 1e-9) (1 + 2^-40), B)^2
+ * bounding every honest |v_i v_j|, g one rounding step, and c = sqrt(2 ln(2 n /
+ * LDPB_CTXSTAT_FALSE_REFUSAL)) (n values; c is 7.9 at d = 5, 8.3 at d = 32). NAN for NULL. */
+LDPB_API double ldpb_ctxstat_limit(const ldpb_ctxstat *m);
 
 /* The implemented parameters: grid step 2^-k, the discrete Gaussian's sigma (in value units,
  * per packed entry), its zCDP rho, and the epsilon it gives at the configured delta (<= the
