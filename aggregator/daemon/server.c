@@ -989,9 +989,13 @@ static ldpb_err prepare_report(agg_server *s, const Ldpb__V1__Report *r, item *i
     if (s->contextual) {
         /* A contextual report needs the assigned arm's features, bound to its id: do_report's
          * path; batches and report_and_assign do not carry them. */
-        snprintf(reason, 256,
-                 "this aggregator serves a contextual policy: send each report alone, with the "
-                 "assigned arm's features (Report.context)");
+        /* The local mode's device must never be told to send its features. */
+        snprintf(reason, 256, "%s",
+                 s->local_ctx ? "this aggregator serves the local contextual mode: send each "
+                                "report alone, with its privatized statistics (Report.stats); the "
+                                "features stay on the device"
+                              : "this aggregator serves a contextual policy: send each report "
+                                "alone, with the assigned arm's features (Report.context)");
         return LDPB_EINVAL;
     }
     ldpb_err err =

@@ -567,8 +567,9 @@ static void test_local_sizes(void **state)
 
 /* A local report inside a ReportBatch gets code 1 in its own result of the BatchAck (the
  * frame is answered, per result); inside a ReportAndAssign the whole request is answered with a
- * sealed Error 1 and no assignment (docs/protocol.md, "Contexts" and "Local model"). Neither
- * counts the report, which a single Report then counts. */
+ * sealed Error 1 and no assignment (docs/protocol.md, "Contexts" and "Local model"), whose reason
+ * asks for the statistics, not the features. Neither counts the report, which a single Report
+ * then counts. */
 static void test_local_batch_refused(void **state)
 {
     (void)state;
@@ -629,7 +630,10 @@ static void test_local_batch_refused(void **state)
     renv.report_and_assign = &ra;
     assert_int_equal(dt_client_call(&h, &renv, &r), 0);
     assert_true(dt_is_error(&r, 1, LDPB_EINVAL));
-    assert_non_null(strstr(r.reason, "serves a contextual policy"));
+    /* the reason names the statistics and never asks for the features (the old one did) */
+    assert_non_null(strstr(r.reason, "serves the local contextual mode"));
+    assert_non_null(strstr(r.reason, "Report.stats"));
+    assert_null(strstr(r.reason, "Report.context"));
     dt_reply_clear(&r);
 
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
