@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ldpb/detail_bytes.h"
 #include "ldpb/err.h"
 #include "ldpb/export.h"
 #include "ldpb/rng.h"
@@ -82,7 +83,7 @@ LDPB_API ldpb_err ldpb_ctxstat_privatize(const ldpb_ctxstat *m, ldpb_rng *rng, c
 
 /* Whether a received report is admissible: n == ldpb_ctxstat_values(m), every value finite, on
  * the grid, and within LDPB_CTXSTAT_SCALES_MAX noise standard deviations of [-(L^2+B^2),
- * L^2+B^2]. LDPB_EPROTO otherwise, with the reason in detail (NULL or 160 bytes). */
+ * L^2+B^2]. LDPB_EPROTO otherwise, with the reason in detail (NULL or LDPB_DETAIL_BYTES). */
 #define LDPB_CTXSTAT_SCALES_MAX 40.0
 LDPB_API ldpb_err ldpb_ctxstat_check(const ldpb_ctxstat *m, const double *z, size_t n,
                                      char *detail);
