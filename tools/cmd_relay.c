@@ -309,6 +309,8 @@ static void forward(relay_thread *t, size_t n)
     size_t m = 0;
     if (rn > 0 && ldpb_relay_parse(reply, (size_t)rn, LDPB_FRAME_RELAY_REPLY, t->entries,
                                    LDPB_RELAY_ENTRIES_MAX, &m, why) == LDPB_OK) {
+        /* the parse cleared `why`: this is what a frame the reply left out is told */
+        snprintf(why, sizeof why, "the aggregator's reply held no answer for this frame; resend");
         for (size_t i = 0; i < m; i++) {
             uint32_t id = t->entries[i].id;
             /* an id this batch never used, or one answered already, is not routable */

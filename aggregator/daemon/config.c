@@ -823,8 +823,15 @@ void agg_config_help(FILE *out)
             agg_policy_readers(pi->bit, who, sizeof who);
             snprintf(extra, sizeof extra, " (read by: %s)", who);
         }
-        snprintf(text, sizeof text, "%s%s%s%s%s", o->help, extra, o->def ? " [default: " : "",
-                 o->def ? o->def : "", o->def ? "]" : "");
+        /* An integer's bounds are the parser's, so a value --help suggests is never refused
+         * (queue_max below 16 was, unannounced); real options state theirs in their text. */
+        char range[64] = "";
+        if (o->type == OPT_U32 || o->type == OPT_U64)
+            snprintf(range, sizeof range, "%s%.0f to %.0f", o->def ? "; " : "", o->min, o->max);
+        snprintf(text, sizeof text, "%s%s%s%s%s%s", o->help, extra, o->def || range[0] ? " [" : "",
+                 o->def ? "default: " : "", o->def ? o->def : "", range);
+        if (o->def || range[0])
+            strncat(text, "]", sizeof text - strlen(text) - 1);
         fprintf(out, "  %-24s ", flag);
         if (strlen(flag) > 24)
             fprintf(out, "\n%27s", "");

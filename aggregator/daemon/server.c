@@ -390,6 +390,16 @@ static int enqueue(agg_server *s, const item *it, size_t limit)
 
 /* ---- assign ------------------------------------------------------------------------------ */
 
+/* Counts an assignment that goes out and queues its decision row (best effort). */
+static void count_decision(agg_server *s, const item *it)
+{
+    atomic_fetch_add(&s->n_assignments, 1);
+    if (!enqueue(s, it, s->q_cap / 2))
+        atomic_fetch_add(&s->n_decisions_dropped, 1);
+}
+
+static int hold_decision(struct collector *c, const item *it);
+
 static agg_policy_env policy_env(agg_server *s)
 {
     agg_policy_env env = {&s->rand, s->cfg->mode == AGG_MODE_CENTRAL ? s->noise : NULL};
@@ -398,14 +408,14 @@ static agg_policy_env policy_env(agg_server *s)
 
 /* Counts an assignment whose id is sealed in it->id, queues its decision row (best effort) and
  * answers with the Assignment: the one reply of do_assign and do_assign_contextual. `lm` is the
- * local contextual mode's model (NULL otherwise). */
+ * local contextual mode's model (NULL otherwise). Inside a ReportAndAssign the counting and the
+ * row wait for the reply that delivers the assignment (hold_decision). */
 static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
                             const ldpb_seal_key *key, const Ldpb__V1__Envelope *req, const item *it,
                             Ldpb__V1__LocalModel *lm)
 {
-    atomic_fetch_add(&s->n_assignments, 1);
-    if (!enqueue(s, it, s->q_cap / 2))
-        atomic_fetch_add(&s->n_decisions_dropped, 1);
+    if (!hold_decision(w->capture, it))
+        count_decision(s, it);
 
     Ldpb__V1__Envelope env_out = LDPB__V1__ENVELOPE__INIT;
     Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
@@ -801,9 +811,33 @@ typedef struct collector {
     uint8_t a_id[AGG_TOKEN_BYTES];
     uint32_t err_code;
     char err_reason[LDPB_WIRE_STRING_MAX + 1];
+    /* the captured assignment's decision, counted and logged only if the reply carries it */
+    int decision_held;
+    item decision;
     uint32_t n;
     slot_result slots[];
 } collector;
+
+/* A ReportAndAssign's next assignment goes out only with the Ack of its report (docs/protocol.md
+ * section 6): while do_assign runs for one, its decision waits in the collector, and
+ * release_decision counts and logs it when the reply that carries it is built. An assignment that
+ * is never delivered (the report refused at commit: expired, refused by the policy, the queue
+ * full) is neither counted nor logged. Returns 1 if held (c not NULL). */
+static int hold_decision(struct collector *c, const item *it)
+{
+    if (!c)
+        return 0;
+    c->decision = *it;
+    c->decision_held = 1;
+    return 1;
+}
+
+static void release_decision(agg_server *s, collector *c)
+{
+    if (c->decision_held)
+        count_decision(s, &c->decision);
+    c->decision_held = 0;
+}
 
 static void capture_reply(struct collector *c, const Ldpb__V1__Envelope *env)
 {
@@ -895,6 +929,7 @@ static void collector_send(agg_server *s, agg_worker *w, collector *c)
         if (!c->err_code) {
             aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ASSIGNMENT;
             aa.assignment = &c->a;
+            release_decision(s, c);
         } else {
             aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ERROR;
             aa.error = &e;
@@ -956,9 +991,13 @@ static ldpb_err prepare_report(agg_server *s, const Ldpb__V1__Report *r, item *i
     if (s->contextual) {
         /* A contextual report needs the assigned arm's features, bound to its id: do_report's
          * path; batches and report_and_assign do not carry them. */
-        snprintf(reason, 256,
-                 "this aggregator serves a contextual policy: send each report alone, with the "
-                 "assigned arm's features (Report.context)");
+        /* The local mode's device must never be told to send its features. */
+        snprintf(reason, 256, "%s",
+                 s->local_ctx ? "this aggregator serves the local contextual mode: send each "
+                                "report alone, with its privatized statistics (Report.stats); the "
+                                "features stay on the device"
+                              : "this aggregator serves a contextual policy: send each report "
+                                "alone, with the assigned arm's features (Report.context)");
         return LDPB_EINVAL;
     }
     ldpb_err err =

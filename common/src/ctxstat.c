@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "ldpb/detail.h"
+#include "ldpb/detail_bytes.h"
 #include "ldpb/mech.h"
-#include "ldpb/wire.h"
 #include "mech_internal.h"
 #include "rng_internal.h"
 

@@ -479,6 +479,67 @@ static void sampler_law_production_scale(void **state)
     ldpb_ctxstat_free(m);
 }
 
+/* docs/privacy.md section 11 derives the grid step g and the noise N = (sigma/g)^2 from what an
+ * Assignment carries (d, epsilon, delta, L, B), so that a device written from the docs alone
+ * puts its reports on the aggregator's grid. This recomputes both in plain double arithmetic,
+ * step by step as the docs say, over a sweep of every parameter's range, and requires exactly the
+ * mechanism's g, and its N to a relative 1e-12 (the code works in long double, which moves N
+ * by a few units at most; the docs say so). */
+static void documented_grid_derivation(void **state)
+{
+    (void)state;
+    static const uint32_t ds[] = {1, 2, 5, 10, 32};
+    static const double epss[] = {1e-4, 0.01, 0.1, 1, 3, 10};
+    static const double deltas[] = {1e-12, 1e-9, 1e-6, 1e-3, 0.1};
+    static const double bounds[] = {1e-6, 0.3, 1, 7, 1e6};
+    size_t checked = 0;
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 6; b++)
+            for (size_t c = 0; c < 5; c++)
+                for (size_t e = 0; e < 5; e++) {
+                    const uint32_t d = ds[a];
+                    const double eps = epss[b], delta = deltas[c];
+                    const double L = bounds[e], B = bounds[(e + a) % 5];
+                    ldpb_ctxstat_opts o;
+                    ldpb_ctxstat_opts_init(&o, d, eps, delta);
+                    o.feature_norm = L;
+                    o.reward_bound = B;
+                    ldpb_ctxstat *m = NULL;
+                    if (ldpb_ctxstat_new(&m, &o) != LDPB_OK)
+                        continue; /* outside the sampler's range (tiny epsilon) */
+                    /* the steps of privacy.md section 11, "The grid and the exact sampler" */
+                    const double Lp = L * (1.0 + 1e-9);
+                    const double delta0 = sqrt(2.0) * (Lp * Lp + B * B) * (1.0 + 0x1p-40);
+                    const double ell = log(1.0 / delta);
+                    const double sqrt_rho = eps / (sqrt(ell + eps) + sqrt(ell));
+                    const double rho = sqrt_rho * sqrt_rho;
+                    const double sigma0 = delta0 / sqrt(2.0 * rho);
+                    const double fine = fmin(sigma0, delta0) * 0x1p-20;
+                    int k = (int)ceil(-log2(fine));
+                    while (ldexp(1.0, -k) > fine)
+                        k++;
+                    while (ldexp(1.0, -(k - 1)) <= fine)
+                        k--;
+                    while (ldexp(1.0, -k) < sigma0 * 0x1p-26)
+                        k--;
+                    const double g = ldexp(1.0, -k);
+                    const double n = (double)LDPB_CTXSTAT_VALUES(d);
+                    const double units = (delta0 + 2.0 * g * sqrt(n)) / g;
+                    const double big_n = ceil(units * units / (2.0 * rho) * (1.0 + 1e-12));
+                    if (ldpb_ctxstat_grid(m) != g)
+                        fail_msg("d %u eps %g delta %g L %g B %g: grid %a, documented %a", d, eps,
+                                 delta, L, B, ldpb_ctxstat_grid(m), g);
+                    /* double rounds the steps a little differently from long double */
+                    const double got_n = (double)ctxstat_sigma2_units(m);
+                    if (fabs(got_n - big_n) > 1e-12 * big_n)
+                        fail_msg("d %u eps %g delta %g L %g B %g: N %llu, documented %.17g", d, eps,
+                                 delta, L, B, (unsigned long long)ctxstat_sigma2_units(m), big_n);
+                    ldpb_ctxstat_free(m);
+                    checked++;
+                }
+    assert_true(checked > 600);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +552,7 @@ int main(void)
         cmocka_unit_test(bern_exp_frequencies),
         cmocka_unit_test(sampler_laws),
         cmocka_unit_test(sampler_law_production_scale),
+        cmocka_unit_test(documented_grid_derivation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1283,9 +1283,67 @@ static void null_arguments(void **state)
     ldpb_envelope_free(NULL);
 }
 
+/* How many arms a Status reply holds (docs/protocol.md section 5.1): the frame binds long
+ * before Status.arms' limit of 65536. Each arm with an estimate and an interval takes about 38
+ * bytes, one with pulls and `active` only about 10; the counts below are the largest that
+ * ldpb_envelope_encode fits into a sealed frame's plaintext, one more arm being LDPB_ERANGE
+ * (request id a 9-byte varint, policy "ldp-ts-b", model "local"). */
+static size_t status_arms_fit(int with_estimates, uint64_t pulls)
+{
+    enum { MAX_TRY = 8000 };
+    static Ldpb__V1__ArmStatus arms[MAX_TRY];
+    static Ldpb__V1__ArmStatus *ptrs[MAX_TRY];
+    static uint8_t out[LDPB_PLAINTEXT_MAX];
+    for (uint32_t a = 0; a < MAX_TRY; a++) {
+        ldpb__v1__arm_status__init(&arms[a]);
+        arms[a].arm = a;
+        arms[a].pulls = pulls;
+        arms[a].has_estimate = arms[a].has_ci_low = arms[a].has_ci_high = with_estimates;
+        arms[a].estimate = 0.5;
+        arms[a].ci_low = 0.4;
+        arms[a].ci_high = 0.6;
+        arms[a].has_active = 1;
+        arms[a].active = 1;
+        ptrs[a] = &arms[a];
+    }
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = UINT64_C(1) << 62;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+    env.status = &st;
+    st.policy = "ldp-ts-b";
+    st.model = "local";
+    st.arms = ptrs;
+    size_t lo = 1, hi = MAX_TRY; /* fits lo, not hi */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2, len = 0;
+        st.n_arms = mid;
+        st.reports = st.assignments = pulls * mid;
+        ldpb_err e = ldpb_envelope_encode(&env, out, sizeof out, &len, NULL);
+        assert_true(e == LDPB_OK || e == LDPB_ERANGE);
+        if (e == LDPB_OK)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void status_capacity(void **state)
+{
+    (void)state;
+    assert_int_equal(status_arms_fit(1, 0), 1820);
+    assert_int_equal(status_arms_fit(1, 1000000), 1724);
+    assert_int_equal(status_arms_fit(0, 0), 7283);
+    assert_int_equal(status_arms_fit(0, 1000000), 5958);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(status_capacity),
         cmocka_unit_test(round_trip_assign_request),
         cmocka_unit_test(round_trip_assignment),
         cmocka_unit_test(round_trip_report),

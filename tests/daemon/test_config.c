@@ -259,7 +259,17 @@ static void test_help(void **state)
         "--export-csv FILE", "--config FILE",      "--check-config",      "--help"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         assert_non_null(strstr(buf, flags[i]));
+    /* an integer option's bounds, as the parser enforces them (queue_max's minimum of 16 was
+     * not said anywhere) */
+    assert_non_null(strstr(buf, "[default: 65536; 16 to 4194304]"));
+    assert_non_null(strstr(buf, "[2 to 16777216]"));
     free(buf);
+    agg_config c;
+    agg_config_init(&c);
+    char err[AGG_CONFIG_ERRMAX] = "";
+    assert_int_equal(agg_config_set(&c, "queue_max", "15", 1, err), LDPB_ERANGE);
+    assert_int_equal(agg_config_set(&c, "queue_max", "16", 1, err), LDPB_OK);
+    agg_config_fini(&c);
 }
 
 /* The storage options are in --help; --backup, like --export-csv, needs only the state

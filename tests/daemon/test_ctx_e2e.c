@@ -216,7 +216,8 @@ static void test_bad_contexts_refused(void **state)
     for (int i = 0; i < 300; i++) /* 257 values: above the wire limit */
         x[i] = 0.01;
     assign_raw(&c, x, 257, &r);
-    expect_error(&r, LDPB_EPROTO, "more than 256");
+    /* the reason docs/protocol.md, "Contexts", quotes */
+    expect_error(&r, LDPB_EPROTO, "AssignRequest.context has more than 256 values");
     dt_reply_clear(&r);
 
     /* A good request, then reports: without features, with another arm's, with too many. */
@@ -238,7 +239,7 @@ static void test_bad_contexts_refused(void **state)
     expect_error(&r, LDPB_ENOTFOUND, "not the assigned arm's features");
     dt_reply_clear(&r);
     report_raw(&c, id, id_len, x, 65, &r);
-    expect_error(&r, LDPB_EPROTO, "more than 64");
+    expect_error(&r, LDPB_EPROTO, "Report.context has more than 64 values");
     dt_reply_clear(&r);
     /* Batches and report_and_assign carry no features: a contextual aggregator refuses the
      * report in them with code 1, and counts nothing (docs/protocol.md, "Contexts"). */

@@ -472,6 +472,185 @@ static void test_state_needs_its_configuration(void **state)
     dt_daemon_cleanup(&d);
 }
 
+/* The sizes docs/protocol.md ("Local model") gives at d = 10, as Envelope plaintexts with a
+ * request id whose varint takes 9 bytes (the C client's ids: a random 63-bit start, counting
+ * up): the request, the Assignment on a fresh daemon and after a counted report (the same: only
+ * its policy_version, the count of reports, changes its length), and the Report. */
+static size_t packed(const Ldpb__V1__Envelope *env)
+{
+    return ldpb__v1__envelope__get_packed_size(env);
+}
+
+static void test_local_sizes(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    start(&d, "arms = 2\nmode = local\npolicy = ldp-linucb-gaussian\nd = 10\nepsilon = 1\n"
+              "delta = 1e-6\nhorizon = 100\nlog_level = warn\n");
+    dt_client h;
+    assert_int_equal(dt_client_open(&h, d.ipc_url, d.server.pk, 5000), 0);
+    h.next_id = (UINT64_C(1) << 62) + 12345; /* a 9-byte varint */
+    enum { D10_STATS = 66 };
+
+    Ldpb__V1__Envelope req = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__AssignRequest ar = LDPB__V1__ASSIGN_REQUEST__INIT;
+    req.protocol_version = LDPB_PROTOCOL_VERSION;
+    req.has_request_id = 1;
+    req.request_id = h.next_id;
+    req.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    req.assign_request = &ar;
+    ar.has_local_model = 1;
+    ar.local_model = 1;
+    ar.has_max_epsilon = 1;
+    ar.max_epsilon = 1.0;
+    assert_int_equal(packed(&req), 25);
+
+    dt_reply r;
+    raw_local_assign(&h, 1, NULL, 0, &r);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_ASSIGNMENT);
+    const Ldpb__V1__Assignment *as = r.env->assignment;
+    assert_int_equal(as->assignment_id.len, 62);
+    assert_int_equal(as->local_model->n_stats, D10_STATS);
+    assert_int_equal(packed(r.env), 691);
+    uint8_t id[LDPB_WIRE_ID_MAX];
+    size_t id_len = as->assignment_id.len;
+    memcpy(id, as->assignment_id.data, id_len);
+    ldpb_ctxstat_opts mo;
+    ldpb_ctxstat_opts_init(&mo, 10, as->epsilon, as->local_model->delta);
+    dt_reply_clear(&r);
+
+    ldpb_ctxstat *m = NULL;
+    assert_int_equal(ldpb_ctxstat_new(&m, &mo), LDPB_OK);
+    ldpb_rng *rng = NULL;
+    assert_int_equal(ldpb_rng_new_system(&rng), LDPB_OK);
+    const double xs[10] = {0.6, 0.8};
+    double z[D10_STATS];
+    assert_int_equal(ldpb_ctxstat_privatize(m, rng, xs, 0.5, z), LDPB_OK);
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = h.next_id;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    env.report = &rep;
+    rep.assignment_id.data = id;
+    rep.assignment_id.len = id_len;
+    rep.mechanism = LDPB__V1__MECHANISM__GAUSSIAN_STATS;
+    rep.epsilon = mo.epsilon;
+    rep.has_delta = 1;
+    rep.delta = mo.delta;
+    rep.stats = z;
+    rep.n_stats = D10_STATS;
+    assert_int_equal(packed(&env), 630);
+    assert_int_equal(dt_client_call(&h, &env, &r), 0);
+    assert_true(dt_is_ack(&r, NULL));
+    dt_reply_clear(&r);
+
+    raw_local_assign(&h, 1, NULL, 0, &r);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_ASSIGNMENT);
+    assert_int_equal(r.env->assignment->policy_version, 1);
+    assert_int_equal(packed(r.env), 691);
+    /* only the policy version (the reports counted, a varint) grows it */
+    r.env->assignment->policy_version = 127;
+    assert_int_equal(packed(r.env), 691);
+    r.env->assignment->policy_version = 128;
+    assert_int_equal(packed(r.env), 692);
+    r.env->assignment->policy_version = 16384;
+    assert_int_equal(packed(r.env), 693);
+    dt_reply_clear(&r);
+    ldpb_rng_free(rng);
+    ldpb_ctxstat_free(m);
+    dt_client_close(&h);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
+/* A local report inside a ReportBatch gets code 1 in its own result of the BatchAck (the
+ * frame is answered, per result); inside a ReportAndAssign the whole request is answered with a
+ * sealed Error 1 and no assignment (docs/protocol.md, "Contexts" and "Local model"), whose reason
+ * asks for the statistics, not the features. Neither counts the report, which a single Report
+ * then counts. */
+static void test_local_batch_refused(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    start(&d, LOCAL_CONF(100));
+    dt_client h;
+    assert_int_equal(dt_client_open(&h, d.ipc_url, d.server.pk, 5000), 0);
+    dt_reply r;
+    raw_local_assign(&h, 1, NULL, 0, &r);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_ASSIGNMENT);
+    const Ldpb__V1__Assignment *as = r.env->assignment;
+    uint8_t id[LDPB_WIRE_ID_MAX];
+    size_t id_len = as->assignment_id.len;
+    memcpy(id, as->assignment_id.data, id_len);
+    ldpb_ctxstat_opts mo;
+    ldpb_ctxstat_opts_init(&mo, CTX_D, as->epsilon, as->local_model->delta);
+    dt_reply_clear(&r);
+    ldpb_ctxstat *m = NULL;
+    assert_int_equal(ldpb_ctxstat_new(&m, &mo), LDPB_OK);
+    ldpb_rng *rng = NULL;
+    assert_int_equal(ldpb_rng_new_system(&rng), LDPB_OK);
+    const double xs[CTX_D] = {0.6, 0.8, 0.0};
+    double z[N_STATS];
+    assert_int_equal(ldpb_ctxstat_privatize(m, rng, xs, 0.5, z), LDPB_OK);
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    rep.assignment_id.data = id;
+    rep.assignment_id.len = id_len;
+    rep.mechanism = LDPB__V1__MECHANISM__GAUSSIAN_STATS;
+    rep.epsilon = mo.epsilon;
+    rep.has_delta = 1;
+    rep.delta = mo.delta;
+    rep.stats = z;
+    rep.n_stats = N_STATS;
+
+    Ldpb__V1__Report *reps[2] = {&rep, &rep};
+    Ldpb__V1__ReportBatch batch = LDPB__V1__REPORT_BATCH__INIT;
+    batch.n_reports = 2;
+    batch.reports = reps;
+    Ldpb__V1__Envelope benv = LDPB__V1__ENVELOPE__INIT;
+    benv.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
+    benv.report_batch = &batch;
+    assert_int_equal(dt_client_call(&h, &benv, &r), 0);
+    assert_int_equal(r.kind, 1);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_BATCH_ACK);
+    assert_int_equal(r.env->batch_ack->n_results, 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(r.env->batch_ack->results[i]->code, LDPB_EINVAL);
+    dt_reply_clear(&r);
+
+    Ldpb__V1__AssignRequest next = LDPB__V1__ASSIGN_REQUEST__INIT;
+    next.has_local_model = 1;
+    next.local_model = 1;
+    Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
+    ra.report = &rep;
+    ra.next = &next;
+    Ldpb__V1__Envelope renv = LDPB__V1__ENVELOPE__INIT;
+    renv.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+    renv.report_and_assign = &ra;
+    assert_int_equal(dt_client_call(&h, &renv, &r), 0);
+    assert_true(dt_is_error(&r, 1, LDPB_EINVAL));
+    /* the reason names the statistics and never asks for the features (the old one did) */
+    assert_non_null(strstr(r.reason, "serves the local contextual mode"));
+    assert_non_null(strstr(r.reason, "Report.stats"));
+    assert_null(strstr(r.reason, "Report.context"));
+    dt_reply_clear(&r);
+
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    env.report = &rep;
+    assert_int_equal(dt_client_call(&h, &env, &r), 0);
+    int dup = -1;
+    assert_true(dt_is_ack(&r, &dup));
+    assert_int_equal(dup, 0); /* neither refused frame counted it */
+    dt_reply_clear(&r);
+    ldpb_rng_free(rng);
+    ldpb_ctxstat_free(m);
+    dt_client_close(&h);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +659,8 @@ int main(void)
         cmocka_unit_test(test_ledger_charges_and_resends),
         cmocka_unit_test(test_local_learns_and_restarts),
         cmocka_unit_test(test_state_needs_its_configuration),
+        cmocka_unit_test(test_local_sizes),
+        cmocka_unit_test(test_local_batch_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

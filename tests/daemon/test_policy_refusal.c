@@ -374,12 +374,76 @@ static void refused_in_report_batch(void **state)
     fx_fini(&f);
 }
 
+static void send_report_and_assign(fx *f, unsigned a, uint64_t tag)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    Ldpb__V1__AssignRequest next = LDPB__V1__ASSIGN_REQUEST__INIT;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+    env.report_and_assign = &ra;
+    ra.report = &rep;
+    ra.next = &next;
+    rep.assignment_id.data = f->id[a];
+    rep.assignment_id.len = f->id_len[a];
+    rep.mechanism = LDPB__V1__MECHANISM__RAW;
+    rep.value_case = LDPB__V1__REPORT__VALUE_REAL;
+    rep.real = 0.5;
+    send_env(f, &env, tag);
+}
+
+/* A ReportAndAssign whose report the policy refuses at commit is answered with the report's
+ * Error alone (docs/protocol.md section 6): the next assignment it chose is never delivered, so
+ * it is neither counted nor logged as a decision. One whose report is acknowledged counts and
+ * logs exactly the assignment it delivers. The old code counted and logged both. */
+static void refused_report_and_assign_issues_nothing(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    take_assignments(&f);
+    unsigned by_arm[K][N_ASSIGN], n_by_arm[K] = {0};
+    for (unsigned i = 0; i < N_ASSIGN; i++)
+        by_arm[f.arm[i]][n_by_arm[f.arm[i]]++] = i;
+    assert_true(n_by_arm[0] >= HORIZON + 1 && n_by_arm[1] >= 1);
+    for (unsigned j = 0; j < HORIZON; j++)
+        send_report(&f, by_arm[0][j], 1 + j);
+    commit_all(&f);
+    agg_server_stats before, after;
+    agg_server_stats_get(f.srv, &before);
+    assert_int_equal(before.assignments, N_ASSIGN);
+    assert_int_equal(before.decision_rows, N_ASSIGN);
+
+    send_report_and_assign(&f, by_arm[0][HORIZON], 10);
+    commit_all(&f);
+    assert_refused(&f, 10);
+    agg_server_stats_get(f.srv, &after);
+    assert_int_equal(after.assignments, before.assignments);
+    assert_int_equal(after.decision_rows, before.decision_rows);
+    assert_int_equal(after.reports, HORIZON);
+
+    send_report_and_assign(&f, by_arm[1][0], 11);
+    commit_all(&f);
+    const Ldpb__V1__Envelope *r = f.reply[11];
+    assert_non_null(r);
+    assert_int_equal(r->body_case, LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT);
+    assert_int_equal(r->ack_and_assignment->next_case,
+                     LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ASSIGNMENT);
+    commit_all(&f); /* the delivered assignment's decision row */
+    agg_server_stats_get(f.srv, &after);
+    assert_int_equal(after.assignments, before.assignments + 1);
+    assert_int_equal(after.decision_rows, before.decision_rows + 1);
+    assert_int_equal(after.reports, HORIZON + 1);
+    fx_fini(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(refused_report_alone),
         cmocka_unit_test(all_refused),
         cmocka_unit_test(refused_in_report_batch),
+        cmocka_unit_test(refused_report_and_assign_issues_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

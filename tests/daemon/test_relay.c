@@ -243,19 +243,35 @@ static void test_clients_through_relay(void **state)
     }
     assert_int_equal(done, DEV_THREADS * DEV_ROUNDS);
     assert_int_equal(daemon_reports(&d) - before, (uint64_t)done);
-    /* an oversized frame is refused by the relay itself, as the aggregator would */
-    dt_client big;
-    assert_int_equal(dt_client_open(&big, r.url, d.server.pk, 5000), 0);
-    uint8_t *junk = calloc(1, LDPB_FRAME_MAX + 100);
+    /* The frame limits behind a relay are those of a direct connection (docs/protocol.md
+     * sections 1 and 11.1): the relay itself refuses a frame of 65537 to 262140 bytes, as the
+     * aggregator would, and a longer one makes nanomsg drop the connection (no reply); a frame
+     * too short to be one reaches the aggregator, which refuses it as it would directly. */
+    const size_t sizes[] = {LDPB_FRAME_MAX + 100, LDPB_FRAME_MAX + 1,
+                            4 * (size_t)LDPB_FRAME_MAX - 4, 4 * (size_t)LDPB_FRAME_MAX - 3, 5};
+    uint8_t *junk = calloc(1, 4 * (size_t)LDPB_FRAME_MAX);
     assert_non_null(junk);
     memcpy(junk, "LDPB\x01\x01", 6);
-    dt_reply rep;
-    assert_int_equal(dt_client_raw(&big, junk, LDPB_FRAME_MAX + 100, &rep), 0);
-    assert_true(dt_is_error(&rep, 0, LDPB_EPROTO));
-    assert_string_equal(rep.reason, "frame of 65636 bytes exceeds the limit of 65536");
-    dt_reply_clear(&rep);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        dt_client big;
+        assert_int_equal(dt_client_open(&big, r.url, d.server.pk, i == 3 ? 1000 : 5000), 0);
+        dt_reply rep;
+        assert_int_equal(dt_client_raw(&big, junk, sizes[i], &rep), 0);
+        if (i == 3) {
+            assert_int_equal(rep.kind, 0);
+        } else {
+            if (!dt_is_error(&rep, 0, LDPB_EPROTO))
+                fail_msg("%zu bytes through the relay: reply kind %d code %u", sizes[i], rep.kind,
+                         rep.plain_code);
+            char want[80];
+            snprintf(want, sizeof want, "frame of %zu bytes exceeds the limit of 65536", sizes[i]);
+            if (i < 3)
+                assert_string_equal(rep.reason, want);
+        }
+        dt_reply_clear(&rep);
+        dt_client_close(&big);
+    }
     free(junk);
-    dt_client_close(&big);
     assert_int_equal(relay_stop(&r, SIGTERM), 0);
     unsigned long long batches = 0, frames = 0;
     relay_counts(&r, &batches, &frames);
@@ -622,13 +638,133 @@ static void test_batch_waits_for_commit(void **state)
     dt_daemon_cleanup(&d);
 }
 
+/* ---- a reply that misses, reorders or repeats ids -------------------------------------------- */
+
+#define ROUTE_DEVS 4
+
+typedef struct fake_upstream {
+    char url[256];
+    int sock;
+    size_t entries; /* in the batch it received */
+} fake_upstream;
+
+/* An aggregator that breaks the RELAY_REPLY rules (docs/protocol.md section 11.1): it answers
+ * "re:" + each frame, in reverse order, leaves out the entry of "dev-0", answers "dev-1" twice
+ * (the second copy "re:again") and adds an id the batch never used. */
+static void *fake_upstream_main(void *p)
+{
+    fake_upstream *u = p;
+    void *msg = NULL;
+    int n = nn_recv(u->sock, &msg, NN_MSG, 0);
+    if (n <= 0)
+        return NULL;
+    ldpb_relay_entry in[LDPB_RELAY_ENTRIES_MAX], out[LDPB_RELAY_ENTRIES_MAX];
+    static uint8_t bodies[LDPB_RELAY_ENTRIES_MAX][32];
+    static uint8_t reply[4096];
+    size_t count = 0, m = 0, len = 0;
+    if (ldpb_relay_parse(msg, (size_t)n, LDPB_FRAME_RELAY_BATCH, in, LDPB_RELAY_ENTRIES_MAX, &count,
+                         NULL) == LDPB_OK) {
+        u->entries = count;
+        for (size_t i = count; i-- > 0;) {
+            if (in[i].len == 5 && memcmp(in[i].frame, "dev-0", 5) == 0)
+                continue;
+            int blen = snprintf((char *)bodies[i], sizeof bodies[i], "re:%.*s", (int)in[i].len,
+                                (const char *)in[i].frame);
+            out[m++] = (ldpb_relay_entry){in[i].id, bodies[i], (size_t)blen};
+            if (in[i].len == 5 && memcmp(in[i].frame, "dev-1", 5) == 0)
+                out[m++] = (ldpb_relay_entry){in[i].id, (const uint8_t *)"re:again", 8};
+        }
+        out[m++] = (ldpb_relay_entry){99, (const uint8_t *)"re:stray", 8};
+        if (ldpb_relay_build(reply, sizeof reply, &len, LDPB_FRAME_RELAY_REPLY, out, m) == LDPB_OK)
+            nn_send(u->sock, reply, len, 0);
+    }
+    nn_freemsg(msg);
+    return NULL;
+}
+
+/* The relay routes each reply by its id, not by its position: every device gets its own reply
+ * although the aggregator's RELAY_REPLY is reversed; a repeated id is answered once (the first
+ * copy) and an unknown one dropped; the device whose id is missing gets a PLAIN_ERROR code 17
+ * (LDPB_EBUSY) telling it to resend, at once rather than after a timeout. */
+static void test_relay_routes_by_id(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ldpb-relay-route-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    fake_upstream u;
+    memset(&u, 0, sizeof u);
+    snprintf(u.url, sizeof u.url, "ipc://%s/up.sock", dir);
+    u.sock = nn_socket(AF_SP, NN_REP);
+    assert_true(u.sock >= 0);
+    assert_true(nn_bind(u.sock, u.url) >= 0);
+    int tmo = 15000;
+    assert_int_equal(nn_setsockopt(u.sock, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo), 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, fake_upstream_main, &u), 0);
+
+    relay_proc r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.url, sizeof r.url, "ipc://%s/relay.sock", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl(LDPB_TOOL_BIN, "ldpb", "relay", "--listen", r.url, "--upstream", u.url, "--batch",
+              "4", "--wait-us", "1000000", "--threads", "1", "--timeout-ms", "10000", (char *)NULL);
+        _exit(127);
+    }
+    r.pid = pid;
+
+    int dev[ROUTE_DEVS];
+    for (int i = 0; i < ROUTE_DEVS; i++) {
+        dev[i] = nn_socket(AF_SP, NN_REQ);
+        assert_true(dev[i] >= 0);
+        assert_int_equal(nn_setsockopt(dev[i], NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo), 0);
+        assert_true(nn_connect(dev[i], r.url) >= 0);
+    }
+    for (int i = 0; i < ROUTE_DEVS; i++) {
+        char body[8];
+        snprintf(body, sizeof body, "dev-%d", i);
+        assert_int_equal(nn_send(dev[i], body, 5, 0), 5);
+    }
+    for (int i = 0; i < ROUTE_DEVS; i++) {
+        char *got = NULL;
+        int n = nn_recv(dev[i], &got, NN_MSG, 0);
+        assert_true(n > 0);
+        if (i == 0) {
+            ldpb_frame fr;
+            assert_int_equal(ldpb_frame_parse((const uint8_t *)got, (size_t)n, &fr, NULL), LDPB_OK);
+            assert_int_equal(fr.kind, LDPB_FRAME_PLAIN_ERROR);
+            assert_int_equal(ldpb_wire_err_from_code(fr.error_code), LDPB_EBUSY);
+            char reason[LDPB_WIRE_STRING_MAX + 1];
+            snprintf(reason, sizeof reason, "%.*s", (int)fr.reason_len, fr.reason);
+            /* the old relay sent an empty reason here */
+            assert_non_null(strstr(reason, "no answer for this frame; resend"));
+        } else {
+            char want[16];
+            snprintf(want, sizeof want, "re:dev-%d", i);
+            if ((size_t)n != strlen(want) || memcmp(got, want, (size_t)n) != 0)
+                fail_msg("device %d got %.*s, expected %s", i, n, got, want);
+        }
+        nn_freemsg(got);
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(u.entries, ROUTE_DEVS); /* one batch held all four */
+    for (int i = 0; i < ROUTE_DEVS; i++)
+        nn_close(dev[i]);
+    nn_close(u.sock);
+    relay_stop(&r, SIGTERM);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_malicious_relay),
-        cmocka_unit_test(test_batch_waits_for_commit),
-        cmocka_unit_test(test_clients_through_relay),
+        cmocka_unit_test(test_malicious_relay),        cmocka_unit_test(test_relay_routes_by_id),
+        cmocka_unit_test(test_batch_waits_for_commit), cmocka_unit_test(test_clients_through_relay),
         cmocka_unit_test(test_relay_kill9_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ldpb/detail_bytes.h"
 #include "ldpb/err.h"
 #include "ldpb/export.h"
 #include "ldpb/rng.h"
@@ -82,7 +83,7 @@ LDPB_API ldpb_err ldpb_ctxstat_privatize(const ldpb_ctxstat *m, ldpb_rng *rng, c
 
 /* Whether a received report is admissible: n == ldpb_ctxstat_values(m), every value finite, on
  * the grid, and at most ldpb_ctxstat_limit(m) in magnitude. LDPB_EPROTO otherwise, with the reason
- * in detail (NULL or 160 bytes). */
+ * in detail (NULL or LDPB_DETAIL_BYTES). */
 LDPB_API ldpb_err ldpb_ctxstat_check(const ldpb_ctxstat *m, const double *z, size_t n,
                                      char *detail);
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ldpb/detail_bytes.h"
 #include "ldpb/err.h"
 #include "ldpb/export.h"
 #include "ldpb/mech.h"
@@ -35,8 +36,8 @@ extern "C" {
  * a value beyond it would let one report move an estimate arbitrarily far. */
 #define LDPB_MECH_REAL_SCALES_MAX 100.0
 
-/* Size of the optional `detail` buffers below (as LDPB_DETAIL_BYTES of wire.h). */
-#define LDPB_MECH_DETAIL_BYTES 160u
+/* Size of the optional `detail` buffers below: common's one size (ldpb/detail_bytes.h). */
+#define LDPB_MECH_DETAIL_BYTES LDPB_DETAIL_BYTES
 
 typedef enum ldpb_mech_output {
     LDPB_MECH_OUTPUT_BIT = 1,    /* the report is 0 or 1 (Report.bit on the wire) */

@@ -16,6 +16,7 @@
 
 #include "ldpb.pb-c.h"
 
+#include "ldpb/detail_bytes.h" /* the size of the `detail` buffers below */
 #include "ldpb/err.h"
 #include "ldpb/export.h"
 
@@ -63,9 +64,6 @@ extern "C" {
  * optional Envelope fields. */
 #define LDPB_WIRE_BODY_FIRST 10u
 #define LDPB_WIRE_BODY_LAST  24u
-
-/* Size of the optional `detail` buffers below: one line naming the field and the bound. */
-#define LDPB_DETAIL_BYTES 160u
 
 typedef enum ldpb_frame_kind {
     LDPB_FRAME_SEALED = 1,      /* an encrypted, authenticated Envelope */

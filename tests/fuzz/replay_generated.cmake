@@ -1,0 +1,17 @@
+# Generates a seed corpus into OUT with GEN and replays it with REPLAY (a fuzz target's replay
+# binary), for corpora whose bytes follow the code (policy states) rather than pin a format.
+foreach(v GEN REPLAY OUT)
+  if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
+    message(FATAL_ERROR "replay_generated.cmake: ${v} is not set")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${OUT}")
+file(MAKE_DIRECTORY "${OUT}")
+execute_process(COMMAND "${GEN}" "${OUT}" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "generator failed (${rc})")
+endif()
+execute_process(COMMAND "${REPLAY}" "${OUT}" RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "replay of the generated corpus failed (${rc})")
+endif()
