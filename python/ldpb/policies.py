@@ -161,8 +161,8 @@ class Policy:
         privatized report (local). ``propensity``: the probability with which that arm was
         chosen, for a delayed report to an importance-weighted policy (EXP3 family).
 
-        Raises InvalidArgument (NaN), OutOfRange (arm >= k or a value the model cannot
-        produce)."""
+        Raises OutOfRange (arm >= k, checked here), InvalidArgument (NaN, or a value the
+        model cannot produce: the C check)."""
         a = self._arm(arm)
         v = _check.real(obs, "obs")
         pr = None if propensity is None else \

@@ -123,8 +123,7 @@ static ldpb_err set_threads(ldpb_sim *s, const char *value)
     errno = 0;
     unsigned long n = strtoul(value, &end, 10);
     if (value[0] < '0' || value[0] > '9' || *end || errno || n < 1 || n > THREADS_MAX) {
-        snprintf(s->errmsg, sizeof s->errmsg, "threads must be an integer in [1, %u]",
-                 THREADS_MAX);
+        snprintf(s->errmsg, sizeof s->errmsg, "threads must be an integer in [1, %u]", THREADS_MAX);
         return LDPB_ERANGE;
     }
     s->threads = (unsigned)n;

@@ -14,7 +14,7 @@
 
 struct ldpb_policy {
     agg_policy *p;
-    ldpb_rng *rng;     /* tie breaks seed agg_rand from it; central-DP noise draws from it */
+    ldpb_rng *rng; /* tie breaks seed agg_rand from it; central-DP noise draws from it */
     agg_rand rand;
     agg_noise *noise;
     agg_policy_env env;
@@ -139,8 +139,7 @@ ldpb_err ldpb_policy_observe(ldpb_policy *p, uint32_t arm, double obs)
     return agg_policy_observe(p->p, &p->env, arm, obs);
 }
 
-ldpb_err ldpb_policy_observe_with_propensity(ldpb_policy *p, uint32_t arm, double obs,
-                                             double prob)
+ldpb_err ldpb_policy_observe_with_propensity(ldpb_policy *p, uint32_t arm, double obs, double prob)
 {
     if (!p)
         return LDPB_EINVAL;

@@ -111,16 +111,16 @@ typedef struct ldpb_policy ldpb_policy;
 /* A policy's parameters; ldpb_policy_params_init fills the defaults of the daemon's config and
  * `ldpb sim` (docs/aggregator.md lists which policy reads which). */
 typedef struct ldpb_policy_params {
-    uint32_t k;         /* arms, >= 2 */
-    uint64_t horizon;   /* T; 0 if unknown (the policies that need it refuse) */
-    double epsilon;     /* LDP per-report epsilon or central epsilon (default 1) */
-    int mechanism;      /* local policies: the clients' ldpb_mech_kind (default linear) */
-    double kappa;       /* quadratic curvature (default 0.5) */
-    double beta;        /* SE family confidence; 0 means 1/T */
-    double gamma;       /* dp-ucb failure probability / EXP3 exploration rate; 0: default */
-    double eps_arm;     /* dp-ucb per-arm budget; 0 means epsilon */
-    uint64_t tau;       /* exp3-tau block length; 0 means ceil(T^(1/3)) */
-    double threshold;   /* (l)dp-exp3-lap acceptance half-width; 0 means ln(T)/epsilon */
+    uint32_t k;       /* arms, >= 2 */
+    uint64_t horizon; /* T; 0 if unknown (the policies that need it refuse) */
+    double epsilon;   /* LDP per-report epsilon or central epsilon (default 1) */
+    int mechanism;    /* local policies: the clients' ldpb_mech_kind (default linear) */
+    double kappa;     /* quadratic curvature (default 0.5) */
+    double beta;      /* SE family confidence; 0 means 1/T */
+    double gamma;     /* dp-ucb failure probability / EXP3 exploration rate; 0: default */
+    double eps_arm;   /* dp-ucb per-arm budget; 0 means epsilon */
+    uint64_t tau;     /* exp3-tau block length; 0 means ceil(T^(1/3)) */
+    double threshold; /* (l)dp-exp3-lap acceptance half-width; 0 means ln(T)/epsilon */
 } ldpb_policy_params;
 
 LDPB_API void ldpb_policy_params_init(ldpb_policy_params *p);
@@ -131,8 +131,8 @@ LDPB_API void ldpb_policy_params_init(ldpb_policy_params *p);
  * an error *out is NULL and errmsg (when not NULL, errlen bytes) says why: LDPB_EINVAL for an
  * unknown name, LDPB_ERANGE for a parameter the policy refuses, LDPB_ENOMEM. */
 LDPB_API ldpb_err ldpb_policy_new(ldpb_policy **out, const char *name,
-                                  const ldpb_policy_params *params, const char *seed,
-                                  char *errmsg, size_t errlen);
+                                  const ldpb_policy_params *params, const char *seed, char *errmsg,
+                                  size_t errlen);
 
 /* Accepts NULL. */
 LDPB_API void ldpb_policy_free(ldpb_policy *p);
@@ -141,8 +141,10 @@ LDPB_API void ldpb_policy_free(ldpb_policy *p);
 LDPB_API ldpb_err ldpb_policy_choose(ldpb_policy *p, uint32_t *arm);
 
 /* Observes `obs` for `arm`: the raw reward in [0, 1] for non-private and central policies, the
- * privatized report (the mechanism's output) for local ones. LDPB_EINVAL for a non-finite
- * value, LDPB_ERANGE for an arm >= k or a value the policy's model cannot produce. */
+ * privatized report (the mechanism's output) for local ones. LDPB_EINVAL for an arm >= k, a
+ * non-finite value or one the policy's model cannot produce (the daemon's admissibility rule:
+ * a bit for the Bernoulli mechanisms); a policy may refuse with its own code (LDPB_ESTATE past
+ * its horizon). */
 LDPB_API ldpb_err ldpb_policy_observe(ldpb_policy *p, uint32_t arm, double obs);
 
 /* As ldpb_policy_observe, for an observation whose choice had probability `prob` in (0, 1]
@@ -184,16 +186,16 @@ LDPB_API const char *ldpb_policy_model_of(const char *name);
 
 /* The verdict of `ldpb audit` (docs/audit.md) on a production mechanism. */
 typedef struct ldpb_audit_result {
-    int pass;                 /* privacy_ok && fidelity_ok && support_ok */
+    int pass; /* privacy_ok && fidelity_ok && support_ok */
     int privacy_ok, fidelity_ok, support_ok;
-    double eps_lower;         /* the largest lower confidence bound on the privacy loss */
-    uint64_t samples;         /* draws per input, as run */
-    double alpha;             /* family-wise false-FAIL probability, as run */
+    double eps_lower; /* the largest lower confidence bound on the privacy loss */
+    uint64_t samples; /* draws per input, as run */
+    double alpha;     /* family-wise false-FAIL probability, as run */
     size_t n_inputs;
     size_t fidelity_failures;
     uint64_t off_support;
-    double miss;              /* bound on PASSing a mechanism at 1.1 x epsilon; NaN if none */
-    char verdict[512];        /* the command's last line: "PASS: linear eps=1 ..." */
+    double miss;       /* bound on PASSing a mechanism at 1.1 x epsilon; NaN if none */
+    char verdict[512]; /* the command's last line: "PASS: linear eps=1 ..." */
 } ldpb_audit_result;
 
 /* Audits the production `mechanism` ("linear", "quadratic", "exponential", "laplace") at
