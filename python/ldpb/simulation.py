@@ -155,7 +155,8 @@ class SimResult:
     def plot(self, ax: Any = None, configs: Optional[Sequence[int]] = None,
              band: bool = True) -> Any:
         """Plots mean regret against t on log-log axes, one line per configuration, with the
-        95% band. Needs matplotlib (ImportError otherwise). Returns the Axes."""
+        95% band, into ``ax`` (default: a new figure). Needs matplotlib (ImportError
+        otherwise). Returns the Axes."""
         try:
             import matplotlib.pyplot as plt
         except ImportError as e:
@@ -164,10 +165,14 @@ class SimResult:
         if ax is None:
             _, ax = plt.subplots()
         for c in (range(len(self.configs)) if configs is None else configs):
-            ax.plot(self.t, self.mean[c], label=self.label(c))
+            # Log axes: points of zero regret (early rounds of some policies) are left out,
+            # and the band is drawn where its low end is positive.
+            pos = self.mean[c] > 0
+            line, = ax.plot(self.t[pos], self.mean[c][pos], label=self.label(c))
             if band and self.trials > 1:
-                ax.fill_between(self.t, np.maximum(self.ci_low[c], 1e-12), self.ci_high[c],
-                                alpha=0.2)
+                ok = pos & (self.ci_low[c] > 0)
+                ax.fill_between(self.t[ok], self.ci_low[c][ok], self.ci_high[c][ok],
+                                alpha=0.2, color=line.get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("t")
