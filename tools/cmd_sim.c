@@ -1,9 +1,10 @@
 /* ldpb sim: simulate bandit algorithms under local, central or no privacy and write regret
  * curves, a summary and plots (the options and the CSV header are a contract; docs/sim.md
- * is the manual). The command parses options, builds the plan (tools/sim/plan.c), runs the batch
- * on the engine (aggregator/src/sim.c) with a progress line on stderr, writes the files
- * (tools/sim/report.c, plot.c), runs gnuplot, and prints a summary with the paper claims that
- * the run can check (docs/sim.md lists them). */
+ * is the manual). The command parses options, builds the plan (aggregator/sim/src/plan.c) and runs
+ * the batch on the engine (aggregator/sim/src/sim.c) through libldpb-sim's public API (ldpb/sim.h,
+ * the calls the Python package makes) with a progress line on stderr, writes the files
+ * (aggregator/sim/src/report.c, plot.c), runs gnuplot, and prints a summary with the paper claims
+ * that the run can check (docs/sim.md lists them). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -710,7 +711,7 @@ static int gnuplot_on_path(void)
 }
 
 /* The smith2013 presets run private FTAL, which is not a K-armed policy of the engine: their own
- * loop (tools/sim/ftal.c) takes the options that apply and refuses the others. */
+ * loop (aggregator/sim/src/ftal.c) takes the options that apply and refuses the others. */
 static int run_ftal_preset(const struct args *a, int argc, char **argv, const char *seed,
                            const char *out, unsigned threads)
 {
