@@ -38,7 +38,11 @@ void ldpb_policy_params_init(ldpb_policy_params *p)
     p->threshold = c.threshold;
 }
 
-static void say(char *errmsg, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+say(char *errmsg, size_t errlen, const char *fmt, ...)
 {
     if (!errmsg || errlen == 0)
         return;
