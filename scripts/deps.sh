@@ -9,6 +9,7 @@ packages=(
   libsodium-dev libnanomsg-dev libprotobuf-c-dev protobuf-c-compiler
   libgsl-dev libsqlite3-dev libcmocka-dev libmicrohttpd-dev libinih-dev
   gnuplot-nox python3 python3-numpy procps
+  python3-pytest python3-pip python3-setuptools python3-pandas python3-matplotlib # python/ and its tests
   prometheus # for promtool only: tests/cli/test_metrics.sh checks /metrics with it
 )
 

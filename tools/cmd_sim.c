@@ -1,9 +1,10 @@
 /* ldpb sim: simulate bandit algorithms under local, central or no privacy and write regret
  * curves, a summary and plots (the options and the CSV header are a contract; docs/sim.md
- * is the manual). The command parses options, builds the plan (tools/sim/plan.c), runs the batch
- * on the engine (aggregator/src/sim.c) with a progress line on stderr, writes the files
- * (tools/sim/report.c, plot.c), runs gnuplot, and prints a summary with the paper claims that
- * the run can check (docs/sim.md lists them). */
+ * is the manual). The command parses options, builds the plan (aggregator/sim/src/plan.c) and runs
+ * the batch on the engine (aggregator/sim/src/sim.c) through libldpb-sim's public API (ldpb/sim.h,
+ * the calls the Python package makes) with a progress line on stderr, writes the files
+ * (aggregator/sim/src/report.c, plot.c), runs gnuplot, and prints a summary with the paper claims
+ * that the run can check (docs/sim.md lists them). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -21,7 +22,9 @@
 
 #include "commands.h"
 #include "ctxrun.h"
+#include "api_internal.h"
 #include "ftal.h"
+#include "ldpb/sim.h"
 #include "ldpb/rng.h"
 #include "nas.h"
 #include "outdir.h"
@@ -263,7 +266,7 @@ struct progress {
     size_t width; /* of the line on screen, to blank it */
 };
 
-static void progress_cb(void *ctx, const agg_sim_progress *g)
+static void progress_cb(void *ctx, const ldpb_sim_progress *g)
 {
     struct progress *p = ctx;
     if (!p->enabled)
@@ -730,7 +733,7 @@ static int gnuplot_on_path(void)
 }
 
 /* The smith2013 presets run private FTAL, which is not a K-armed policy of the engine: their own
- * loop (tools/sim/ftal.c) takes the options that apply and refuses the others. */
+ * loop (aggregator/sim/src/ftal.c) takes the options that apply and refuses the others. */
 static int run_ftal_preset(const struct args *a, int argc, char **argv, const char *seed,
                            const char *out, unsigned threads)
 {
@@ -1022,23 +1025,64 @@ static unsigned online_cpus(void)
     return n > THREADS_MAX ? THREADS_MAX : (unsigned)n;
 }
 
+/* The K-armed presets and custom instances go through libldpb-sim's public API (ldpb/sim.h), the
+ * calls the Python package makes, so both give the same numbers for the same seed. */
+static ldpb_sim *sim_from_args(const struct args *a, const char *seed_text, unsigned threads)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+    } opts[] = {{"preset", offsetof(simplan_opts, preset)},
+                {"means", offsetof(simplan_opts, means)},
+                {"laws", offsetof(simplan_opts, laws)},
+                {"algorithms", offsetof(simplan_opts, algorithms)},
+                {"mechanisms", offsetof(simplan_opts, mechanisms)},
+                {"epsilons", offsetof(simplan_opts, epsilons)},
+                {"k", offsetof(simplan_opts, ks)},
+                {"horizon", offsetof(simplan_opts, horizon)},
+                {"trials", offsetof(simplan_opts, trials)},
+                {"kappa", offsetof(simplan_opts, kappa)},
+                {"gamma", offsetof(simplan_opts, gamma)},
+                {"eps-arm", offsetof(simplan_opts, eps_arm)},
+                {"tau", offsetof(simplan_opts, tau)},
+                {"threshold", offsetof(simplan_opts, threshold)}};
+    ldpb_sim *sim = NULL;
+    if (ldpb_sim_new(&sim) != LDPB_OK)
+        return NULL;
+    char t[16];
+    snprintf(t, sizeof t, "%u", threads);
+    ldpb_err err = ldpb_sim_set(sim, "seed", seed_text);
+    if (!err)
+        err = ldpb_sim_set(sim, "threads", t);
+    for (size_t i = 0; !err && i < sizeof opts / sizeof opts[0]; i++) {
+        const char *v = *(const char *const *)((const char *)&a->plan + opts[i].offset);
+        if (v)
+            err = ldpb_sim_set(sim, opts[i].name, v);
+    }
+    if (!err && a->poison_fraction)
+        err = ldpb_sim_set(sim, "poison-fraction", a->poison_fraction);
+    if (!err && a->poison_strategy)
+        err = ldpb_sim_set(sim, "poison-strategy", a->poison_strategy);
+    if (err) {
+        ldpb_sim_free(sim);
+        return NULL;
+    }
+    return sim;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     struct args a;
-    simplan plan;
-    simreport rep = {0};
-    agg_sim_config *sc = NULL;
-    double **regret = NULL;
+    ldpb_sim *sim = NULL;
     char errmsg[SIMPLAN_ERRMSG_MAX];
     char plots_dir[PATH_BYTES], data_dir[PATH_BYTES + 8];
     unsigned threads = online_cpus();
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    memset(&plan, 0, sizeof plan);
     if (a.threads && parse_threads(a.threads, &threads))
         return EXIT_USAGE;
-    agg_poison poison;
+    agg_poison poison; /* checked here for the messages; the library parses the same texts */
     if ((rc = parse_poison(&a, &poison)) != 0)
         return rc;
     const char *seed_text = a.seed ? a.seed : SIMPLAN_DEFAULT_SEED;
@@ -1059,20 +1103,18 @@ int cmd_sim(int argc, char **argv)
         return cmd_sim_ctx(&a.plan, seed_text, threads, out, a.no_plots, a.quiet, argc, argv);
     if (simftal_is_preset(a.plan.preset))
         return run_ftal_preset(&a, argc, argv, seed_text, out, threads);
-    ldpb_err err = simplan_build(&plan, &a.plan, errmsg);
+    sim = sim_from_args(&a, seed_text, threads);
+    if (!sim) {
+        fprintf(stderr, "%s: %s\n", PROG, ldpb_strerror(LDPB_ENOMEM));
+        return EXIT_RUNTIME;
+    }
+    ldpb_err err = ldpb_sim_prepare(sim);
     if (err) {
-        fprintf(stderr, "%s: %s\n", PROG, errmsg);
+        fprintf(stderr, "%s: %s\n", PROG, ldpb_sim_errmsg(sim));
+        ldpb_sim_free(sim);
         return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
     }
-    for (size_t i = 0; i < plan.n_inst && poison.fraction > 0.0; i++)
-        if (plan.inst[i].adv) {
-            fprintf(stderr,
-                    "%s: --poison-fraction needs a stochastic instance; %s is an "
-                    "adversarial game\n",
-                    PROG, plan.inst[i].label);
-            simplan_fini(&plan);
-            return EXIT_USAGE;
-        }
+    const simplan *plan = simapi_plan(sim);
     rc = EXIT_RUNTIME;
 
     snprintf(plots_dir, sizeof plots_dir, "%s/plots", out);
@@ -1084,47 +1126,29 @@ int cmd_sim(int argc, char **argv)
         goto done;
     }
 
-    sc = calloc(plan.n_cfg, sizeof *sc);
-    regret = calloc(plan.n_cfg, sizeof *regret);
-    if (!sc || !regret)
-        goto oom;
-    for (size_t c = 0; c < plan.n_cfg; c++) {
-        regret[c] = calloc((size_t)plan.trials * plan.n_checkpoints, sizeof **regret);
-        if (!regret[c])
-            goto oom;
-    }
-    simplan_sim_configs(&plan, sc);
-    for (size_t c = 0; c < plan.n_cfg; c++)
-        sc[c].poison = &poison;
-
-    uint8_t seed[LDPB_RNG_SEED_BYTES];
-    ldpb_rng_seed_from_text(seed, seed_text);
     struct progress prog = {.enabled = !a.quiet, .tty = isatty(STDERR_FILENO)};
     prog.start = prog.last = prog.last_line = simout_now_seconds();
-    char msg[AGG_ERRMSG_MAX] = "";
-    err = agg_sim_run_batch(sc, plan.n_cfg, plan.trials, seed, threads, regret, progress_cb, &prog,
-                            msg);
+    ldpb_sim_set_progress(sim, progress_cb, &prog);
+    err = ldpb_sim_run(sim);
     double seconds = simout_now_seconds() - prog.start;
     progress_clear(&prog);
     if (err) {
-        fprintf(stderr, "%s: simulation failed: %s\n", PROG, msg[0] ? msg : ldpb_strerror(err));
+        fprintf(stderr, "%s: %s\n", PROG, ldpb_sim_errmsg(sim));
         goto done;
     }
-
-    if (simreport_compute(&rep, &plan, regret) != LDPB_OK)
-        goto oom;
-    struct meta_ctx meta = {&plan, &poison, argc, argv, seed_text};
-    struct run_ctx run = {seconds, threads, plan.rounds_total};
-    if (write_text(out, "regret.csv", regret_fn, &rep) ||
-        write_text(out, "summary.csv", summary_fn, &rep) ||
-        write_text(out, "robust.csv", robust_fn, &rep) ||
+    const simreport *rep = simapi_report(sim);
+    struct meta_ctx meta = {plan, simapi_poison(sim), argc, argv, seed_text};
+    struct run_ctx run = {seconds, threads, plan->rounds_total};
+    if (write_text(out, "regret.csv", regret_fn, rep) ||
+        write_text(out, "summary.csv", summary_fn, rep) ||
+        write_text(out, "robust.csv", robust_fn, rep) ||
         write_text(out, "meta.txt", meta_fn, &meta) || write_text(out, "run.txt", run_fn, &run))
         goto done;
 
     long figures = 0;
     int plots_ok = 0;
     if (!a.no_plots) {
-        figures = simplot_write(&rep, plots_dir, errmsg, sizeof errmsg);
+        figures = simplot_write(rep, plots_dir, errmsg, sizeof errmsg);
         if (figures < 0) {
             fprintf(stderr, "%s: %s\n", PROG, errmsg);
             goto done;
@@ -1134,20 +1158,21 @@ int cmd_sim(int argc, char **argv)
     }
 
     char T[32];
-    simplan_format_count(T, sizeof T, plan.horizon);
+    simplan_format_count(T, sizeof T, plan->horizon);
     printf("%s: %s, %zu configuration%s x %llu trial%s, T = %s, seed '%s': %.1f s on %u "
            "thread%s\n\n",
-           PROG, plan.preset, plan.n_cfg, plan.n_cfg == 1 ? "" : "s",
-           (unsigned long long)plan.trials, plan.trials == 1 ? "" : "s", T, seed_text, seconds,
+           PROG, plan->preset, plan->n_cfg, plan->n_cfg == 1 ? "" : "s",
+           (unsigned long long)plan->trials, plan->trials == 1 ? "" : "s", T, seed_text, seconds,
            threads, threads == 1 ? "" : "s");
-    if (poison.fraction > 0.0)
+    const agg_poison *poison = simapi_poison(sim);
+    if (poison->fraction > 0.0)
         printf("poisoning: each round with probability %g, %s; regret is the honest devices' "
                "(the paper claims are not checked)\n\n",
-               poison.fraction, agg_poison_strategy_name(poison.strategy));
-    print_table(&plan, &rep);
-    if (poison.fraction == 0.0) { /* the papers' claims are about honest runs */
-        print_claims(&plan, &rep);
-        print_claim_a7(&plan, &rep);
+               poison->fraction, agg_poison_strategy_name(poison->strategy));
+    print_table(plan, rep);
+    if (poison->fraction == 0.0) { /* the papers' claims are about honest runs */
+        print_claims(plan, rep);
+        print_claim_a7(plan, rep);
     }
     printf("\nwrote %s/regret.csv, %s/summary.csv, %s/robust.csv, %s/meta.txt, %s/run.txt", out,
            out, out, out, out);
@@ -1159,16 +1184,7 @@ int cmd_sim(int argc, char **argv)
         goto done;
     }
     rc = 0;
-    goto done;
-oom:
-    fprintf(stderr, "%s: %s\n", PROG, ldpb_strerror(LDPB_ENOMEM));
 done:
-    if (regret)
-        for (size_t c = 0; c < plan.n_cfg; c++)
-            free(regret[c]);
-    free(regret);
-    free(sc);
-    simreport_fini(&rep);
-    simplan_fini(&plan);
+    ldpb_sim_free(sim);
     return rc;
 }

@@ -1,5 +1,5 @@
-/* ldpb sim --preset shariff2018: the contextual experiment (tools/sim/ctxrun.c) with the files
- * of every `ldpb sim` run (regret.csv, summary.csv, meta.txt, run.txt, plots/) and a closing
+/* ldpb sim --preset shariff2018: the contextual experiment (aggregator/sim/src/ctxrun.c) with the
+ * files of every `ldpb sim` run (regret.csv, summary.csv, meta.txt, run.txt, plots/) and a closing
  * note on the paper's ordering. docs/sim.md is the manual. */
 #include <errno.h>
 #include <fcntl.h>

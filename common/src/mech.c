@@ -111,6 +111,21 @@ ldpb_err ldpb_mech_privatize(const ldpb_mech *mech, ldpb_rng *rng, double reward
     return LDPB_OK;
 }
 
+ldpb_err ldpb_mech_privatize_batch(const ldpb_mech *mech, ldpb_rng *rng, const double *rewards,
+                                   size_t n, double *out)
+{
+    if (!mech || !rng || (n > 0 && (!rewards || !out)))
+        return LDPB_EINVAL;
+    /* All or nothing: a bad value found halfway would leave a half-written output whose drawn
+     * part already spent randomness the caller cannot see. */
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(rewards[i]))
+            return LDPB_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        sample_unit(mech, rng, unit_of(mech, rewards[i]), &out[i]);
+    return LDPB_OK;
+}
+
 ldpb_err ldpb_mech_privatize_unit(const ldpb_mech *mech, ldpb_rng *rng, double x01, double *out)
 {
     if (!mech || !rng || !out || !isfinite(x01))

@@ -1,4 +1,4 @@
-/* The contextual environment's samplers and the group runner (aggregator/src/ctxsim.c): the
+/* The contextual environment's samplers and the group runner (aggregator/sim/src/ctxsim.c): the
  * suboptimal actions' projections on theta* have the truncated law 2 Beta((d-1)/2, (d-1)/2) - 1,
  * every action's direction orthogonal to theta* is uniform on that sphere whatever the projection,
  * the optimal action sits at a uniform position; agg_rand_normal_fill is agg_rand_normal's stream;

@@ -1,4 +1,4 @@
-/* Simulated environments (aggregator/src/env.c): laws and their means, the presets of
+/* Simulated environments (aggregator/sim/src/env.c): laws and their means, the presets of
  * JZL23/RZLS20 and SS19 (docs/sim.md) against worked values, and the list parser's errors.
  *
  * Sample-mean checks use fixed seeds and a z = 5 tolerance with the law's exact standard error:

@@ -1,5 +1,5 @@
 /* The EXP3 family (aggregator/policies/exp3_family.c) and the adversarial games of the simulator
- * (aggregator/src/adversary.c and sim.c's adversarial loop): numerical stability of EXP3's
+ * (aggregator/sim/src/adversary.c and sim.c's adversarial loop): numerical stability of EXP3's
  * distribution over 10^7 rounds of extreme gains, DP-EXP3-Lap without noise reducing to EXP3
  * draw for draw, EXP3-tau's switch bound and block feedback, save/restore identity mid-run,
  * parameter refusals, the propensity op, the adversaries' gain tables (fixed before the game,

@@ -1,4 +1,4 @@
-/* The simulation engine (aggregator/src/sim.c): configuration checks and their messages, the
+/* The simulation engine (aggregator/sim/src/sim.c): configuration checks and their messages, the
  * checkpoint helper, the documented random streams (a hand-written per-round loop that follows
  * sim.h reproduces the engine's results bit for bit, for every privacy model), determinism of a
  * trial and of a batch whatever the number of threads, exact pseudo-regret bookkeeping, the dp-se

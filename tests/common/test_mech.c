@@ -630,6 +630,62 @@ static void privatize_errors_draw_nothing(void **state)
     }
 }
 
+/* The batch call draws what the loop of single calls draws, with a custom range and in place;
+ * a bad value anywhere is refused before any draw, and nothing is written. */
+static void privatize_batch_equals_loop(void **state)
+{
+    (void)state;
+    enum { N = 257 };
+    for (size_t k = 0; k < COUNT(all_kinds); k++) {
+        ldpb_mech_opts o;
+        ldpb_mech_opts_init(&o, all_kinds[k], 0.75);
+        o.range_lo = -2.0;
+        o.range_hi = 3.0;
+        ldpb_mech *m = NULL;
+        assert_int_equal(ldpb_mech_new(&m, &o), LDPB_OK);
+        double in[N], loop[N], batch[N];
+        for (int i = 0; i < N; i++)
+            in[i] = -3.0 + 7.0 * i / (N - 1); /* clipped below and above the range too */
+        ldpb_rng *a = seeded(21), *b = seeded(21);
+        for (int i = 0; i < N; i++)
+            assert_int_equal(ldpb_mech_privatize(m, a, in[i], &loop[i]), LDPB_OK);
+        assert_int_equal(ldpb_mech_privatize_batch(m, b, in, N, batch), LDPB_OK);
+        assert_memory_equal(loop, batch, sizeof loop);
+        assert_true(ldpb_rng_u64(a) == ldpb_rng_u64(b));
+
+        /* in place */
+        ldpb_rng *c = seeded(21);
+        memcpy(batch, in, sizeof in);
+        assert_int_equal(ldpb_mech_privatize_batch(m, c, batch, N, batch), LDPB_OK);
+        assert_memory_equal(loop, batch, sizeof loop);
+
+        ldpb_rng *d = seeded(4), *fresh = seeded(4);
+        const double bad[] = {NAN, INFINITY, -INFINITY};
+        for (size_t j = 0; j < COUNT(bad); j++) {
+            memcpy(batch, in, sizeof in);
+            batch[N - 1] = bad[j];
+            double out[N];
+            for (int i = 0; i < N; i++)
+                out[i] = 42.0;
+            assert_int_equal(ldpb_mech_privatize_batch(m, d, batch, N, out), LDPB_EINVAL);
+            for (int i = 0; i < N; i++)
+                assert_true(out[i] == 42.0);
+        }
+        assert_int_equal(ldpb_mech_privatize_batch(NULL, d, in, N, batch), LDPB_EINVAL);
+        assert_int_equal(ldpb_mech_privatize_batch(m, NULL, in, N, batch), LDPB_EINVAL);
+        assert_int_equal(ldpb_mech_privatize_batch(m, d, NULL, N, batch), LDPB_EINVAL);
+        assert_int_equal(ldpb_mech_privatize_batch(m, d, in, N, NULL), LDPB_EINVAL);
+        assert_int_equal(ldpb_mech_privatize_batch(m, d, NULL, 0, NULL), LDPB_OK);
+        assert_true(ldpb_rng_u64(d) == ldpb_rng_u64(fresh));
+        ldpb_rng_free(a);
+        ldpb_rng_free(b);
+        ldpb_rng_free(c);
+        ldpb_rng_free(d);
+        ldpb_rng_free(fresh);
+        ldpb_mech_free(m);
+    }
+}
+
 static void accessors(void **state)
 {
     (void)state;
@@ -1258,6 +1314,7 @@ int main(void)
         cmocka_unit_test(endpoints_match_reference_table),
         cmocka_unit_test(rescale_and_clip),
         cmocka_unit_test(privatize_errors_draw_nothing),
+        cmocka_unit_test(privatize_batch_equals_loop),
         cmocka_unit_test(accessors),
         cmocka_unit_test(prob_one_bounded_and_monotone),
         cmocka_unit_test(nominal_formulas),

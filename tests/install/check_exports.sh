@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The installed library's symbols are its documented API and nothing else:
+# The installed libraries' symbols are their documented API and nothing else (libldpb-sim's at the
+# end):
 #   - every symbol the shared library exports (nm -D --defined-only) starts with ldpb_, and none
 #     is protobuf-c generated code (ldpb__v1__...: descriptors, pack/unpack);
 #   - the exported set is exactly the functions declared LDPB_API in the installed headers (a
@@ -17,10 +18,13 @@ so="$prefix/$libdir/libldpb-client.so"
 ar="$prefix/$libdir/libldpb-client.a"
 if [ ! -f "$so" ] || [ ! -f "$ar" ]; then fail "no installed library in $prefix/$libdir"; fi
 
-# Declared: the identifier before the first '(' on each line that starts with LDPB_API.
-declared=$(cat "$prefix/$incdir"/ldpb/*.h \
-  | sed -n 's/^LDPB_API [^(]*[^A-Za-z0-9_(]\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*(.*/\1/p' \
-  | LC_ALL=C sort -u)
+# Declared: the identifier before the first '(' on each line that starts with LDPB_API; sim.h is
+# libldpb-sim's header (checked at the end), the others libldpb-client's.
+api_of() {
+  cat "$@" | sed -n 's/^LDPB_API [^(]*[^A-Za-z0-9_(]\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*(.*/\1/p' \
+    | LC_ALL=C sort -u
+}
+declared=$(api_of $(ls "$prefix/$incdir"/ldpb/*.h | grep -v '/sim\.h$'))
 [ "$(echo "$declared" | wc -l)" -ge 40 ] || fail "found only $(echo "$declared" | wc -l) LDPB_API declarations"
 
 exported=$(nm -D --defined-only "$so" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | LC_ALL=C sort -u)
@@ -39,4 +43,16 @@ if [ "$globals" != "$declared" ]; then
   fail "global symbols of libldpb-client.a (>) differ from the LDPB_API declarations (<)"
 fi
 
-echo "check_exports: $(echo "$exported" | wc -l) symbols exported, all ldpb_, exactly the declared API"
+# libldpb-sim (ldpb/sim.h): exactly its header's API; its copies of common and the policies stay
+# internal, so it loads beside libldpb-client without a clash.
+sim_so="$prefix/$libdir/libldpb-sim.so"
+[ -f "$sim_so" ] || fail "no installed libldpb-sim.so in $prefix/$libdir"
+sim_declared=$(api_of "$prefix/$incdir/ldpb/sim.h")
+sim_exported=$(nm -D --defined-only "$sim_so" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | LC_ALL=C sort -u)
+if [ "$sim_exported" != "$sim_declared" ]; then
+  diff <(echo "$sim_declared") <(echo "$sim_exported") >&2 || true
+  fail "libldpb-sim's exported symbols (>) differ from the LDPB_API declarations of ldpb/sim.h (<)"
+fi
+
+echo "check_exports: $(echo "$exported" | wc -l) symbols exported by libldpb-client and" \
+  "$(echo "$sim_exported" | wc -l) by libldpb-sim, all ldpb_, exactly the declared API"

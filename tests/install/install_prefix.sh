@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `cmake --install` of the build into a fresh prefix, then the layout: exactly the expected files
-# (the client library with its SONAME links, the app-facing headers and nothing private, the CMake
+# (the client library and the simulator's libldpb-sim with their SONAME links, the app-facing headers and nothing private, the CMake
 # package, ldpb.pc, the programs, the systemd unit and example config), the install-time
 # rewrites (ldpb.pc's prefix, the unit's ExecStart), and the same install staged under DESTDIR.
 #
@@ -19,10 +19,13 @@ expected=$(
   {
     [ "$tools" = 1 ] && echo "$bindir/ldpb"
     echo "$bindir/ldpb-aggregator"
-    for h in client.h err.h export.h ldpb.h ledger.h mech.h rng.h; do echo "$incdir/ldpb/$h"; done
+    for h in client.h err.h export.h ldpb.h ledger.h mech.h rng.h sim.h; do echo "$incdir/ldpb/$h"; done
     echo "$libdir/libldpb-client.so"
     echo "$libdir/libldpb-client.so.$so"
     echo "$libdir/libldpb-client.so.$version"
+    echo "$libdir/libldpb-sim.so"
+    echo "$libdir/libldpb-sim.so.$so"
+    echo "$libdir/libldpb-sim.so.$version"
     echo "$libdir/libldpb-client.a"
     for f in ldpbConfig.cmake ldpbConfigVersion.cmake ldpbTargets.cmake ldpbTargets-CONFIG.cmake; do
       echo "$libdir/cmake/ldpb/$f"

@@ -1,7 +1,7 @@
-/* The stopping experiment of `ldpb sim --preset sajed2019-nas` (tools/sim/nas.c): the rate of
- * Sajed & Sheffet 2019 Thm 3.3, samples to stop on a tiny grid within a stated band of that rate,
- * the failure rate of the (alpha, beta) stopping rules against beta, determinism across thread
- * counts, and the grid's refusals. */
+/* The stopping experiment of `ldpb sim --preset sajed2019-nas` (aggregator/sim/src/nas.c): the rate
+ * of Sajed & Sheffet 2019 Thm 3.3, samples to stop on a tiny grid within a stated band of that
+ * rate, the failure rate of the (alpha, beta) stopping rules against beta, determinism across
+ * thread counts, and the grid's refusals. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

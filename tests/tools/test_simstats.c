@@ -1,5 +1,5 @@
-/* The robust statistics of `ldpb sim` (tools/sim/report.c) against values computed by hand, the
- * epsilon the tossou2017 presets give dp-exp3-lap, and the presets' plans. */
+/* The robust statistics of `ldpb sim` (aggregator/sim/src/report.c) against values computed by
+ * hand, the epsilon the tossou2017 presets give dp-exp3-lap, and the presets' plans. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

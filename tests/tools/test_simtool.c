@@ -1,6 +1,6 @@
-/* Tests of the `ldpb sim` library (tools/sim): Student-t statistics, the lower-bound shapes of
- * derivations.md 13, number parsing and formatting, the presets and the option rules of the plan,
- * the CSV writers and the gnuplot script. The command itself is tested end to end by
+/* Tests of the `ldpb sim` library (aggregator/sim/src): Student-t statistics, the lower-bound
+ * shapes of derivations.md 13, number parsing and formatting, the presets and the option rules of
+ * the plan, the CSV writers and the gnuplot script. The command itself is tested end to end by
  * tests/cli/test_sim.sh. */
 #include <math.h>
 #include <setjmp.h>

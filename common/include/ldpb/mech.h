@@ -8,6 +8,7 @@
 #ifndef LDPB_MECH_H
 #define LDPB_MECH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ldpb/err.h"
@@ -63,6 +64,14 @@ LDPB_API void ldpb_mech_free(ldpb_mech *mech);
  * LDPB_EINVAL for NULL arguments or a NaN or infinite reward; nothing is drawn then. */
 LDPB_API ldpb_err ldpb_mech_privatize(const ldpb_mech *mech, ldpb_rng *rng, double reward,
                                       double *out);
+
+/* Privatizes rewards[0..n-1] into out[0..n-1] (which may be the same array), exactly as n calls
+ * of ldpb_mech_privatize in order: the same draws from rng, the same outputs. For a simulation or
+ * a researcher's data set; the loop stays in C. LDPB_EINVAL for NULL arguments (rewards and out
+ * may be NULL when n is 0) or any NaN or infinite reward, checked before anything is drawn: on
+ * an error nothing is written and the generator is untouched. */
+LDPB_API ldpb_err ldpb_mech_privatize_batch(const ldpb_mech *mech, ldpb_rng *rng,
+                                            const double *rewards, size_t n, double *out);
 
 /* As ldpb_mech_privatize, for a value already on the unit scale (clipped to [0,1], not
  * rescaled). The audit drives the mechanism through this. */

@@ -1,6 +1,6 @@
 /* The smith2013 presets of `ldpb sim`: private FTAL (Smith & Thakurta 2013) on stochastic experts,
  * full information (smith2013-experts) and bandit (smith2013-bandit). PFTAL is not a K-armed
- * policy of the engine (aggregator/src/pftal.h), so these presets have their own run loop here:
+ * policy of the engine (aggregator/sim/src/pftal.h), so these presets have their own run loop here:
  * a horizon sweep (every decade from 10^3 to the horizon) for each p and epsilon, regret.csv and
  * summary.csv with the same headers as the other presets (regret.csv: the curve of the largest
  * horizon; summary.csv: one row per horizon of the sweep), meta.txt, run.txt, a gnuplot script,

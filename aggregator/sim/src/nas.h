@@ -1,8 +1,8 @@
 /* The stopping experiment of `ldpb sim --preset sajed2019-nas` (docs/sim.md): DP-NAS and DP
- * exponential NAS (Sajed & Sheffet 2019, Algs. 1 and 2; aggregator/src/stopping.h) run on i.i.d.
- * samples X_t in {-1, +1} with mean Delta (R = 1) until they halt, for every (algorithm, Delta,
- * epsilon) of a grid. Per cell it reports the samples to stop (mean, 95% interval, spread), the
- * rate of SS19 Thm 3.3, t0 + t1 + t2, the share of trials that halted with the wrong sign or
+ * exponential NAS (Sajed & Sheffet 2019, Algs. 1 and 2; aggregator/sim/src/stopping.h) run on
+ * i.i.d. samples X_t in {-1, +1} with mean Delta (R = 1) until they halt, for every (algorithm,
+ * Delta, epsilon) of a grid. Per cell it reports the samples to stop (mean, 95% interval, spread),
+ * the rate of SS19 Thm 3.3, t0 + t1 + t2, the share of trials that halted with the wrong sign or
  * outside the promised accuracy alpha |mu| (to compare with beta), and fits the log-log slopes of
  * the samples in 1/Delta and 1/epsilon next to the same slopes of the rate.
  *

@@ -1,0 +1,217 @@
+/* libldpb-sim: the research side of ldpb as a library of its own, for `ldpb sim`, the Python
+ * package (python/, docs/python.md) and any other program that drives experiments:
+ *   - ldpb_sim_*     run a preset or a custom instance of `ldpb sim` and read the regret curves
+ *                    (the same numbers as the command for the same seed: it calls this API);
+ *   - ldpb_policy_*  every K-armed policy of the engine step by step (choose, observe, save,
+ *                    restore), for researchers who bring their own environment;
+ *   - ldpb_audit_*   the empirical privacy audit of `ldpb audit` on a production mechanism.
+ * The mechanisms, generators and the client are in libldpb-client (ldpb/ldpb.h). Handles are
+ * opaque and not thread-safe; distinct handles may be used from distinct threads. Nothing here
+ * prints or exits. The library turns GSL's abort-on-error handler off (gsl_set_error_handler_off)
+ * in ldpb_sim_run and ldpb_audit_mech, as `ldpb sim` and `ldpb audit` do: every GSL status is
+ * checked instead. */
+#ifndef LDPB_SIM_H
+#define LDPB_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ldpb/err.h"
+#include "ldpb/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI of this header, for a loader to check (1 for this version). */
+#define LDPB_SIM_ABI_VERSION 1
+LDPB_API unsigned ldpb_sim_abi_version(void);
+
+/* ------------------------------------------------------------------------------ simulation */
+
+typedef struct ldpb_sim ldpb_sim;
+
+/* A batch with no option set: ldpb_sim_set the preset (or means/laws and algorithms) first. */
+LDPB_API ldpb_err ldpb_sim_new(ldpb_sim **out);
+
+/* Accepts NULL. */
+LDPB_API void ldpb_sim_free(ldpb_sim *sim);
+
+/* Sets option `name` to the text `value` (copied; NULL unsets it), exactly as `ldpb sim --NAME
+ * VALUE` would (docs/sim.md): preset, means, laws, algorithms, mechanisms, epsilons, k, horizon,
+ * trials, kappa, gamma, eps-arm, tau, threshold, poison-fraction, poison-strategy, seed
+ * (default "1": every simulation is seeded, the noise is simulated, never a secret) and threads
+ * (default: the online CPUs; the results do not depend on it). The values are checked by
+ * ldpb_sim_run. LDPB_EINVAL for NULL or an unknown name, LDPB_ESTATE after ldpb_sim_run,
+ * LDPB_ENOMEM. */
+LDPB_API ldpb_err ldpb_sim_set(ldpb_sim *sim, const char *name, const char *value);
+
+/* Progress during ldpb_sim_run, from the thread that called it: rounds and runs (configuration
+ * x trial) done, and the estimated share of the batch's cost done, in [0, 1]. */
+typedef struct ldpb_sim_progress {
+    uint64_t rounds_done, rounds_total, runs_done, runs_total;
+    double work_done;
+} ldpb_sim_progress;
+typedef void (*ldpb_sim_progress_fn)(void *ctx, const ldpb_sim_progress *p);
+LDPB_API void ldpb_sim_set_progress(ldpb_sim *sim, ldpb_sim_progress_fn fn, void *ctx);
+
+/* Builds the plan from the options (cheap: nothing runs). Errors: LDPB_EINVAL or LDPB_ERANGE for
+ * options `ldpb sim` refuses (the message says which), LDPB_ENOTSUP for the presets with runners
+ * of their own (sajed2019-nas, shariff2018, smith2013-*: `ldpb sim` only), LDPB_ESTATE when
+ * called twice, LDPB_ENOMEM. The message of any error is ldpb_sim_errmsg. */
+LDPB_API ldpb_err ldpb_sim_prepare(ldpb_sim *sim);
+
+/* Runs every configuration x trial of the plan (preparing it first if needed, with the errors
+ * above). Errors besides those: LDPB_ESTATE when called twice or after a failed
+ * ldpb_sim_prepare, LDPB_ENOMEM, or the engine's error ("simulation failed: ..."). */
+LDPB_API ldpb_err ldpb_sim_run(ldpb_sim *sim);
+
+/* One line on the last error, or "". Owned by the handle. */
+LDPB_API const char *ldpb_sim_errmsg(const ldpb_sim *sim);
+
+/* The results after a successful ldpb_sim_run (0 / NULL before): the configurations (one row
+ * group of regret.csv each), trials, the checkpoints t (the `t` column), and the wall time. */
+LDPB_API size_t ldpb_sim_n_configs(const ldpb_sim *sim);
+LDPB_API uint64_t ldpb_sim_trials(const ldpb_sim *sim);
+LDPB_API uint64_t ldpb_sim_horizon(const ldpb_sim *sim);
+LDPB_API size_t ldpb_sim_checkpoints(const ldpb_sim *sim, const uint64_t **t);
+LDPB_API double ldpb_sim_seconds(const ldpb_sim *sim);
+
+/* A configuration as regret.csv names it. Strings are owned by the handle. */
+typedef struct ldpb_sim_config_info {
+    const char *preset;    /* the instance: "jiang2023", "ren2020-bern", "custom", ... */
+    const char *algorithm; /* "ucb1", "ldp-ts-b", "dp-se", ... */
+    const char *mechanism; /* "linear", ..., or "none" */
+    const char *epsilon;   /* "1", "0.5", or "inf" for a non-private policy */
+    double epsilon_value;  /* INFINITY for "inf" */
+    uint32_t k;
+    const char *model; /* "local", "central" or "nonprivate" */
+    const char *title; /* the instance in words, for plots */
+} ldpb_sim_config_info;
+LDPB_API ldpb_err ldpb_sim_config(const ldpb_sim *sim, size_t c, ldpb_sim_config_info *out);
+
+/* Configuration c's cumulative pseudo-regret of every trial at every checkpoint, trial-major:
+ * [trial * n_checkpoints + j]. NULL before the run or for c out of range. */
+LDPB_API const double *ldpb_sim_regret(const ldpb_sim *sim, size_t c);
+
+/* Configuration c's curve as regret.csv has it: the mean across trials and its Student-t 95%
+ * interval at each checkpoint (n_checkpoints values each). LDPB_ERANGE for c out of range,
+ * LDPB_ESTATE before the run. */
+LDPB_API ldpb_err ldpb_sim_curve(const ldpb_sim *sim, size_t c, const double **mean,
+                                 const double **ci_low, const double **ci_high);
+
+/* The preset names `ldpb sim --preset` accepts, in its --help order (NULL past the end), and
+ * whether ldpb_sim_run runs the preset (1) or only `ldpb sim` does (0). */
+LDPB_API const char *ldpb_sim_preset_name(size_t i);
+LDPB_API int ldpb_sim_preset_runnable(const char *name);
+
+/* ------------------------------------------------------------------------ policies, by step */
+
+typedef struct ldpb_policy ldpb_policy;
+
+/* A policy's parameters; ldpb_policy_params_init fills the defaults of the daemon's config and
+ * `ldpb sim` (docs/aggregator.md lists which policy reads which). */
+typedef struct ldpb_policy_params {
+    uint32_t k;       /* arms, >= 2 */
+    uint64_t horizon; /* T; 0 if unknown (the policies that need it refuse) */
+    double epsilon;   /* LDP per-report epsilon or central epsilon (default 1) */
+    int mechanism;    /* local policies: the clients' ldpb_mech_kind (default linear) */
+    double kappa;     /* quadratic curvature (default 0.5) */
+    double beta;      /* SE family confidence; 0 means 1/T */
+    double gamma;     /* dp-ucb failure probability / EXP3 exploration rate; 0: default */
+    double eps_arm;   /* dp-ucb per-arm budget; 0 means epsilon */
+    uint64_t tau;     /* exp3-tau block length; 0 means ceil(T^(1/3)) */
+    double threshold; /* (l)dp-exp3-lap acceptance half-width; 0 means ln(T)/epsilon */
+} ldpb_policy_params;
+
+LDPB_API void ldpb_policy_params_init(ldpb_policy_params *p);
+
+/* The policy called `name` ("ucb1", "ts", "ldp-ts-b", "dp-se", "exp3", ...). Its tie breaks and
+ * its central-DP noise come from the system's secure generator, or, when `seed` is not NULL,
+ * from a generator seeded with that text: for simulations only (reproducible, not secret). On
+ * an error *out is NULL and errmsg (when not NULL, errlen bytes) says why: LDPB_EINVAL for an
+ * unknown name, LDPB_ERANGE for a parameter the policy refuses, LDPB_ENOMEM. */
+LDPB_API ldpb_err ldpb_policy_new(ldpb_policy **out, const char *name,
+                                  const ldpb_policy_params *params, const char *seed, char *errmsg,
+                                  size_t errlen);
+
+/* Accepts NULL. */
+LDPB_API void ldpb_policy_free(ldpb_policy *p);
+
+/* The arm to play next. LDPB_ESTATE where the policy cannot choose (e.g. past its horizon). */
+LDPB_API ldpb_err ldpb_policy_choose(ldpb_policy *p, uint32_t *arm);
+
+/* Observes `obs` for `arm`: the raw reward in [0, 1] for non-private and central policies, the
+ * privatized report (the mechanism's output) for local ones. LDPB_EINVAL for an arm >= k, a
+ * non-finite value or one the policy's model cannot produce (the daemon's admissibility rule:
+ * a bit for the Bernoulli mechanisms); a policy may refuse with its own code (LDPB_ESTATE past
+ * its horizon). */
+LDPB_API ldpb_err ldpb_policy_observe(ldpb_policy *p, uint32_t arm, double obs);
+
+/* As ldpb_policy_observe, for an observation whose choice had probability `prob` in (0, 1]
+ * (a delayed report of an importance-weighted policy); the others ignore prob. */
+LDPB_API ldpb_err ldpb_policy_observe_with_propensity(ldpb_policy *p, uint32_t arm, double obs,
+                                                      double prob);
+
+/* The exact probability of the last choice. LDPB_ENOTSUP for a policy that cannot say,
+ * LDPB_ESTATE before any choice. */
+LDPB_API ldpb_err ldpb_policy_propensity(const ldpb_policy *p, double *prob);
+
+/* The state as bytes (the daemon's format): with buf NULL or cap too small, LDPB_ERANGE and *len
+ * the size needed. ldpb_policy_restore replaces the state of a policy created with the same
+ * name and parameters; LDPB_ECORRUPT for bytes that are not such a state. The generator is not
+ * part of the state. */
+LDPB_API ldpb_err ldpb_policy_save(const ldpb_policy *p, uint8_t *buf, size_t cap, size_t *len);
+LDPB_API ldpb_err ldpb_policy_restore(ldpb_policy *p, const uint8_t *buf, size_t len);
+
+/* Per-arm state: pulls counted, the estimate of the mean on [0, 1] and an interval where the
+ * policy has them (NaN otherwise), and 0 once eliminated. */
+typedef struct ldpb_policy_arm {
+    uint64_t pulls;
+    double estimate, ci_low, ci_high;
+    int active;
+} ldpb_policy_arm;
+LDPB_API ldpb_err ldpb_policy_describe(const ldpb_policy *p, ldpb_policy_arm *arms, uint32_t k);
+
+LDPB_API uint32_t ldpb_policy_k(const ldpb_policy *p);
+LDPB_API const char *ldpb_policy_name(const ldpb_policy *p);
+/* "local", "central" or "nonprivate". */
+LDPB_API const char *ldpb_policy_model(const ldpb_policy *p);
+
+/* The policy names, in the registry's order (NULL past the end), and the model of one
+ * (NULL for an unknown name). */
+LDPB_API const char *ldpb_policy_name_at(size_t i);
+LDPB_API const char *ldpb_policy_model_of(const char *name);
+
+/* ---------------------------------------------------------------------------------- audit */
+
+/* The verdict of `ldpb audit` (docs/audit.md) on a production mechanism. */
+typedef struct ldpb_audit_result {
+    int pass; /* privacy_ok && fidelity_ok && support_ok */
+    int privacy_ok, fidelity_ok, support_ok;
+    double eps_lower; /* the largest lower confidence bound on the privacy loss */
+    uint64_t samples; /* draws per input, as run */
+    double alpha;     /* family-wise false-FAIL probability, as run */
+    size_t n_inputs;
+    size_t fidelity_failures;
+    uint64_t off_support;
+    double miss;       /* bound on PASSing a mechanism at 1.1 x epsilon; NaN if none */
+    char verdict[512]; /* the command's last line: "PASS: linear eps=1 ..." */
+} ldpb_audit_result;
+
+/* Audits the production `mechanism` ("linear", "quadratic", "exponential", "laplace") at
+ * `epsilon` (quadratic: curvature `kappa`, NaN for the default) with `samples` draws per input
+ * (0: the command's default) at family-wise level `alpha` (0: the default 1e-9). Noise from the
+ * system's secure generator, or, when `seed` is not NULL, from the generator `ldpb audit
+ * --seed SEED` uses: the same verdict line for the same arguments. A FAIL is not an error: it is
+ * in out->pass. Errors: LDPB_EINVAL / LDPB_ERANGE for arguments the command refuses (errmsg
+ * says which), LDPB_ENOMEM. */
+LDPB_API ldpb_err ldpb_audit_mech(const char *mechanism, double epsilon, double kappa,
+                                  uint64_t samples, double alpha, const char *seed,
+                                  ldpb_audit_result *out, char *errmsg, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,372 @@
+"""The device side: :class:`Client` asks the aggregator for an arm, privatizes the reward on
+the device through its privacy ledger, and reports it, sealed, over nanomsg.
+
+A thin layer over ``ldpb/client.h`` (docs/client.md has the protocol and the rules): every
+call is the C library's, the ledger is charged durably before a privatized value leaves, and a
+failure raises the :mod:`ldpb.errors` class of its code, with the library's detail message.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import byref, c_int, c_uint8, c_void_p
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from . import _check, _lib
+from .errors import InvalidArgument, raise_for
+
+PathLike = Union[str, "os.PathLike[str]"]
+CONTEXT_MAX = 256
+
+
+class Assignment:
+    """An assignment from the aggregator: which ``arm`` to use, and how its report will be
+    privatized (``mechanism``, ``epsilon``, ``kappa``). Pass it back to :meth:`Client.report`.
+
+    Attributes: arm, mechanism (name), epsilon, kappa, propensity, expires_at_ms,
+    policy_version, id (bytes).
+    """
+
+    __slots__ = ("_c",)
+
+    def __init__(self, c: "_lib.AssignmentC") -> None:
+        self._c = c
+
+    @property
+    def arm(self) -> int:
+        """The variant to use."""
+        return int(self._c.arm)
+
+    @property
+    def mechanism(self) -> str:
+        """"linear", "quadratic", "exponential", "laplace", "raw" or "gaussian-stats"."""
+        return _lib.client().ldpb_client_mech_name(self._c.mechanism).decode()
+
+    @property
+    def epsilon(self) -> float:
+        """Per-report epsilon (0 for raw)."""
+        return float(self._c.epsilon)
+
+    @property
+    def kappa(self) -> float:
+        """The quadratic curvature (0 for the other mechanisms)."""
+        return float(self._c.kappa)
+
+    @property
+    def propensity(self) -> float:
+        """The probability with which the policy chose this arm."""
+        return float(self._c.propensity)
+
+    @property
+    def expires_at_ms(self) -> int:
+        """Expiry, ms since the Unix epoch on the aggregator's clock."""
+        return int(self._c.expires_at_ms)
+
+    @property
+    def policy_version(self) -> int:
+        """The policy version the aggregator sent (0 if none)."""
+        return int(self._c.policy_version)
+
+    @property
+    def id(self) -> bytes:
+        """The opaque assignment id."""
+        return bytes(self._c.id[: self._c.id_len])
+
+    def __repr__(self) -> str:
+        return (f"Assignment(arm={self.arm}, mechanism={self.mechanism!r}, "
+                f"epsilon={self.epsilon!r}, propensity={self.propensity!r})")
+
+
+class FlushStats(NamedTuple):
+    """What :meth:`Client.flush` did: reports acknowledged, acknowledged as duplicates, refused
+    for good, and still queued."""
+    acked: int
+    duplicates: int
+    refused: int
+    left: int
+
+
+class ArmStatus(NamedTuple):
+    """One arm of the aggregator's status; None where the policy has no such value."""
+    arm: int
+    pulls: int
+    estimate: Optional[float]
+    ci_low: Optional[float]
+    ci_high: Optional[float]
+    active: Optional[bool]
+
+
+class Status(NamedTuple):
+    """The aggregator's status: its policy and model, reports and assignments counted, arms."""
+    policy: str
+    model: str
+    reports: int
+    assignments: int
+    arms: List[ArmStatus]
+
+
+def _context(context: Any) -> Tuple[Any, int, Any]:
+    if context is None:
+        return None, 0, None
+    arr = _check.float_array(context, "context")
+    if arr.ndim != 1:
+        raise InvalidArgument("context must be one-dimensional")
+    if arr.size > CONTEXT_MAX:
+        raise _check.OutOfRange(f"context has {arr.size} values, at most {CONTEXT_MAX}")
+    return arr.ctypes.data, arr.size, arr
+
+
+class Client:
+    """A device's client of an ldpb aggregator.
+
+    Args:
+        url: the aggregator's endpoint, "tcp://host:port" or "ipc://path".
+        server_key: the aggregator's public key, pinned: a path to the ``aggregator.pub`` that
+            ``ldpb keygen`` writes, or its 32 bytes.
+        ledger: the device's privacy ledger file (created if missing). ``None`` makes an
+            in-memory ledger that forgets every spend: for simulations only.
+        reward_range: the app's reward range (lo, hi); rewards are rescaled to [0, 1], clipped.
+        epsilon_cap: the largest per-report epsilon this client accepts (default 1).
+        lifetime_budget, per_report_cap: used when the ledger is created (defaults 100, 10).
+        allow_raw: accept central / non-private assignments, which send the reward itself.
+        timeout_ms, attempts: per-attempt timeout and attempts per call (defaults 2000 ms, 3).
+        queue: a report queue file for :meth:`queue_report` and :meth:`flush`, or ``":memory:"``
+            for an in-memory queue (simulations only), or None (no queue).
+        client_key: a persistent client secret key: a path to ``client.key`` or 32 bytes
+            (default: an ephemeral keypair).
+        seed: ``None`` (default) draws privacy noise from the system's secure generator; a text
+            makes it reproducible, **for simulations and tests only**.
+
+    Use it as a context manager (``with ldpb.Client(...) as c:``) or call :meth:`close`.
+    Not thread-safe: one Client per thread.
+    """
+
+    def __init__(self, url: str, server_key: Union[PathLike, bytes], *,
+                 ledger: Optional[PathLike] = None,
+                 reward_range: Tuple[float, float] = (0.0, 1.0), epsilon_cap: float = 1.0,
+                 lifetime_budget: Optional[float] = None,
+                 per_report_cap: Optional[float] = None, allow_raw: bool = False,
+                 timeout_ms: Optional[int] = None, attempts: Optional[int] = None,
+                 queue: Optional[PathLike] = None,
+                 client_key: Union[PathLike, bytes, None] = None,
+                 seed: Optional[str] = None) -> None:
+        self._h: Optional[c_void_p] = None
+        self._rng = None
+        # Every argument is checked here, before the first C call.
+        self._url = _check.text(url, "url")
+        if isinstance(server_key, (bytes, bytearray)):
+            if len(server_key) != _lib.CLIENT_KEY_BYTES:
+                raise InvalidArgument(f"server_key must be {_lib.CLIENT_KEY_BYTES} bytes")
+            server_key_path = None
+        else:
+            server_key_path = _check.text(os.fspath(server_key), "server_key")
+        ledger_path = None if ledger is None else _check.text(os.fspath(ledger), "ledger")
+        if not isinstance(reward_range, (tuple, list)) or len(reward_range) != 2:
+            raise TypeError("reward_range must be a pair (lo, hi)")
+        lo = _check.real(reward_range[0], "reward_range lo")
+        hi = _check.real(reward_range[1], "reward_range hi")
+        if not lo < hi:
+            raise InvalidArgument(f"reward_range lo {lo!r} must be below hi {hi!r}")
+        cap = _check.in_range(epsilon_cap, "epsilon_cap", 0.0, 10.0, lo_open=True)
+        budget = None if lifetime_budget is None else \
+            _check.real(lifetime_budget, "lifetime_budget")
+        per_cap = None if per_report_cap is None else _check.real(per_report_cap, "per_report_cap")
+        tmo = None if timeout_ms is None else _check.count(timeout_ms, "timeout_ms", 1, 3600000)
+        att = None if attempts is None else _check.count(attempts, "attempts", 1, 100)
+        queue_path = None
+        if queue is not None and queue != ":memory:":
+            queue_path = _check.text(os.fspath(queue), "queue")
+        client_key_path = None
+        if isinstance(client_key, (bytes, bytearray)):
+            if len(client_key) != _lib.CLIENT_KEY_BYTES:
+                raise InvalidArgument(f"client_key must be {_lib.CLIENT_KEY_BYTES} bytes")
+        elif client_key is not None:
+            client_key_path = _check.text(os.fspath(client_key), "client_key")
+        seed_text = None if seed is None else _check.text(seed, "seed").decode()
+
+        lib = _lib.client()
+        o = _lib.ClientOpts()
+        lib.ldpb_client_opts_init(byref(o))
+        self._keep: List[Any] = [ledger_path, queue_path]
+        o.server_url = self._url
+        if server_key_path is None:
+            ctypes.memmove(o.server_public_key, bytes(server_key), _lib.CLIENT_KEY_BYTES)
+        else:
+            raise_for(lib.ldpb_client_opts_load_server_key(byref(o), server_key_path),
+                      f"Client: reading the server key {server_key_path.decode()!r}")
+        o.ledger_path = ledger_path
+        o.reward_lo, o.reward_hi = lo, hi
+        o.epsilon_cap = cap
+        if budget is not None:
+            o.lifetime_budget = budget
+        if per_cap is not None:
+            o.per_report_cap = per_cap
+        o.allow_raw = 1 if allow_raw else 0
+        if tmo is not None:
+            o.timeout_ms = tmo
+        if att is not None:
+            o.max_attempts = att
+        o.queue_path = queue_path
+        o.queue_in_memory = 1 if queue == ":memory:" else 0
+        sk = None
+        if client_key is not None:
+            sk = (c_uint8 * _lib.CLIENT_KEY_BYTES)()
+            if client_key_path is None:
+                ctypes.memmove(sk, bytes(client_key), _lib.CLIENT_KEY_BYTES)
+            else:
+                raise_for(lib.ldpb_client_load_secret_key(client_key_path, sk),
+                          "Client: reading client_key")
+            o.client_secret_key = ctypes.cast(sk, ctypes.POINTER(c_uint8))
+        if seed_text is not None:
+            from .mechanisms import Rng
+            self._rng = Rng.seeded(seed_text)
+            o.rng = self._rng._handle()
+        h = c_void_p()
+        err = lib.ldpb_client_new(byref(h), byref(o))
+        if sk is not None:  # the library copied it
+            ctypes.memset(sk, 0, _lib.CLIENT_KEY_BYTES)
+        if err:
+            if self._rng is not None:
+                self._rng.close()
+                self._rng = None
+            raise_for(err, "Client")
+        self._h = h
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _handle(self) -> c_void_p:
+        if not self._h:
+            raise ValueError("Client is closed")
+        return self._h
+
+    def _check(self, err: int, what: str) -> None:
+        if err:
+            detail = _lib.client().ldpb_client_errmsg(self._h).decode(errors="replace")
+            raise_for(err, what, detail)
+
+    def close(self) -> None:
+        """Closes the socket and the ledger and wipes the keys (idempotent)."""
+        if getattr(self, "_h", None):
+            _lib.client().ldpb_client_free(self._h)
+            self._h = None
+        rng = getattr(self, "_rng", None)
+        if rng is not None:
+            rng.close()
+            self._rng = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if not self._h else "open"
+        return f"Client({self._url.decode()!r}, {state})"
+
+    # -- the protocol -----------------------------------------------------------------------
+    def assign(self, context: Optional[Sequence[float]] = None) -> Assignment:
+        """Asks the aggregator for an assignment (with an optional context vector of at most
+        256 finite values). Raises BudgetExceeded for an assignment this client refuses
+        (epsilon above its cap or its remaining budget), Timeout, CryptoError, ..."""
+        ptr, n, _keep = _context(context)
+        a = _lib.AssignmentC()
+        self._check(_lib.client().ldpb_client_assign(self._handle(), ptr, n, byref(a)),
+                    "assign")
+        return Assignment(a)
+
+    def report(self, assignment: Assignment, reward: float) -> None:
+        """Privatizes ``reward`` on the device (charging the ledger durably first) and reports
+        it; returns once the aggregator acknowledged it as durable."""
+        if not isinstance(assignment, Assignment):
+            raise TypeError("assignment must come from Client.assign")
+        r = _check.real(reward, "reward")
+        self._check(_lib.client().ldpb_client_report(self._handle(), byref(assignment._c), r),
+                    "report")
+
+    def report_and_assign(self, assignment: Assignment, reward: float,
+                          context: Optional[Sequence[float]] = None
+                          ) -> Tuple[Optional[Assignment], bool]:
+        """Reports ``reward`` for ``assignment`` and gets the next assignment in one round
+        trip. Returns ``(next, acked)``: ``acked`` says the report is durable; ``next`` is None
+        when the aggregator could not assign (the report may still be acked)."""
+        if not isinstance(assignment, Assignment):
+            raise TypeError("assignment must come from Client.assign")
+        r = _check.real(reward, "reward")
+        ptr, n, _keep = _context(context)
+        nxt = _lib.AssignmentC()
+        acked = c_int()
+        err = _lib.client().ldpb_client_report_and_assign(
+            self._handle(), byref(assignment._c), r, ptr, n, byref(nxt), byref(acked))
+        if err and not acked.value:
+            self._check(err, "report_and_assign")
+        if err:
+            return None, True
+        return Assignment(nxt), bool(acked.value)
+
+    def queue_report(self, assignment: Assignment, reward: float) -> None:
+        """Privatizes ``reward`` through the ledger and queues the report for :meth:`flush`
+        (needs ``queue=``)."""
+        if not isinstance(assignment, Assignment):
+            raise TypeError("assignment must come from Client.assign")
+        r = _check.real(reward, "reward")
+        self._check(_lib.client().ldpb_client_queue_report(self._handle(), byref(assignment._c),
+                                                           r), "queue_report")
+
+    def flush(self, max_batch: int = 0) -> FlushStats:
+        """Sends the queued reports in batches of at most ``max_batch`` (0: the library's
+        default); returns what happened to them."""
+        n = _check.count(max_batch, "max_batch", 0, 512)
+        st = _lib.FlushStatsC()
+        self._check(_lib.client().ldpb_client_flush(self._handle(), n, byref(st)), "flush")
+        return FlushStats(st.acked, st.duplicates, st.refused, st.left)
+
+    @property
+    def queued(self) -> int:
+        """Reports waiting in the queue."""
+        return int(_lib.client().ldpb_client_queued(self._handle()))
+
+    def status(self) -> Status:
+        """The aggregator's status (spends nothing)."""
+        lib = _lib.client()
+        st = _lib.StatusC()
+        self._check(lib.ldpb_client_status(self._handle(), byref(st)), "status")
+        try:
+            arms = []
+            for i in range(st.n_arms):
+                a = st.arms[i]
+                arms.append(ArmStatus(int(a.arm), int(a.pulls),
+                                      a.estimate if a.has_estimate else None,
+                                      a.ci_low if a.has_ci else None,
+                                      a.ci_high if a.has_ci else None,
+                                      bool(a.active) if a.has_active else None))
+            return Status(st.policy.decode(errors="replace"), st.model.decode(errors="replace"),
+                          int(st.reports), int(st.assignments), arms)
+        finally:
+            lib.ldpb_status_clear(byref(st))
+
+    @property
+    def spent(self) -> float:
+        """Epsilon spent by this device's ledger."""
+        lib = _lib.client()
+        return float(lib.ldpb_ledger_spent(lib.ldpb_client_ledger(self._handle())))
+
+    @property
+    def remaining(self) -> float:
+        """Epsilon left in this device's ledger."""
+        lib = _lib.client()
+        return float(lib.ldpb_ledger_remaining(lib.ldpb_client_ledger(self._handle())))
+
+    @property
+    def public_key(self) -> bytes:
+        """This client's public key (for an operator's allow-list)."""
+        pk = (c_uint8 * _lib.CLIENT_KEY_BYTES)()
+        _lib.client().ldpb_client_public_key(self._handle(), pk)
+        return bytes(pk)
+
