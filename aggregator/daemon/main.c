@@ -17,7 +17,9 @@
 
 #include "config.h"
 #include "harden.h"
+#include "nonce_log.h"
 #include "server.h"
+#include "state_id.h"
 #include "store.h"
 
 #ifndef LDPB_VERSION_STRING
@@ -115,12 +117,19 @@ static int backup(const agg_config *cfg)
     return write_whole(cfg->backup, &o, backup_fill, &x, "exists (a backup never replaces a file)");
 }
 
-/* What a start creates in state_dir (store.c): the directory itself, its lock and the database
- * files. Noted before the start, so that a start that fails (a listen address in use, ...)
- * removes what it created and nothing else: an operator who fixes the address then starts from
- * the state directory as it was, not from one tied to this attempt's configuration. */
-static const char *const state_names[] = {"lock", AGG_STORE_DB_NAME, AGG_STORE_DB_NAME "-wal",
-                                          AGG_STORE_DB_NAME "-shm", AGG_STORE_DB_NAME "-journal"};
+/* What a start creates in state_dir (store.c, state_id.c, nonce_log.c): the directory itself, its
+ * lock, the database files, the identity marker and the replay log. Noted before the start, so that
+ * a start that fails (a listen address in use, ...) removes what it created and nothing else: an
+ * operator who fixes the address then starts from the state directory as it was, not from one tied
+ * to this attempt's configuration. */
+static const char *const state_names[] = {"lock",
+                                          AGG_STORE_DB_NAME,
+                                          AGG_STORE_DB_NAME "-wal",
+                                          AGG_STORE_DB_NAME "-shm",
+                                          AGG_STORE_DB_NAME "-journal",
+                                          AGG_STATE_ID_FILE,
+                                          AGG_NONCE_LOG_FILE,
+                                          AGG_NONCE_LOG_OLD_FILE};
 #define N_STATE_NAMES (sizeof state_names / sizeof state_names[0])
 
 typedef struct state_before {

@@ -10,6 +10,7 @@
 #include <sodium.h>
 
 #include "ldpb/detail.h"
+#include "ldpb/durable.h"
 #include "state_id.h"
 
 #define MARKER_BYTES (2 * AGG_STATE_ID_BYTES + 1) /* hex and a newline */
@@ -188,46 +189,24 @@ ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int 
     return LDPB_OK;
 }
 
-static int sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 ldpb_err agg_state_id_record(const char *dir, agg_state_ident *ident, char *errmsg, size_t errcap)
 {
     if (!ident->write_marker)
         return LDPB_OK;
-    char path[4096], tmp[4200], text[MARKER_BYTES + 1];
+    char path[4096], text[MARKER_BYTES + 1], why[256] = "";
     if (marker_path(dir, path, sizeof path)) {
         ldpb_detailf(errmsg, errcap, "state_dir %s: path too long", dir);
         return LDPB_EIO;
     }
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
     agg_state_id_hex(ident->id, text);
     text[MARKER_BYTES - 1] = '\n';
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        ldpb_detailf(errmsg, errcap, "%s: cannot create: %s", tmp, strerror(errno));
+    ldpb_durable_buf buf = {text, MARKER_BYTES};
+    ldpb_err err =
+        ldpb_durable_write(path, NULL, ldpb_durable_fill_buf, &buf, NULL, why, sizeof why);
+    if (err) {
+        ldpb_detailf(errmsg, errcap, "%s: %s", path, why[0] ? why : ldpb_strerror(err));
         return LDPB_EIO;
     }
-    int ok = write(fd, text, MARKER_BYTES) == MARKER_BYTES && fsync(fd) == 0;
-    int e = errno;
-    ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, path) != 0) {
-        e = errno;
-        ok = 0;
-    }
-    if (!ok) {
-        unlink(tmp);
-        ldpb_detailf(errmsg, errcap, "%s: cannot write: %s", path, strerror(e));
-        return LDPB_EIO;
-    }
-    sync_dir(dir);
     ident->write_marker = 0;
     return LDPB_OK;
 }
