@@ -1082,8 +1082,8 @@ int cmd_sim(int argc, char **argv)
         return rc;
     if (a.threads && parse_threads(a.threads, &threads))
         return EXIT_USAGE;
-    agg_poison poison; /* checked here for the messages; the library parses the same texts */
-    if ((rc = parse_poison(&a, &poison)) != 0)
+    agg_poison checked; /* here for the option's messages; the library parses the same texts */
+    if ((rc = parse_poison(&a, &checked)) != 0)
         return rc;
     const char *seed_text = a.seed ? a.seed : SIMPLAN_DEFAULT_SEED;
     if (seed_text[0] == '\0')
