@@ -4,7 +4,8 @@
  *              temporary state directory (fixed key, identity and clock, so the same bytes on
  *              every run), behind the target's parameter block; and broken or edge variants: a
  *              torn tail, a wrong magic, a short header, records outside the window, more records
- *              than max_entries, one-byte reads, no segment at all.
+ *              than max_entries, one-byte reads, no segment at all, a current segment due for
+ *              rotation or from the future. Most also ask the target to go through the files.
  *   state_id   fuzz_state_id: a marker written by agg_state_id_record, and variants the parser
  *              refuses (or, upper case, accepts).
  * The output is deterministic; the state_corpus_golden_* tests check it against
@@ -120,15 +121,16 @@ static void make_log(segs *s, int n, int64_t skew, int rotate)
 
 /* The target's input: its parameter block, then the previous and the current segment. */
 static void emit(const char *name, const segs *s, uint64_t now, size_t max, size_t chunk,
-                 const uint8_t *tail, size_t n_tail)
+                 uint8_t files, const uint8_t *tail, size_t n_tail)
 {
-    static uint8_t buf[20 + 2 * 4096 + 64];
+    static uint8_t buf[21 + 2 * 4096 + 64];
     put_le(buf, now, 8);
     put_le(buf + 8, W - 1, 4); /* the target takes 1 + value */
     put_le(buf + 12, max - 1, 2);
     put_le(buf + 14, chunk - 1, 2);
     put_le(buf + 16, s->n_old, 4);
-    size_t n = 20;
+    buf[20] = files;
+    size_t n = 21;
     memcpy(buf + n, s->old, s->n_old);
     n += s->n_old;
     memcpy(buf + n, s->cur, s->n_cur);
@@ -144,29 +146,31 @@ static void nonce_log_corpus(void)
     uint64_t now = T0 + 100;
 
     make_log(&s, 0, 0, 0);
-    emit("empty-segment", &s, now, 512, 65536, NULL, 0);
+    emit("empty-segment", &s, now, 512, 65536, 1, NULL, 0);
     make_log(&s, 8, 0, 0);
-    emit("one-segment", &s, now, 512, 65536, NULL, 0);
-    emit("one-segment-1-byte-reads", &s, now, 512, 1, NULL, 0);
-    emit("one-segment-25-byte-reads", &s, now, 512, 25, NULL, 0);
-    emit("torn-tail", &s, now, 512, 65536, torn, sizeof torn);
-    emit("over-limit-3", &s, now, 3, 65536, NULL, 0);
-    emit("expired-all-but-one", &s, T0 + 7 + W, 512, 65536, NULL, 0);
+    emit("one-segment", &s, now, 512, 65536, 1, NULL, 0);
+    emit("one-segment-1-byte-reads", &s, now, 512, 1, 0, NULL, 0);
+    emit("one-segment-25-byte-reads", &s, now, 512, 25, 0, NULL, 0);
+    emit("torn-tail", &s, now, 512, 65536, 1, torn, sizeof torn);
+    emit("rotated-at-open", &s, T0 + 2 * W, 512, 65536, 1, torn, sizeof torn);
+    emit("from-the-future", &s, T0 - 1, 512, 65536, 1, NULL, 0);
+    emit("over-limit-3", &s, now, 3, 65536, 1, NULL, 0);
+    emit("expired-all-but-one", &s, T0 + 7 + W, 512, 65536, 1, NULL, 0);
     s.cur[0] = 'X';
-    emit("bad-magic", &s, now, 512, 65536, NULL, 0);
+    emit("bad-magic", &s, now, 512, 65536, 1, NULL, 0);
     s.n_cur = 10;
-    emit("short-header", &s, now, 512, 65536, NULL, 0);
+    emit("short-header", &s, now, 512, 65536, 0, NULL, 0);
     make_log(&s, 6, (int64_t)W + 1, 0);
-    emit("ahead-of-window", &s, T0, 512, 65536, NULL, 0);
+    emit("ahead-of-window", &s, T0, 512, 65536, 0, NULL, 0);
     make_log(&s, 6, (int64_t)W, 0);
-    emit("window-edge-ahead", &s, T0, 512, 65536, NULL, 0);
+    emit("window-edge-ahead", &s, T0, 512, 65536, 0, NULL, 0);
     make_log(&s, 6, -(int64_t)W, 0);
-    emit("window-edge-behind", &s, T0 + 5, 512, 65536, NULL, 0);
+    emit("window-edge-behind", &s, T0 + 5, 512, 65536, 0, NULL, 0);
     make_log(&s, 5, 0, 1);
-    emit("two-segments", &s, T0 + 2 * W + 10, 512, 65536, NULL, 0);
-    emit("two-segments-over-limit", &s, T0 + W, 4, 7, torn, 3);
+    emit("two-segments", &s, T0 + 2 * W + 10, 512, 65536, 1, NULL, 0);
+    emit("two-segments-over-limit", &s, T0 + W, 4, 7, 1, torn, 3);
     memset(&s, 0, sizeof s);
-    emit("no-segments", &s, now, 512, 65536, NULL, 0);
+    emit("no-segments", &s, now, 512, 65536, 1, NULL, 0);
 }
 
 /* ---- state_id -------------------------------------------------------------------------- */
