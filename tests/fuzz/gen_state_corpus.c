@@ -6,8 +6,9 @@
  *              torn tail, a wrong magic, a short header, records outside the window, more records
  *              than max_entries, one-byte reads, no segment at all, a current segment due for
  *              rotation or from the future. Most also ask the target to go through the files.
- *   state_id   fuzz_state_id: a marker written by agg_state_id_record, and variants the parser
- *              refuses (or, upper case, accepts).
+ *   state_id   fuzz_state_id: markers written by agg_state_id_record, variants the parser
+ *              refuses (or, upper case, accepts), and one seed per line of the identity rules
+ *              of state_id.h (marker and identity row).
  * The output is deterministic; the state_corpus_golden_* tests check it against
  * tests/fuzz/corpus/, which pins both file formats.
  * Usage: gen_state_corpus OUTDIR */
@@ -175,52 +176,97 @@ static void nonce_log_corpus(void)
 
 /* ---- state_id -------------------------------------------------------------------------- */
 
-static void state_id_corpus(void)
+/* fuzz_state_id's flags (its header comment has the layout). */
+enum { RULES = 1, HOLDS = 2, NEW_STATE = 4, HAS_M = 8, HAS_D = 16, TEXT = 32 };
+
+static void emit_sid(const char *name, uint8_t flags, const uint8_t *row, size_t n_row,
+                     uint8_t legacy, const uint8_t *marker, size_t n_marker)
+{
+    uint8_t buf[3 + 255 + 64];
+    if (n_row > 255 || n_marker > 64)
+        die("state_id seed too long");
+    buf[0] = flags;
+    buf[1] = (uint8_t)n_row;
+    buf[2] = legacy;
+    memcpy(buf + 3, row, n_row);
+    memcpy(buf + 3 + n_row, marker, n_marker);
+    write_file(name, buf, 3 + n_row + n_marker);
+}
+
+/* The marker agg_state_id_record writes for `id` (33 bytes into m). */
+static void marker_of(const uint8_t id[AGG_STATE_ID_BYTES], uint8_t *m)
 {
     agg_state_ident ident;
     memset(&ident, 0, sizeof ident);
-    for (size_t i = 0; i < AGG_STATE_ID_BYTES; i++)
-        ident.id[i] = (uint8_t)(0x1f * i + 0x0b);
+    memcpy(ident.id, id, AGG_STATE_ID_BYTES);
     ident.write_marker = 1;
     char msg[256] = "";
     remove_tmp(AGG_STATE_ID_FILE);
     if (agg_state_id_record(tmpdir, &ident, msg, sizeof msg) != LDPB_OK)
         die(msg);
-    uint8_t m[64];
-    size_t n = read_tmp(AGG_STATE_ID_FILE, m, sizeof m);
+    size_t n = read_tmp(AGG_STATE_ID_FILE, m, 64);
     remove_tmp(AGG_STATE_ID_FILE);
     if (n != 2 * AGG_STATE_ID_BYTES + 1)
         die("unexpected marker size");
-    write_file("valid", m, n);
+}
 
-    uint8_t v[64];
+static void state_id_corpus(void)
+{
+    uint8_t x[AGG_STATE_ID_BYTES], y[AGG_STATE_ID_BYTES], m[64], v[64];
+    for (size_t i = 0; i < AGG_STATE_ID_BYTES; i++) {
+        x[i] = (uint8_t)(0x1f * i + 0x0b);
+        y[i] = (uint8_t)(0x3d * i + 0x02);
+    }
+    marker_of(x, m);
+    size_t n = 2 * AGG_STATE_ID_BYTES + 1;
+
+    /* The marker parser alone. */
+    emit_sid("marker-valid", 0, NULL, 0, 0, m, n);
     memcpy(v, m, n);
     for (size_t i = 0; i < n; i++)
         if (v[i] >= 'a' && v[i] <= 'f')
             v[i] = (uint8_t)(v[i] - 'a' + 'A');
-    write_file("upper-case", v, n);
-    write_file("no-newline", m, n - 1);
-    write_file("short-digit", m + 1, n - 1);
+    emit_sid("marker-upper-case", 0, NULL, 0, 0, v, n);
+    emit_sid("marker-no-newline", 0, NULL, 0, 0, m, n - 1);
+    emit_sid("marker-short-digit", 0, NULL, 0, 0, m + 1, n - 1);
     memcpy(v, m, n - 1);
     v[n - 1] = '\r';
     v[n] = '\n';
-    write_file("crlf", v, n + 1);
+    emit_sid("marker-crlf", 0, NULL, 0, 0, v, n + 1);
     memcpy(v, m, n);
     v[n] = '\n';
-    write_file("two-newlines", v, n + 1);
+    emit_sid("marker-two-newlines", 0, NULL, 0, 0, v, n + 1);
     memcpy(v, m, n);
     v[5] = 'g';
-    write_file("not-hex", v, n);
+    emit_sid("marker-not-hex", 0, NULL, 0, 0, v, n);
     v[5] = ' ';
-    write_file("space", v, n);
+    emit_sid("marker-space", 0, NULL, 0, 0, v, n);
     v[0] = '0';
     v[1] = 'x';
     memcpy(v + 2, m, n);
-    write_file("0x-prefix", v, n + 2);
+    emit_sid("marker-0x-prefix", 0, NULL, 0, 0, v, n + 2);
     memcpy(v, m, n);
     v[n - 1] = 0;
-    write_file("nul-end", v, n);
-    write_file("empty", m, 0);
+    emit_sid("marker-nul-end", 0, NULL, 0, 0, v, n);
+    emit_sid("marker-empty", 0, NULL, 0, 0, m, 0);
+
+    /* One seed per line of the table in state_id.h, and the unreadable cases. */
+    emit_sid("rules-same", RULES | HOLDS | HAS_D | HAS_M, x, sizeof x, 0, m, n);
+    emit_sid("rules-marker-missing", RULES | HOLDS | HAS_D, x, sizeof x, 1, NULL, 0);
+    emit_sid("rules-other-database", RULES | HOLDS | HAS_D | HAS_M, y, sizeof y, 0, m, n);
+    emit_sid("rules-lost-commit", RULES | HOLDS | HAS_M, NULL, 0, 0, m, n);
+    emit_sid("rules-migration", RULES | HOLDS, NULL, 0, 0, NULL, 0);
+    emit_sid("rules-database-gone", RULES | HAS_M, NULL, 0, 0, m, n);
+    emit_sid("rules-new-state-replaces", RULES | NEW_STATE | HAS_M, NULL, 0, 0, m, n);
+    emit_sid("rules-new", RULES, NULL, 0, 0, NULL, 0);
+    emit_sid("rules-new-state-on-a-state", RULES | NEW_STATE | HOLDS, NULL, 0, 0, NULL, 0);
+    emit_sid("rules-new-state-on-identity", RULES | NEW_STATE | HAS_D, x, sizeof x, 0, NULL, 0);
+    emit_sid("rules-row-15-bytes", RULES | HOLDS | HAS_D | HAS_M, x, sizeof x - 1, 0, m, n);
+    emit_sid("rules-row-text", RULES | HOLDS | HAS_D | TEXT, (const uint8_t *)"0123456789abcdef",
+             16, 0, NULL, 0);
+    memcpy(v, m, n);
+    v[3] = 'z';
+    emit_sid("rules-bad-marker", RULES | HOLDS | HAS_D | HAS_M, x, sizeof x, 0, v, n);
 }
 
 int main(int argc, char **argv)
