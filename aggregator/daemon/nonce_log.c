@@ -110,8 +110,8 @@ ldpb_err agg_nl_take(agg_nl_set *s, const uint8_t *p, size_t len, uint64_t windo
 /* Appends the live records of one segment to l->ld (growing it); a missing file is empty, a
  * file without a valid header is ignored (it was never a complete segment), and a trailing
  * partial record (a machine crash in a write) is skipped. *start gets the segment's start. */
-static ldpb_err load_segment(agg_nonce_log *l, const char *path, uint64_t now_ms,
-                             uint64_t *start, char *errmsg, size_t errcap)
+static ldpb_err load_segment(agg_nonce_log *l, const char *path, uint64_t now_ms, uint64_t *start,
+                             char *errmsg, size_t errcap)
 {
     *start = 0;
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

@@ -279,8 +279,8 @@ static int make_real(uint8_t *cur, size_t len, uint8_t pk[LDPB_KEY_BYTES],
 }
 
 static void through_files(const uint8_t *old, size_t n_old, const uint8_t *cur, size_t n_cur,
-                          const agg_nl_set *pure, uint64_t now, uint64_t w, size_t max,
-                          int real, const uint8_t *pk, const uint8_t *nonce)
+                          const agg_nl_set *pure, uint64_t now, uint64_t w, size_t max, int real,
+                          const uint8_t *pk, const uint8_t *nonce)
 {
     make_dir();
     put_file(AGG_NONCE_LOG_OLD_FILE, old, n_old);
@@ -327,8 +327,8 @@ static void through_files(const uint8_t *old, size_t n_old, const uint8_t *cur, 
     size_t n_after = 0;
     uint8_t *after = get_file(AGG_NONCE_LOG_FILE, &n_after);
     if (n_after < HDR || (n_after - HDR) % REC != 0 ||
-        (want == LDPB_OK && (memcmp(after + n_after - REC, d2, sizeof d2) != 0 ||
-                             le(after + n_after - 8, 8) != now)))
+        (want == LDPB_OK &&
+         (memcmp(after + n_after - REC, d2, sizeof d2) != 0 || le(after + n_after - 8, 8) != now)))
         abort();
     free(after);
     agg_nonce_log_close(l);

@@ -109,7 +109,8 @@ static void make_log(segs *s, int n, int64_t skew, int rotate)
     remove_tmp(AGG_NONCE_LOG_OLD_FILE);
     agg_nonce_log *l = open_log(T0);
     for (int i = 0; i < n; i++)
-        accept_at(l, (uint8_t)(i + 1), (uint64_t)((int64_t)(T0 + (uint64_t)i) + skew), T0 + (uint64_t)i);
+        accept_at(l, (uint8_t)(i + 1), (uint64_t)((int64_t)(T0 + (uint64_t)i) + skew),
+                  T0 + (uint64_t)i);
     if (rotate) {
         uint64_t t1 = T0 + 2 * W + 5;
         for (int i = 0; i < n; i++)
