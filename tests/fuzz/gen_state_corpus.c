@@ -137,7 +137,8 @@ static void emit(const char *name, const segs *s, uint64_t now, size_t max, size
     n += s->n_old;
     memcpy(buf + n, s->cur, s->n_cur);
     n += s->n_cur;
-    memcpy(buf + n, tail, n_tail);
+    if (n_tail)
+        memcpy(buf + n, tail, n_tail);
     write_file(name, buf, n + n_tail);
 }
 
@@ -189,8 +190,10 @@ static void emit_sid(const char *name, uint8_t flags, const uint8_t *row, size_t
     buf[0] = flags;
     buf[1] = (uint8_t)n_row;
     buf[2] = legacy;
-    memcpy(buf + 3, row, n_row);
-    memcpy(buf + 3 + n_row, marker, n_marker);
+    if (n_row)
+        memcpy(buf + 3, row, n_row);
+    if (n_marker)
+        memcpy(buf + 3 + n_row, marker, n_marker);
     write_file(name, buf, 3 + n_row + n_marker);
 }
 
