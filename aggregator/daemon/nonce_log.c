@@ -15,28 +15,20 @@
 #include "ldpb/detail.h"
 #include "ldpb/wire.h"
 #include "nonce_log.h"
+#include "nonce_log_parse.h"
 #include "state_id.h"
 
-#define DIGEST_BYTES  16u
+#define DIGEST_BYTES  AGG_NL_DIGEST_BYTES
 #define SYNC_PERIOD_S 1
 
 static const char magic[8] = {'L', 'D', 'P', 'B', 'N', 'L', 'G', '1'};
 static const char key_context[] = "ldpb nonce log key v1";
 
-typedef struct loaded {
-    uint8_t digest[DIGEST_BYTES];
-    uint64_t t_ms;
-} loaded;
-
 struct agg_nonce_log {
     uint8_t key[32];
     uint64_t window_ms;
     char cur[4096], old[4096];
-    /* what earlier runs accepted: sorted by digest; read-only after open */
-    loaded *set;
-    size_t n_set;
-    uint64_t floor_ms;   /* refuse nonce times at or below, while floor + window is ahead */
-    uint64_t set_end_ms; /* the whole set has expired after this time */
+    agg_nl_set ld; /* what earlier runs accepted */
 
     pthread_mutex_t mu; /* the file, its size and start, the clock */
     int fd;
@@ -74,20 +66,52 @@ static void digest_of(const agg_nonce_log *l, const uint8_t *pk, const uint8_t *
 
 static int by_digest(const void *a, const void *b)
 {
-    return memcmp(((const loaded *)a)->digest, ((const loaded *)b)->digest, DIGEST_BYTES);
+    return memcmp(((const agg_nl_rec *)a)->digest, ((const agg_nl_rec *)b)->digest, DIGEST_BYTES);
 }
 
 static int by_time_desc(const void *a, const void *b)
 {
-    uint64_t x = ((const loaded *)a)->t_ms, y = ((const loaded *)b)->t_ms;
+    uint64_t x = ((const agg_nl_rec *)a)->t_ms, y = ((const agg_nl_rec *)b)->t_ms;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Appends the live records of one segment to l->set (growing it); a missing file is empty, a
+int agg_nl_header(const uint8_t *p, size_t len, uint64_t *start_ms)
+{
+    if (len < AGG_NONCE_LOG_HEADER || memcmp(p, magic, sizeof magic))
+        return 0;
+    *start_ms = get_le64(p + 8);
+    return 1;
+}
+
+ldpb_err agg_nl_take(agg_nl_set *s, const uint8_t *p, size_t len, uint64_t window_ms,
+                     uint64_t now_ms, size_t *used)
+{
+    size_t whole = len - len % AGG_NONCE_LOG_RECORD;
+    *used = whole;
+    for (size_t off = 0; off < whole; off += AGG_NONCE_LOG_RECORD) {
+        uint64_t t = get_le64(p + off + DIGEST_BYTES);
+        /* Only a nonce whose time can still pass the window check needs refusing. */
+        if (t + window_ms < now_ms || t > now_ms + window_ms)
+            continue;
+        if (s->n == s->cap) {
+            size_t nc = s->cap ? 2 * s->cap : 4096;
+            agg_nl_rec *ns = realloc(s->rec, nc * sizeof *ns);
+            if (!ns)
+                return LDPB_ENOMEM;
+            s->rec = ns;
+            s->cap = nc;
+        }
+        memcpy(s->rec[s->n].digest, p + off, DIGEST_BYTES);
+        s->rec[s->n++].t_ms = t;
+    }
+    return LDPB_OK;
+}
+
+/* Appends the live records of one segment to l->ld (growing it); a missing file is empty, a
  * file without a valid header is ignored (it was never a complete segment), and a trailing
  * partial record (a machine crash in a write) is skipped. *start gets the segment's start. */
-static ldpb_err load_segment(agg_nonce_log *l, const char *path, uint64_t now_ms, size_t *cap,
-                             uint64_t *start, char *errmsg, size_t errcap)
+static ldpb_err load_segment(agg_nonce_log *l, const char *path, uint64_t now_ms, uint64_t *start,
+                             char *errmsg, size_t errcap)
 {
     *start = 0;
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -99,9 +123,9 @@ static ldpb_err load_segment(agg_nonce_log *l, const char *path, uint64_t now_ms
     }
     uint8_t hdr[AGG_NONCE_LOG_HEADER], buf[AGG_NONCE_LOG_RECORD * 4096];
     ldpb_err err = LDPB_OK;
-    if (read(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr || memcmp(hdr, magic, sizeof magic))
+    ssize_t hn = read(fd, hdr, sizeof hdr);
+    if (hn < 0 || !agg_nl_header(hdr, (size_t)hn, start))
         goto done;
-    *start = get_le64(hdr + 8);
     size_t carry = 0;
     for (;;) {
         ssize_t n = read(fd, buf + carry, sizeof buf - carry);
@@ -114,25 +138,10 @@ static ldpb_err load_segment(agg_nonce_log *l, const char *path, uint64_t now_ms
         }
         if (n == 0)
             break;
-        size_t have = carry + (size_t)n, whole = have - have % AGG_NONCE_LOG_RECORD;
-        for (size_t off = 0; off < whole; off += AGG_NONCE_LOG_RECORD) {
-            uint64_t t = get_le64(buf + off + DIGEST_BYTES);
-            /* Only a nonce whose time can still pass the window check needs refusing. */
-            if (t + l->window_ms < now_ms || t > now_ms + l->window_ms)
-                continue;
-            if (l->n_set == *cap) {
-                size_t nc = *cap ? 2 * *cap : 4096;
-                loaded *ns = realloc(l->set, nc * sizeof *ns);
-                if (!ns) {
-                    err = LDPB_ENOMEM;
-                    goto done;
-                }
-                l->set = ns;
-                *cap = nc;
-            }
-            memcpy(l->set[l->n_set].digest, buf + off, DIGEST_BYTES);
-            l->set[l->n_set++].t_ms = t;
-        }
+        size_t have = carry + (size_t)n, whole;
+        err = agg_nl_take(&l->ld, buf, have, l->window_ms, now_ms, &whole);
+        if (err)
+            break;
         carry = have - whole;
         memmove(buf, buf + whole, carry);
     }
@@ -141,20 +150,36 @@ done:
     return err;
 }
 
-/* Keeps the newest max_entries records (the older ones set the floor), then sorts by digest. */
-static void settle_set(agg_nonce_log *l, size_t max_entries)
+void agg_nl_settle(agg_nl_set *s, size_t max_entries, uint64_t window_ms)
 {
-    if (l->n_set > max_entries) {
-        qsort(l->set, l->n_set, sizeof *l->set, by_time_desc);
-        l->floor_ms = l->set[max_entries].t_ms;
-        l->n_set = max_entries;
+    if (s->n > max_entries) {
+        qsort(s->rec, s->n, sizeof *s->rec, by_time_desc);
+        s->floor_ms = s->rec[max_entries].t_ms;
+        s->n = max_entries;
     }
-    l->set_end_ms = l->floor_ms ? l->floor_ms + l->window_ms : 0;
-    for (size_t i = 0; i < l->n_set; i++)
-        if (l->set[i].t_ms + l->window_ms > l->set_end_ms)
-            l->set_end_ms = l->set[i].t_ms + l->window_ms;
-    if (l->n_set)
-        qsort(l->set, l->n_set, sizeof *l->set, by_digest);
+    s->end_ms = s->floor_ms ? s->floor_ms + window_ms : 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->rec[i].t_ms + window_ms > s->end_ms)
+            s->end_ms = s->rec[i].t_ms + window_ms;
+    if (s->n)
+        qsort(s->rec, s->n, sizeof *s->rec, by_digest);
+}
+
+int agg_nl_refused(const agg_nl_set *s, const uint8_t digest[AGG_NL_DIGEST_BYTES], uint64_t t_ms,
+                   uint64_t now_ms)
+{
+    if (now_ms > s->end_ms)
+        return 0;
+    if (t_ms <= s->floor_ms)
+        return 1;
+    agg_nl_rec key;
+    memcpy(key.digest, digest, DIGEST_BYTES);
+    return s->n && bsearch(&key, s->rec, s->n, sizeof *s->rec, by_digest) ? 2 : 0;
+}
+
+uint64_t agg_nl_cut(uint64_t size)
+{
+    return size - (size - AGG_NONCE_LOG_HEADER) % AGG_NONCE_LOG_RECORD;
 }
 
 /* Starts a new current segment (the caller holds mu or is alone). */
@@ -257,14 +282,13 @@ ldpb_err agg_nonce_log_open(agg_nonce_log **out, const char *dir,
         err = LDPB_ECRYPTO;
         goto fail;
     }
-    size_t cap = 0;
     uint64_t start_old, start_cur;
-    err = load_segment(l, l->old, now_ms, &cap, &start_old, errmsg, errcap);
+    err = load_segment(l, l->old, now_ms, &start_old, errmsg, errcap);
     if (!err)
-        err = load_segment(l, l->cur, now_ms, &cap, &start_cur, errmsg, errcap);
+        err = load_segment(l, l->cur, now_ms, &start_cur, errmsg, errcap);
     if (err)
         goto fail;
-    settle_set(l, max_entries);
+    agg_nl_settle(&l->ld, max_entries, window_ms);
     if (start_cur && start_cur <= now_ms && now_ms - start_cur < 2 * window_ms) {
         /* Go on appending to the current segment of the previous run. */
         l->fd = open(l->cur, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
@@ -275,8 +299,7 @@ ldpb_err agg_nonce_log_open(agg_nonce_log **out, const char *dir,
             goto fail;
         }
         /* A torn last record (a machine crash) is cut off, so records stay aligned. */
-        l->size = (uint64_t)st.st_size -
-                  ((uint64_t)st.st_size - AGG_NONCE_LOG_HEADER) % AGG_NONCE_LOG_RECORD;
+        l->size = agg_nl_cut((uint64_t)st.st_size);
         if (l->size != (uint64_t)st.st_size && ftruncate(l->fd, (off_t)l->size) != 0) {
             ldpb_detailf(errmsg, errcap, "%s: cannot truncate: %s", l->cur, strerror(errno));
             err = LDPB_EIO;
@@ -309,23 +332,20 @@ ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY
     uint8_t rec[AGG_NONCE_LOG_RECORD];
     digest_of(l, client_pk, nonce, rec);
     uint64_t t = get_le64(nonce);
-    if (now_ms <= l->set_end_ms) {
-        if (t <= l->floor_ms) {
-            ldpb_detailf(detail, LDPB_DETAIL_BYTES,
-                         "message time %" PRIu64 " ms is not after %" PRIu64
-                         " ms, the oldest time the replay log of the previous run still "
-                         "covers; send a fresh request",
-                         t, l->floor_ms);
-            return LDPB_EREPLAY;
-        }
-        loaded key;
-        memcpy(key.digest, rec, DIGEST_BYTES);
-        if (l->n_set && bsearch(&key, l->set, l->n_set, sizeof *l->set, by_digest)) {
-            ldpb_detailf(detail, LDPB_DETAIL_BYTES,
-                         "this nonce was already used by this client before the aggregator "
-                         "restarted (a replayed message)");
-            return LDPB_EREPLAY;
-        }
+    int refused = agg_nl_refused(&l->ld, rec, t, now_ms);
+    if (refused == 1) {
+        ldpb_detailf(detail, LDPB_DETAIL_BYTES,
+                     "message time %" PRIu64 " ms is not after %" PRIu64
+                     " ms, the oldest time the replay log of the previous run still "
+                     "covers; send a fresh request",
+                     t, l->ld.floor_ms);
+        return LDPB_EREPLAY;
+    }
+    if (refused == 2) {
+        ldpb_detailf(detail, LDPB_DETAIL_BYTES,
+                     "this nonce was already used by this client before the aggregator "
+                     "restarted (a replayed message)");
+        return LDPB_EREPLAY;
     }
     put_le64(rec + DIGEST_BYTES, t);
     ldpb_err err = LDPB_OK;
@@ -359,7 +379,7 @@ ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY
 
 size_t agg_nonce_log_loaded(const agg_nonce_log *l)
 {
-    return l ? l->n_set : 0;
+    return l ? l->ld.n : 0;
 }
 
 void agg_nonce_log_close(agg_nonce_log *l)
@@ -380,7 +400,7 @@ void agg_nonce_log_close(agg_nonce_log *l)
     pthread_mutex_destroy(&l->mu);
     pthread_mutex_destroy(&l->sync_mu);
     pthread_cond_destroy(&l->sync_cv);
-    free(l->set);
+    free(l->ld.rec);
     sodium_memzero(l->key, sizeof l->key);
     free(l);
 }

@@ -12,12 +12,24 @@
 #include "ldpb/detail.h"
 #include "ldpb/durable.h"
 #include "state_id.h"
+#include "state_id_parse.h"
 
-#define MARKER_BYTES (2 * AGG_STATE_ID_BYTES + 1) /* hex and a newline */
+#define MARKER_BYTES AGG_STATE_ID_MARKER_BYTES
 
 void agg_state_id_hex(const uint8_t id[AGG_STATE_ID_BYTES], char *hex)
 {
     sodium_bin2hex(hex, 2 * AGG_STATE_ID_BYTES + 1, id, AGG_STATE_ID_BYTES);
+}
+
+int agg_state_id_parse_marker(const uint8_t *buf, size_t len, uint8_t id[AGG_STATE_ID_BYTES])
+{
+    size_t bin_len = 0;
+    if (len != MARKER_BYTES || buf[MARKER_BYTES - 1] != '\n' ||
+        sodium_hex2bin(id, AGG_STATE_ID_BYTES, (const char *)buf, MARKER_BYTES - 1, NULL, &bin_len,
+                       NULL) != 0 ||
+        bin_len != AGG_STATE_ID_BYTES)
+        return -1;
+    return 0;
 }
 
 static int marker_path(const char *dir, char *path, size_t cap)
@@ -28,7 +40,8 @@ static int marker_path(const char *dir, char *path, size_t cap)
 /* The marker's identity: 1 read, 0 no file, -1 unreadable or malformed (errmsg says which). */
 static int read_marker(const char *dir, uint8_t id[AGG_STATE_ID_BYTES], char *errmsg, size_t errcap)
 {
-    char path[4096], buf[MARKER_BYTES + 8];
+    char path[4096];
+    uint8_t buf[MARKER_BYTES + 8];
     if (marker_path(dir, path, sizeof path)) {
         ldpb_detailf(errmsg, errcap, "state_dir %s: path too long", dir);
         return -1;
@@ -45,10 +58,7 @@ static int read_marker(const char *dir, uint8_t id[AGG_STATE_ID_BYTES], char *er
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
         n = read(fd, buf, sizeof buf);
     close(fd);
-    size_t bin_len = 0;
-    if (n != MARKER_BYTES || buf[MARKER_BYTES - 1] != '\n' ||
-        sodium_hex2bin(id, AGG_STATE_ID_BYTES, buf, MARKER_BYTES - 1, NULL, &bin_len, NULL) != 0 ||
-        bin_len != AGG_STATE_ID_BYTES) {
+    if (n < 0 || agg_state_id_parse_marker(buf, (size_t)n, id) != 0) {
         ldpb_detailf(errmsg, errcap,
                      "%s: not a state identity (%d hex digits and a newline expected); it is "
                      "written by ldpb-aggregator, do not edit it",
