@@ -9,6 +9,7 @@ packages=(
   libsodium-dev libnanomsg-dev libprotobuf-c-dev protobuf-c-compiler
   libgsl-dev libsqlite3-dev libcmocka-dev libmicrohttpd-dev libinih-dev
   gnuplot-nox python3 python3-numpy procps
+  default-jdk-headless junit5 # the Java binding (java/) and its JUnit 5 tests
   prometheus # for promtool only: tests/cli/test_metrics.sh checks /metrics with it
 )
 

@@ -102,8 +102,7 @@ ldpb_err ldpb_rng_new_system(ldpb_rng **out)
      * reports success, which would leave the parent's key and buffer in a forked child (the
      * aarch64 and armhf test runs under qemu showed it). An advice no kernel knows (negative)
      * must then fail; if it "succeeds", the pid is compared on every draw instead. */
-    rng->wipe_on_fork =
-        madvise(mem, size, MADV_WIPEONFORK) == 0 && madvise(mem, size, -1) != 0;
+    rng->wipe_on_fork = madvise(mem, size, MADV_WIPEONFORK) == 0 && madvise(mem, size, -1) != 0;
 #endif
 #ifdef MADV_DONTDUMP
     (void)madvise(mem, size, MADV_DONTDUMP);
