@@ -266,8 +266,10 @@ JNIEXPORT jlong JNICALL Java_org_ldpb_Client_nativeNew(JNIEnv *env, jclass cls, 
     uint8_t sk[32];
     int has_sk = 0;
     if (opts_numbers(env, &o, doubles, ints) ||
-        opts_keys(env, &o, server_key, server_file, secret, secret_file, sk, &has_sk))
+        opts_keys(env, &o, server_key, server_file, secret, secret_file, sk, &has_sk)) {
+        sodium_memzero(sk, sizeof sk);
         return 0;
+    }
     int failed = 0;
     const char *u = utf_or_null(env, url, &failed);
     const char *lp = utf_or_null(env, ledger, &failed);
