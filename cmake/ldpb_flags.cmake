@@ -20,5 +20,9 @@ endif()
 function(ldpb_target_defaults tgt)
   set_target_properties(${tgt} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
   target_link_libraries(${tgt} PRIVATE ldpb_warnings ldpb_sanitize)
-  target_compile_definitions(${tgt} PRIVATE _POSIX_C_SOURCE=200809L _DEFAULT_SOURCE)
+  # 64-bit file offsets and time_t on 32-bit targets too (armhf): without them readdir fails
+  # with EOVERFLOW on a file system with 64-bit directory offsets, and time_t ends in 2038. No
+  # effect on 64-bit targets; the public headers use neither type.
+  target_compile_definitions(${tgt} PRIVATE _POSIX_C_SOURCE=200809L _DEFAULT_SOURCE
+    _FILE_OFFSET_BITS=64 _TIME_BITS=64)
 endfunction()

@@ -10,6 +10,7 @@ packages=(
   libgsl-dev libsqlite3-dev libcmocka-dev libmicrohttpd-dev libinih-dev
   gnuplot-nox python3 python3-numpy procps
   python3-pytest python3-pip python3-setuptools python3-pandas python3-matplotlib # python/ and its tests
+  default-jdk-headless junit5 # the Java binding (java/) and its JUnit 5 tests
   prometheus # for promtool only: tests/cli/test_metrics.sh checks /metrics with it
 )
 

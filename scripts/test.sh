@@ -2,7 +2,9 @@
 # The whole test suite, from a fresh Debian machine: installs what it needs, then
 #   1. builds (RelWithDebInfo, -Werror) and runs every test through CTest;
 #   2. builds and runs the suite again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. builds the libFuzzer targets with clang and runs a short fuzzing smoke of each.
+#   3. builds the libFuzzer targets with clang and runs a short fuzzing smoke of each;
+#   4. cross-builds the client library and its tests for aarch64 and runs them under qemu-user,
+#      against the daemon of step 1 (scripts/test-arm.sh; armhf too with LDPB_TEST_ARMHF=1).
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +33,11 @@ CC=clang cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DL
   -DLDPB_BUILD_BENCH=OFF >/dev/null
 cmake --build build/fuzz -j "$jobs"
 ctest --test-dir build/fuzz -j "$jobs" -L fuzz-smoke --timeout 600
+
+step "aarch64: the client library cross-built, tested under qemu-user"
+arm_targets=aarch64
+[ "${LDPB_TEST_ARMHF:-0}" = 1 ] && arm_targets="aarch64 armhf"
+# shellcheck disable=SC2086
+bash scripts/test-arm.sh --host-build build/test $arm_targets
 
 step "all suites passed"

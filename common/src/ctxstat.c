@@ -11,8 +11,9 @@
  *   3. the output is (R + Z) g, exact in a double (|R + Z| < 2^53).
  *
  * The rationals of Alg. 3 are (|Y| t - N)^2 / (2 N t^2) with N <= 2^56 and t <= 2^28 + 1:
- * numerators and denominators need up to 124 bits, so they are held in unsigned __int128 (a
- * GCC/Clang extension, marked __extension__ for -Wpedantic). The one departure from the exact
+ * numerators and denominators need up to 124 bits, so they are held in a 128-bit integer of two
+ * 64-bit words (u128 below: 32-bit targets such as armhf have no unsigned __int128; the results,
+ * and so the seeded draws, are the same on every target). The one departure from the exact
  * law: the discrete Laplace proposal is conditioned on |Y| < 2^62 / t, at least 64 standard
  * deviations (2^41 at the usual N near 2^41), which keeps every product inside 128 bits and
  * |R + Z| below 2^53. The Gaussian step accepts a proposal that far out with probability below
@@ -30,7 +31,82 @@
 #include "mech_internal.h"
 #include "rng_internal.h"
 
-__extension__ typedef unsigned __int128 u128;
+/* Unsigned 128-bit arithmetic, only what the samplers need. */
+typedef struct u128 {
+    uint64_t hi, lo;
+} u128;
+
+static u128 u128_of(uint64_t v)
+{
+    return (u128){0, v};
+}
+
+static int u128_lt(u128 a, u128 b)
+{
+    return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
+}
+
+static int u128_is_zero(u128 a)
+{
+    return (a.hi | a.lo) == 0;
+}
+
+static u128 u128_sub(u128 a, u128 b)
+{
+    return (u128){a.hi - b.hi - (a.lo < b.lo), a.lo - b.lo};
+}
+
+/* The full product of two 64-bit words. */
+static u128 u128_mul64(uint64_t a, uint64_t b)
+{
+    uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    return (u128){p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32), (mid << 32) | (p00 & 0xffffffffu)};
+}
+
+/* a * b modulo 2^128 (the callers stay below 2^128: see the top of the file). */
+static u128 u128_mul(u128 a, uint64_t b)
+{
+    u128 r = u128_mul64(a.lo, b);
+    r.hi += a.hi * b;
+    return r;
+}
+
+/* Bits needed to write a (0 for 0). */
+static int u128_bits(u128 a)
+{
+    int bits = 0;
+    uint64_t w = a.hi ? a.hi : a.lo;
+    while (w) {
+        bits++;
+        w >>= 1;
+    }
+    return a.hi ? bits + 64 : bits;
+}
+
+/* n / d and n % d, d >= 1: schoolbook, one bit at a time (64-bit division when both fit). */
+static u128 u128_divmod(u128 n, u128 d, u128 *rem)
+{
+    if (n.hi == 0 && d.hi == 0) {
+        *rem = u128_of(n.lo % d.lo);
+        return u128_of(n.lo / d.lo);
+    }
+    u128 q = {0, 0}, r = {0, 0};
+    for (int i = u128_bits(n) - 1; i >= 0; i--) {
+        uint64_t bit = i >= 64 ? (n.hi >> (i - 64)) & 1 : (n.lo >> i) & 1;
+        r = (u128){(r.hi << 1) | (r.lo >> 63), (r.lo << 1) | bit};
+        if (!u128_lt(r, d)) {
+            r = u128_sub(r, d);
+            if (i >= 64)
+                q.hi |= (uint64_t)1 << (i - 64);
+            else
+                q.lo |= (uint64_t)1 << i;
+        }
+    }
+    *rem = r;
+    return q;
+}
 
 #define say(out, ...) ldpb_detailf((out), LDPB_DETAIL_BYTES, __VA_ARGS__)
 
@@ -69,18 +145,17 @@ struct ldpb_ctxstat {
 /* Uniform in [0, bound), bound >= 1, exactly (rejection). */
 static u128 uniform128(ldpb_rng *rng, u128 bound)
 {
-    const u128 two64 = (u128)1 << 64;
-    if (bound <= two64)
-        return bound == two64 ? ldpb_rng_u64(rng) : ldpb_rng_uniform(rng, (uint64_t)bound);
-    u128 top = bound - 1;
-    int bits = 64;
-    while (top >> bits)
-        bits++;
+    if (bound.hi == 0)
+        return u128_of(ldpb_rng_uniform(rng, bound.lo));
+    if (bound.hi == 1 && bound.lo == 0) /* 2^64 */
+        return u128_of(ldpb_rng_u64(rng));
+    int bits = u128_bits(u128_sub(bound, u128_of(1)));
     uint64_t mask = bits >= 128 ? UINT64_MAX : (((uint64_t)1 << (bits - 64)) - 1);
     for (;;) {
-        u128 hi = rng_next_u64(rng) & mask;
-        u128 x = hi << 64 | rng_next_u64(rng);
-        if (x < bound)
+        u128 x;
+        x.hi = rng_next_u64(rng) & mask; /* the high word is drawn first */
+        x.lo = rng_next_u64(rng);
+        if (u128_lt(x, bound))
             return x;
     }
 }
@@ -88,7 +163,7 @@ static u128 uniform128(ldpb_rng *rng, u128 bound)
 /* 1 with probability num / den, 0 <= num <= den, den >= 1. */
 static int bern_ratio(ldpb_rng *rng, u128 num, u128 den)
 {
-    return uniform128(rng, den) < num;
+    return u128_lt(uniform128(rng, den), num);
 }
 
 /* exp(-gamma) for gamma = num / den in [0, 1] (CKS20, Alg. 1): draw A_K ~ Bernoulli(gamma / K)
@@ -96,7 +171,7 @@ static int bern_ratio(ldpb_rng *rng, u128 num, u128 den)
 static int bern_exp_unit(ldpb_rng *rng, u128 num, u128 den)
 {
     uint64_t k = 1;
-    while (k < BERN_K_MAX && bern_ratio(rng, num, den * k))
+    while (k < BERN_K_MAX && bern_ratio(rng, num, u128_mul(den, k)))
         k++;
     return (int)(k & 1);
 }
@@ -105,18 +180,19 @@ static int bern_exp_unit(ldpb_rng *rng, u128 num, u128 den)
  * fractional part (CKS20, Alg. 1, second half); stops at the first 0. */
 static int bern_exp128(ldpb_rng *rng, u128 num, u128 den)
 {
-    if (num <= den)
+    if (!u128_lt(den, num))
         return bern_exp_unit(rng, num, den);
-    u128 whole = num / den;
-    for (u128 i = 0; i < whole; i++)
-        if (!bern_exp_unit(rng, 1, 1))
+    u128 frac;
+    u128 whole = u128_divmod(num, den, &frac);
+    for (; !u128_is_zero(whole); whole = u128_sub(whole, u128_of(1)))
+        if (!bern_exp_unit(rng, u128_of(1), u128_of(1)))
             return 0;
-    return bern_exp_unit(rng, num % den, den);
+    return bern_exp_unit(rng, frac, den);
 }
 
 int ctxstat_bern_exp(ldpb_rng *rng, uint64_t num, uint64_t den)
 {
-    return bern_exp128(rng, num, den);
+    return bern_exp128(rng, u128_of(num), u128_of(den));
 }
 
 int64_t ctxstat_dlaplace(ldpb_rng *rng, uint64_t t)
@@ -124,10 +200,10 @@ int64_t ctxstat_dlaplace(ldpb_rng *rng, uint64_t t)
     const uint64_t x_cap = ((uint64_t)1 << 62) / t;
     for (;;) {
         uint64_t u = ldpb_rng_uniform(rng, t);
-        if (!bern_exp_unit(rng, u, t))
+        if (!bern_exp_unit(rng, u128_of(u), u128_of(t)))
             continue;
         uint64_t v = 0;
-        while (v <= x_cap / t && bern_exp_unit(rng, 1, 1))
+        while (v <= x_cap / t && bern_exp_unit(rng, u128_of(1), u128_of(1)))
             v++;
         uint64_t x = u + t * v; /* <= t - 1 + x_cap + t: no overflow */
         if (x >= x_cap)
@@ -154,12 +230,12 @@ int64_t ctxstat_dgauss(ldpb_rng *rng, uint64_t sigma2)
     /* t = floor(sigma) + 1 and the acceptance exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) =
      * exp(-(|Y| t - N)^2 / (2 N t^2)) of CKS20, Alg. 3, with N = sigma2. */
     const uint64_t t = isqrt64(sigma2) + 1;
-    const u128 den = (u128)2 * sigma2 * t * t;
+    const u128 den = u128_mul(u128_mul64(2 * sigma2, t), t);
     for (;;) {
         int64_t y = ctxstat_dlaplace(rng, t);
         uint64_t a = (uint64_t)(y < 0 ? -y : y) * t; /* < 2^62 */
         uint64_t diff = a >= sigma2 ? a - sigma2 : sigma2 - a;
-        if (bern_exp128(rng, (u128)diff * diff, den))
+        if (bern_exp128(rng, u128_mul64(diff, diff), den))
             return y;
     }
 }
