@@ -12,7 +12,8 @@
 #include "ldpb/linalg.h"
 #include "statefmt.h"
 
-#define STATE_VERSION 1
+/* 2: the tree (binary or padded) in the header */
+#define STATE_VERSION 2
 
 struct agg_linucb {
     agg_linucb_config cfg;
@@ -55,6 +56,19 @@ const char *agg_linucb_variant_name(agg_linucb_variant v)
         return "jdp-linucb-wishart";
     case AGG_LINUCB_GAUSSIAN:
         return "jdp-linucb-gaussian";
+    }
+    return "unknown";
+}
+
+const char *agg_linucb_tree_name(agg_linucb_tree t)
+{
+    switch (t) {
+    case AGG_LINUCB_TREE_AUTO:
+        return "auto";
+    case AGG_LINUCB_TREE_BINARY:
+        return "binary";
+    case AGG_LINUCB_TREE_PADDED:
+        return "padded";
     }
     return "unknown";
 }
@@ -110,6 +124,18 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         nm1 >>= 1;
     }
     out->m = 1 + bits;
+    if (cfg->tree != AGG_LINUCB_TREE_AUTO && cfg->tree != AGG_LINUCB_TREE_BINARY &&
+        cfg->tree != AGG_LINUCB_TREE_PADDED)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: unknown tree %d", name, (int)cfg->tree);
+    if (v == AGG_LINUCB_WISHART && cfg->tree == AGG_LINUCB_TREE_BINARY)
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: tree binary refused: the Wishart bounds and shift (SS18 "
+                                 "Prop. 9, Eq. (4)) need m node samples in every release (tree "
+                                 "padded)",
+                                 name);
+    out->tree = (v == AGG_LINUCB_GAUSSIAN && cfg->tree != AGG_LINUCB_TREE_PADDED)
+                    ? AGG_LINUCB_TREE_BINARY
+                    : AGG_LINUCB_TREE_PADDED;
     const double d = (double)cfg->d, m = (double)out->m;
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         if (!pos_finite(cfg->rho))
@@ -138,9 +164,18 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
     }
     const double eps = cfg->epsilon, delta = cfg->delta, lt = out->Ltilde, lt2 = lt * lt;
     if (v == AGG_LINUCB_WISHART) {
-        /* SS18 sec. 4.1: Sheffet 2015's per-node condition with the per-node budget
-         * (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. */
-        double extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
+        /* SS18 sec. 4.1: Sheffet 2015's per-node condition k >= d + 1 + 28 ln(4/delta0) / eps0^2
+         * with the per-node budget (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. That
+         * split composes to at most eps only while m eps0 (e^eps0 - 1) <= eps/2; beyond, eps0 is
+         * the exact solution of advanced composition (agg_linucb_wishart_eps_node). */
+        double extra;
+        out->eps_node = agg_linucb_wishart_eps_node(m, eps, delta);
+        out->delta_node = delta / (2.0 * m);
+        if (out->eps_node == eps / sqrt(8.0 * m * log(2.0 / delta)))
+            extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
+        else
+            extra = ceil(28.0 * log(4.0 / out->delta_node) / (out->eps_node * out->eps_node));
+        out->eps_total = agg_linucb_wishart_eps_total(m, out->eps_node, delta);
         out->k = d + 1.0 + extra;
         if (!(out->k < 9007199254740992.0))
             return agg_policy_refuse(errmsg, LDPB_ERANGE,
@@ -185,6 +220,30 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         out->gamma = 0.0;
     }
     return LDPB_OK;
+}
+
+double agg_linucb_wishart_eps_total(double m, double eps0, double delta)
+{
+    return sqrt(2.0 * m * log(2.0 / delta)) * eps0 + m * eps0 * expm1(eps0);
+}
+
+double agg_linucb_wishart_eps_node(double m, double eps, double delta)
+{
+    double split = eps / sqrt(8.0 * m * log(2.0 / delta));
+    if (agg_linucb_wishart_eps_total(m, split, delta) <= eps)
+        return split;
+    /* the total increases strictly in eps0: bisect on [0, split], keeping lo feasible */
+    double lo = 0.0, hi = split;
+    for (int i = 0; i < 200 && lo < hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi)
+            break;
+        if (agg_linucb_wishart_eps_total(m, mid, delta) <= eps)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 void agg_linucb_gaussian_bounds(double sd, double count, uint32_t d, double l2n, double *upsilon,
@@ -340,10 +399,16 @@ static void sum_slots(agg_linucb *p)
     }
 }
 
+/* The padded tree's data-free samples of the empty prefix. The binary tree's empty prefix has
+ * no node and no noise: its slots stay zero. */
 static ldpb_err prime(agg_linucb *p, agg_policy_env *env)
 {
     if (p->primed || !noisy(p))
         return LDPB_OK;
+    if (p->c.tree == AGG_LINUCB_TREE_BINARY) {
+        p->primed = 1;
+        return LDPB_OK;
+    }
     if (!env || !env->noise)
         return LDPB_EINVAL;
     size_t pp = (size_t)p->p * p->p;
@@ -466,6 +531,8 @@ ldpb_err agg_linucb_observe(agg_linucb *p, agg_policy_env *env, const double *x_
     err = prime(p, env);
     if (err)
         return err;
+    if (noisy(p) && (!env || !env->noise))
+        return LDPB_EINVAL;
     const uint32_t d = p->d, q = p->p;
     double v[AGG_LINUCB_D_MAX + 1];
     double n2 = 0.0;
@@ -482,27 +549,32 @@ ldpb_err agg_linucb_observe(agg_linucb *p, agg_policy_env *env, const double *x_
     for (uint32_t i = 0; i < q; i++)
         for (uint32_t j = 0; j < q; j++)
             p->M[i * q + j] += v[i] * v[j];
+    /* levels 0..top change: top is completed (its bit is set in t + 1), the ones below merge
+     * into it (their bits clear) */
     uint64_t changed = p->t ^ (p->t + 1);
-    p->t++;
     if (noisy(p)) {
         size_t pp = (size_t)q * q;
+        const int binary = p->c.tree == AGG_LINUCB_TREE_BINARY;
         double fresh[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
-        for (uint32_t l = 0; l < p->c.m && (changed >> l); l++)
-            if ((changed >> l) & 1u) {
-                err = draw_node(p, env->noise, fresh);
-                if (err)
-                    return err;
-                double *slot = p->slots + l * pp;
-                for (size_t i = 0; i < pp; i++) {
-                    p->nsum[i] += fresh[i] - slot[i];
-                    slot[i] = fresh[i];
-                }
+        for (uint32_t l = 0; l < p->c.m && (changed >> l); l++) {
+            const int completed = ((p->t + 1) >> l) & 1u;
+            if (binary && !completed)
+                memset(fresh, 0, pp * sizeof *fresh);
+            else if ((err = draw_node(p, env->noise, fresh)) != LDPB_OK)
+                return err;
+            double *slot = p->slots + l * pp;
+            for (size_t i = 0; i < pp; i++) {
+                p->nsum[i] += fresh[i] - slot[i];
+                slot[i] = fresh[i];
             }
+        }
         /* the running sum is exact up to rounding; a full recount every 4096 rounds keeps the
-         * rounding from accumulating (the slots' entries reach Ltilde^2 m k) */
-        if (changed >> 12)
+         * rounding from accumulating (the slots' entries reach Ltilde^2 m k). The binary tree
+         * recounts every round (m (d+1)^2 additions), so a release is exactly its nodes' sum. */
+        if (binary || changed >> 12)
             sum_slots(p);
     }
+    p->t++;
     return LDPB_OK;
 }
 
@@ -551,6 +623,7 @@ static void put_header(agg_wbuf *w, const agg_linucb *p)
     agg_put_u32(w, c->d);
     agg_put_u64(w, c->horizon);
     agg_put_u32(w, (uint32_t)(c->zero_noise != 0));
+    agg_put_u32(w, (uint32_t)p->c.tree);
     const double f[] = {c->epsilon, c->delta, c->alpha, c->L, c->Ltilde, c->S, c->sigma, c->rho};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         agg_put_f64(w, f[i]);
@@ -609,6 +682,12 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
     for (size_t i = 0; i < ns; i++)
         if (!isfinite(slots[i]))
             goto done;
+    /* the binary tree has no noise at a level without a node */
+    if (p->c.tree == AGG_LINUCB_TREE_BINARY)
+        for (uint32_t l = 0; l < p->c.m; l++)
+            for (size_t i = 0; !((t >> l) & 1u) && i < pp; i++)
+                if (slots[l * pp + i] != 0.0)
+                    goto done;
     memcpy(p->M, M, pp * sizeof *M);
     memcpy(p->slots, slots, ns * sizeof *slots);
     p->t = t;

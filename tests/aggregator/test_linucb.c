@@ -3,7 +3,8 @@
  * exactly as LinUCB; the constants match the reference numbers of SS18's sec. 4 setting; beta_t
  * and one decision match hand computation; the released matrix is symmetric and, after the
  * shift, positive definite at the rate SS18 promise; the tree's noise per entry has the variance
- * of its formula (before and after observations: every release carries m node samples); state
+ * of its formula (before and after observations: a padded release carries m node samples, a
+ * binary one popcount(t)); the Wishart per-node budget composes to at most epsilon; state
  * round-trips mid-run; invalid parameters and inputs are refused. Statistical checks use fixed
  * seeds and state their false-failure probability. */
 #include <setjmp.h>
@@ -253,14 +254,18 @@ static void cholesky_failure_is_counted_and_repaired(void **state)
     const double xs[4] = {1.0, 0.0, 0.0, 1.0};
     uint32_t a;
     assert_int_equal(agg_linucb_choose(p, &pe, xs, 2, &a, NULL), LDPB_OK);
+    /* one observation: level 0 holds a node, and so a noise sample (the binary tree's other
+     * slots are zero, and a state with noise there would be refused) */
+    assert_int_equal(agg_linucb_observe(p, &pe, xs, 0.0), LDPB_OK);
     size_t len = 0;
     assert_int_equal(agg_linucb_save(p, NULL, 0, &len), LDPB_ERANGE);
     uint8_t *buf = malloc(len);
     assert_non_null(buf);
     assert_int_equal(agg_linucb_save(p, buf, len, &len), LDPB_OK);
-    /* the last slot's (0, 0) entry is the 9th double from the end: make it hugely negative */
+    /* level 0's (0, 0) entry is the first of the m = 4 slots of 9 doubles that end the state:
+     * make it hugely negative */
     double big = -1e12;
-    memcpy(buf + len - 9 * sizeof(double), &big, sizeof big);
+    memcpy(buf + len - 4 * 9 * sizeof(double), &big, sizeof big);
     assert_int_equal(agg_linucb_restore(p, buf, len), LDPB_OK);
     uint64_t before = agg_linucb_cholesky_failures(p);
     assert_int_equal(agg_linucb_choose(p, &pe, xs, 2, &a, NULL), LDPB_OK);
@@ -271,30 +276,44 @@ static void cholesky_failure_is_counted_and_repaired(void **state)
 }
 
 /* Per-entry law of the released noise (the sum of the m slots), at t = 0 and after 5
- * observations (prefix 101b: 2 data nodes, so m - 2 slots are data-free padding):
- * Gaussian off-diagonal variance m s^2 and diagonal 2 m s^2; Wishart W(Ltilde^2 I, m k) off-
- * diagonal variance m k Ltilde^4, diagonal mean m k Ltilde^2. With N samples the relative
- * standard error of a variance estimate is about sqrt(2/N) (sqrt((2 + excess kurtosis)/N) for
- * the Wishart entries, whose kurtosis is near Gaussian at this k); the tolerance is 5.5 standard
- * errors, so each of the 16 checks fails falsely with probability < 4e-8. */
+ * observations (prefix 101b: 2 data nodes). The padded tree (Wishart, and Gaussian on request)
+ * carries m samples either way, m - 2 of them data-free after 5; the binary tree (the Gaussian
+ * default, SS18's) carries popcount(t): none at t = 0 (the noise is exactly zero), 2 after 5.
+ * Gaussian: off-diagonal variance c s^2 and diagonal 2 c s^2 for c samples; Wishart W(Ltilde^2
+ * I, m k): off-diagonal variance m k Ltilde^4, diagonal mean m k Ltilde^2. With N samples the
+ * relative standard error of a variance estimate is about sqrt(2/N) (sqrt((2 + excess
+ * kurtosis)/N) for the Wishart entries, whose kurtosis is near Gaussian at this k); the tolerance
+ * is 5.5 standard errors, so each of the 18 checks fails falsely with probability < 4e-8. (The
+ * binary case after 5 fails on a tree that pads: it would see m = 5 samples, not 2.) */
 static void tree_noise_variance_matches_formula(void **state)
 {
     (void)state;
     const int N = 20000;
     const uint32_t d = 2, q = 3;
-    for (int v = AGG_LINUCB_WISHART; v <= AGG_LINUCB_GAUSSIAN; v++) {
+    const struct {
+        agg_linucb_variant v;
+        agg_linucb_tree tree;
+    } cases[] = {{AGG_LINUCB_WISHART, AGG_LINUCB_TREE_AUTO},
+                 {AGG_LINUCB_GAUSSIAN, AGG_LINUCB_TREE_AUTO},
+                 {AGG_LINUCB_GAUSSIAN, AGG_LINUCB_TREE_PADDED}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         for (int after = 0; after <= 5; after += 5) {
-            agg_linucb_config c = base((agg_linucb_variant)v, d, 16);
+            agg_linucb_config c = base(cases[ci].v, d, 16);
+            c.tree = cases[ci].tree;
             agg_linucb_constants k;
             assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
             assert_int_equal(k.m, 5);
+            assert_int_equal(k.tree, cases[ci].v == AGG_LINUCB_GAUSSIAN &&
+                                             cases[ci].tree == AGG_LINUCB_TREE_AUTO
+                                         ? AGG_LINUCB_TREE_BINARY
+                                         : AGG_LINUCB_TREE_PADDED);
             agg_rand r, nr;
             agg_rand_seed_u64(&r, 1);
-            agg_rand_seed_u64(&nr, 1000 + (uint64_t)v * 10 + (uint64_t)after);
+            agg_rand_seed_u64(&nr, 1000 + (uint64_t)ci * 10 + (uint64_t)after);
             agg_noise *noise;
             assert_int_equal(agg_noise_new(&noise, AGG_NOISE_FAST, NULL, &nr), LDPB_OK);
             agg_policy_env pe = {&r, noise};
-            double s_off = 0, s2_off = 0, s_diag = 0, s2_diag = 0;
+            double s_off = 0, s2_off = 0, s_diag = 0, s2_diag = 0, largest = 0;
             for (int i = 0; i < N; i++) {
                 agg_linucb *p;
                 assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
@@ -303,6 +322,8 @@ static void tree_noise_variance_matches_formula(void **state)
                     assert_int_equal(agg_linucb_observe(p, &pe, x, 0.5), LDPB_OK);
                 double ns[9];
                 assert_int_equal(agg_linucb_noise_sum(p, &pe, ns), LDPB_OK);
+                for (int e = 0; e < 9; e++)
+                    largest = fmax(largest, fabs(ns[e]));
                 s_off += ns[0 * q + 2];
                 s2_off += ns[0 * q + 2] * ns[0 * q + 2];
                 s_diag += ns[1 * q + 1];
@@ -313,7 +334,11 @@ static void tree_noise_variance_matches_formula(void **state)
             double m_diag = s_diag / N, var_diag = s2_diag / N - m_diag * m_diag;
             double tol = 5.5 * sqrt(2.0 / N);
             double mm = (double)k.m, l2 = k.Ltilde * k.Ltilde;
-            if (v == AGG_LINUCB_GAUSSIAN) {
+            if (k.tree == AGG_LINUCB_TREE_BINARY)
+                mm = after == 0 ? 0.0 : 2.0; /* popcount(0), popcount(5) */
+            if (mm == 0.0) {
+                assert_true(largest == 0.0);
+            } else if (cases[ci].v == AGG_LINUCB_GAUSSIAN) {
                 double s2 = k.sigma_noise * k.sigma_noise;
                 near(var_off, mm * s2, tol);
                 near(var_diag, 2.0 * mm * s2, tol);
@@ -323,9 +348,55 @@ static void tree_noise_variance_matches_formula(void **state)
                 near(var_diag, 2.0 * mm * k.k * l2 * l2, tol);
                 near(m_diag, mm * k.k * l2, 5.5 * sqrt(2.0 / (mm * k.k * N)));
             }
-            (void)q;
             agg_noise_free(noise);
         }
+    }
+}
+
+/* The Wishart per-node budget composes (advanced composition over the m nodes that hold a
+ * datum) to at most epsilon over a grid of m, epsilon and delta, including the large epsilons
+ * where SS18's split eps/sqrt(8 m ln(2/delta)) alone would exceed it (m 11, eps 9: 9.02); it is
+ * SS18's split wherever that one is within epsilon, and k follows Sheffet 2015's condition at the
+ * node budget. (Fails on the split-only code: k.eps_total there would be 9.02 at m 11, eps 9.) */
+static void wishart_budget_composes_within_epsilon(void **state)
+{
+    (void)state;
+    const double eps[] = {1e-3, 0.1, 0.5, 1, 2, 3, 5, 7, 8, 9, 9.5, 10};
+    const double deltas[] = {1e-12, 1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9};
+    uint64_t replaced = 0;
+    for (uint32_t m = 1; m <= 41; m++)
+        for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++)
+            for (size_t j = 0; j < sizeof deltas / sizeof deltas[0]; j++) {
+                double split = eps[e] / sqrt(8.0 * m * log(2.0 / deltas[j]));
+                double e0 = agg_linucb_wishart_eps_node(m, eps[e], deltas[j]);
+                double total = agg_linucb_wishart_eps_total(m, e0, deltas[j]);
+                assert_true(e0 > 0.0 && e0 <= split);
+                assert_true(total <= eps[e]);
+                if (agg_linucb_wishart_eps_total(m, split, deltas[j]) <= eps[e]) {
+                    assert_true(e0 == split);
+                } else {
+                    replaced++;
+                    /* the solution is tight: within 1e-9 relative of the budget */
+                    assert_true(total >= eps[e] * (1.0 - 1e-9));
+                }
+            }
+    assert_true(replaced > 0);
+    /* the policy's constants, where the brief's three examples exceed epsilon under the split */
+    const struct {
+        uint64_t n;
+        double eps;
+    } ex[] = {{1024, 9.0}, {32768, 10.0}, {50000000, 10.0}};
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        agg_linucb_config c = base(AGG_LINUCB_WISHART, 5, ex[i].n);
+        c.epsilon = ex[i].eps;
+        agg_linucb_constants k;
+        assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+        double split = ex[i].eps / sqrt(8.0 * k.m * log(2.0 / c.delta));
+        assert_true(agg_linucb_wishart_eps_total(k.m, split, c.delta) > ex[i].eps);
+        assert_true(k.eps_total <= ex[i].eps);
+        assert_true(k.eps_node < split);
+        near(k.delta_node, c.delta / (2.0 * k.m), 1e-15);
+        assert_true(k.k == 6.0 + ceil(28.0 * log(4.0 / k.delta_node) / (k.eps_node * k.eps_node)));
     }
 }
 
@@ -336,6 +407,7 @@ static void tree_noise_secure_source(void **state)
     (void)state;
     const int N = 4000;
     agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, 2, 16);
+    c.tree = AGG_LINUCB_TREE_PADDED; /* m samples at t = 0 */
     agg_linucb_constants k;
     assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
     ldpb_rng *rng;
@@ -507,6 +579,12 @@ static void invalid_parameters_refused(void **state)
     expect_refusal(c, LDPB_ERANGE, "degrees of freedom");
     c = base((agg_linucb_variant)7, 5, 100);
     expect_refusal(c, LDPB_EINVAL, "unknown variant");
+    c = base(AGG_LINUCB_WISHART, 5, 100);
+    c.tree = AGG_LINUCB_TREE_BINARY;
+    expect_refusal(c, LDPB_ERANGE, "jdp-linucb-wishart: tree binary refused");
+    c = base(AGG_LINUCB_GAUSSIAN, 5, 100);
+    c.tree = (agg_linucb_tree)9;
+    expect_refusal(c, LDPB_EINVAL, "unknown tree 9");
 
     /* inputs: an action longer than L, a NaN entry, no actions, a NaN reward */
     c = base(AGG_LINUCB_PLAIN, 2, 10);
@@ -523,10 +601,18 @@ static void invalid_parameters_refused(void **state)
     assert_int_equal(agg_linucb_observe(p, &pe, ok, NAN), LDPB_EINVAL);
     assert_int_equal(agg_linucb_observe(p, &pe, longx, 0.0), LDPB_ERANGE);
     agg_linucb_free(p);
-    /* a JDP variant without a noise source refuses rather than release unnoised statistics */
+    /* a JDP variant without a noise source refuses rather than release unnoised statistics: the
+     * padded tree at its first release (data-free samples), the binary tree at its first
+     * observation (whose empty prefix has no noise to draw) */
     c = base(AGG_LINUCB_GAUSSIAN, 2, 10);
+    c.tree = AGG_LINUCB_TREE_PADDED;
     assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
     assert_int_equal(agg_linucb_choose(p, &pe, ok, 1, &a, NULL), LDPB_EINVAL);
+    agg_linucb_free(p);
+    c.tree = AGG_LINUCB_TREE_AUTO;
+    assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+    assert_int_equal(agg_linucb_observe(p, &pe, ok, 0.5), LDPB_EINVAL);
+    assert_int_equal(agg_linucb_rounds(p), 0);
     agg_linucb_free(p);
 }
 
@@ -626,6 +712,7 @@ int main(void)
         cmocka_unit_test(release_symmetric_and_pd_at_promised_rate),
         cmocka_unit_test(cholesky_failure_is_counted_and_repaired),
         cmocka_unit_test(tree_noise_variance_matches_formula),
+        cmocka_unit_test(wishart_budget_composes_within_epsilon),
         cmocka_unit_test(tree_noise_secure_source),
         cmocka_unit_test(save_restore_mid_run),
         cmocka_unit_test(invalid_parameters_refused),
