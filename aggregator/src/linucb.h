@@ -81,6 +81,13 @@ typedef struct agg_linucb_config {
     double sigma;     /* sub-Gaussian parameter of the reward noise, > 0 */
     double rho;       /* LinUCB's regulariser, > 0 (plain only) */
     agg_linucb_tree tree; /* JDP variants: AUTO (default), BINARY or PADDED */
+    /* jdp-linucb-gaussian only: the served, floating-point-safe release of docs/privacy.md sec.
+     * 10.2 (1; the daemon sets it): every entry of (x, y)(x, y)^T is randomly rounded to the
+     * grid g, the sums are kept in integers and each node's noise is the exact discrete Gaussian
+     * with variance parameter sigma2_units (2 sigma2_units on the diagonal) in grid units, drawn
+     * from an AGG_NOISE_SECURE source (others are refused at the first draw). 0: floating-point
+     * normals (the simulator's fast path, not for serving). Refused for the Wishart variant. */
+    int exact;
     /* Tests only: a JDP variant whose node noise is zero and whose regulariser and bounds are
      * LinUCB's (H = rho I, rho_min = rho_max = rho, gamma = 0): the private code path (tree,
      * slots, clipping) without noise, which must decide exactly as LinUCB. */
@@ -114,6 +121,15 @@ typedef struct agg_linucb_constants {
     double alpha, Ltilde;
     double k, sigma_noise, upsilon, shift;
     double eps_node, delta_node, eps_total; /* Wishart: per-node budget and its composed total */
+    /* Gaussian: the zCDP of the whole tree (m nodes per datum) for add/remove and for replace
+     * neighbours, and the epsilon at delta that each converts to (Bun & Steinke 2016, Prop. 1.3:
+     * rho + 2 sqrt(rho ln(1/delta))); both are below epsilon. With exact, the discrete
+     * calibration's (rounding included). */
+    double rho_tree, rho_tree_replace, eps_zcdp, eps_zcdp_replace;
+    /* exact (Gaussian): the grid step g (a power of two) and the integer variance parameter N
+     * of each off-diagonal entry in grid units, N >= ((s/g) (1 + 2^-40 + (d+1) g / Ltilde^2))^2 */
+    double grid;
+    uint64_t sigma2_units;
     double rho_min, rho_max, gamma;
     double wishart_unshifted_rho_min, wishart_unshifted_rho_max, wishart_unshifted_gamma;
 } agg_linucb_constants;

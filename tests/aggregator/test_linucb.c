@@ -26,6 +26,8 @@
 
 static const uint8_t SEED[LDPB_RNG_SEED_BYTES] = {7, 1, 2, 3};
 
+static void expect_refusal(agg_linucb_config c, ldpb_err want, const char *needle);
+
 static void near(double got, double want, double rel)
 {
     if (!(fabs(got - want) <= rel * fabs(want))) {
@@ -431,6 +433,211 @@ static void tree_noise_secure_source(void **state)
     ldpb_rng_free(rng);
 }
 
+/* The served Gaussian release (exact = 1, docs/privacy.md sec. 10.2). Its noise, drawn by the
+ * exact discrete Gaussian from the seeded secure stream: after one observation the binary tree
+ * holds one node, whose entries in grid units must follow N_Z(0, N) off the diagonal and
+ * N_Z(0, 2N) on it. 20,000 policies give 60,000 entries of each kind: the mean within 5.5
+ * standard errors of 0, the variance within 5.5 sqrt(2/n) relative of N (2N), the kurtosis
+ * within 5.5 sqrt(96/n) of 3 (a discrete Gaussian this wide has the normal's moments to far
+ * below these tolerances); each of the 6 checks fails falsely with probability < 4e-8. Every
+ * released value is an exact multiple of the grid step g, and the data part of the release is
+ * within t g of the exact statistics (random rounding, one unit per datum at most). */
+static void exact_gaussian_release_on_grid(void **state)
+{
+    (void)state;
+    const uint32_t d = 2, q = 3;
+    const int P = 20000;
+    agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, d, 64);
+    c.exact = 1;
+    agg_linucb_constants k;
+    assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+    const double g = k.grid, N = (double)k.sigma2_units;
+    int e;
+    assert_true(frexp(g, &e) == 0.5); /* a power of two */
+    assert_true(N * g * g >= k.sigma_noise * k.sigma_noise);
+    assert_true(N * g * g <= k.sigma_noise * k.sigma_noise * (1.0 + 1e-4));
+    ldpb_rng *rng;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
+    agg_noise *noise;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    agg_rand r;
+    agg_rand_seed_u64(&r, 3);
+    agg_policy_env pe = {&r, noise};
+    double s1[2] = {0, 0}, s2[2] = {0, 0}, s4[2] = {0, 0};
+    double n_[2] = {0, 0};
+    const double x[2] = {0.6, -0.3}, y = 0.7;
+    for (int i = 0; i < P; i++) {
+        agg_linucb *p;
+        assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+        assert_int_equal(agg_linucb_observe(p, &pe, x, y), LDPB_OK);
+        double ns[9], V[4], u[2];
+        assert_int_equal(agg_linucb_noise_sum(p, &pe, ns), LDPB_OK);
+        assert_int_equal(agg_linucb_release(p, &pe, V, u), LDPB_OK);
+        const double v[3] = {x[0], x[1], y};
+        for (uint32_t a = 0; a < q; a++)
+            for (uint32_t b = a; b < q; b++) {
+                double z = ns[a * q + b] / g;
+                assert_true(z == floor(z));
+                int diag = a == b;
+                double zz = z * z / (diag ? 2.0 * N : N);
+                s1[diag] += z / sqrt(diag ? 2.0 * N : N);
+                s2[diag] += zz;
+                s4[diag] += zz * zz;
+                n_[diag] += 1;
+                if (a < d && b < d) {
+                    double rel = V[a * d + b] - (a == b ? k.shift : 0.0);
+                    double dat = rel - ns[a * q + b];
+                    assert_true(fabs(dat - v[a] * v[b]) <= g * (1 + 1e-9));
+                    /* the release before the shift is (integer) g */
+                    assert_true(rel / g == floor(rel / g));
+                }
+            }
+        agg_linucb_free(p);
+    }
+    for (int diag = 0; diag <= 1; diag++) {
+        double nn = n_[diag], m1 = s1[diag] / nn, var = s2[diag] / nn, kurt = s4[diag] / nn / (var * var);
+        if (!(fabs(m1) < 5.5 / sqrt(nn) && fabs(var - 1.0) < 5.5 * sqrt(2.0 / nn) &&
+              fabs(kurt - 3.0) < 5.5 * sqrt(96.0 / nn))) {
+            print_error("%s: mean %g, variance/N %g, kurtosis %g over %g entries\n",
+                        diag ? "diagonal" : "off-diagonal", m1, var, kurt, nn);
+            fail();
+        }
+    }
+    /* random rounding is unbiased: 200,000 roundings of 0.3 average 0.3 within 5.5 standard
+     * errors (false failure < 4e-8) */
+    double acc = 0;
+    for (int i = 0; i < 200000; i++) {
+        int64_t w;
+        assert_int_equal(agg_noise_round(noise, 41.3, &w), LDPB_OK);
+        assert_true(w == 41 || w == 42);
+        acc += (double)(w - 41);
+    }
+    assert_true(fabs(acc / 200000 - 0.3) < 5.5 * sqrt(0.21 / 200000));
+    int64_t z;
+    assert_int_equal(agg_noise_dgauss(noise, 0, &z), LDPB_EINVAL);
+    assert_int_equal(agg_noise_dgauss(noise, ((uint64_t)1 << 56) + 1, &z), LDPB_EINVAL);
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* The exact release in use: decisions at the PD rate of the float path (no Cholesky failure in
+ * 2 x 600 rounds; the bound promises a failure rate below alpha/(2n) per round, false failure
+ * < 2e-3), a save/restore round trip, and the refusals: a FAST source (the exact sampler draws
+ * from the secure stream only), the Wishart variant, untrusted states whose integers lie
+ * outside what the mechanism produces. */
+static void exact_gaussian_in_use(void **state)
+{
+    (void)state;
+    const uint32_t d = 4;
+    const uint64_t n = 600;
+    ldpb_rng *rng;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
+    agg_noise *noise;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    for (uint64_t trial = 0; trial < 2; trial++) {
+        agg_ctx_env env;
+        agg_ctx_env_config ec = env_cfg(d, 0.1);
+        assert_int_equal(agg_ctx_env_start(&env, &ec, SEED, trial), LDPB_OK);
+        agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, d, n);
+        c.exact = 1;
+        agg_linucb *p, *b;
+        assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+        assert_int_equal(agg_linucb_new(&b, &c, NULL), LDPB_OK);
+        agg_rand r;
+        agg_rand_seed_u64(&r, 7 + trial);
+        agg_policy_env pe = {&r, noise};
+        double x[16 * 4], mean[16];
+        for (uint64_t t = 0; t < n; t++) {
+            agg_ctx_env_round(&env, x, mean);
+            uint32_t a;
+            assert_int_equal(agg_linucb_choose(p, &pe, x, d * d, &a, NULL), LDPB_OK);
+            assert_int_equal(
+                agg_linucb_observe(p, &pe, x + a * d, agg_ctx_env_reward(&env, mean[a])),
+                LDPB_OK);
+        }
+        assert_int_equal(agg_linucb_cholesky_failures(p), 0);
+        size_t len = 0;
+        assert_int_equal(agg_linucb_save(p, NULL, 0, &len), LDPB_ERANGE);
+        uint8_t *buf = malloc(len);
+        assert_non_null(buf);
+        assert_int_equal(agg_linucb_save(p, buf, len, &len), LDPB_OK);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_OK);
+        double va[16], ua[4], vb[16], ub[4];
+        assert_int_equal(agg_linucb_release(p, &pe, va, ua), LDPB_OK);
+        assert_int_equal(agg_linucb_release(b, &pe, vb, ub), LDPB_OK);
+        assert_memory_equal(va, vb, sizeof va);
+        /* the last slot entry (level m - 1: 600 = 1001011000b has bit 9 set, m = 11 has levels
+         * 0..10, so level 10 is empty and must be zero) */
+        uint64_t one = 1;
+        memcpy(buf + len - sizeof one, &one, sizeof one);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_ECORRUPT);
+        /* a noise entry outside the sampler's support (level 9's first entry) */
+        assert_int_equal(agg_linucb_save(p, buf, len, &len), LDPB_OK);
+        uint64_t huge = (uint64_t)1 << 61;
+        memcpy(buf + len - 2 * 25 * sizeof huge, &huge, sizeof huge);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_ECORRUPT);
+        free(buf);
+        agg_linucb_free(p);
+        agg_linucb_free(b);
+    }
+    agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, 2, 10);
+    c.exact = 1;
+    agg_linucb *p;
+    assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+    agg_rand r, nr;
+    agg_rand_seed_u64(&r, 1);
+    agg_rand_seed_u64(&nr, 2);
+    agg_noise *fast;
+    assert_int_equal(agg_noise_new(&fast, AGG_NOISE_FAST, NULL, &nr), LDPB_OK);
+    agg_policy_env pe = {&r, fast};
+    const double x[2] = {0.6, 0.8};
+    assert_int_equal(agg_linucb_observe(p, &pe, x, 0.1), LDPB_EINVAL);
+    assert_int_equal(agg_linucb_rounds(p), 0);
+    agg_linucb_free(p);
+    agg_noise_free(fast);
+    c = base(AGG_LINUCB_WISHART, 2, 10);
+    c.exact = 1;
+    expect_refusal(c, LDPB_ERANGE, "jdp-linucb-gaussian only");
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* The Gaussian variant's privacy, continuous and exact: over a grid of d, n, epsilon and delta
+ * the whole tree's zCDP converts to at most epsilon even for replace neighbours (SS18's
+ * calibration is conservative), and with the grid the discrete add/remove rho per node is at
+ * most the continuous one, so the paper's argument carries over. Every such configuration is
+ * accepted with the grid (its sums fit 64 bits up to the largest horizon). */
+static void gaussian_zcdp_within_epsilon(void **state)
+{
+    (void)state;
+    const uint32_t ds[] = {1, 5, 20, 64};
+    const uint64_t ns[] = {2, 1000, 1000000, (uint64_t)1 << 40};
+    const double eps[] = {1e-3, 0.1, 1, 4, 10};
+    const double deltas[] = {1e-12, 1e-6, 0.1, 0.9};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t e = 0; e < 5; e++)
+                for (size_t j = 0; j < 4; j++)
+                    for (int exact = 0; exact <= 1; exact++) {
+                        agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, ds[a], ns[b]);
+                        c.epsilon = eps[e];
+                        c.delta = deltas[j];
+                        c.exact = exact;
+                        agg_linucb_constants k;
+                        char msg[AGG_ERRMSG_MAX];
+                        ldpb_err err = agg_linucb_constants_of(&c, &k, msg);
+                        if (err)
+                            print_error("%s\n", msg);
+                        assert_int_equal(err, LDPB_OK);
+                        assert_true(k.eps_zcdp <= k.eps_zcdp_replace);
+                        assert_true(k.eps_zcdp_replace <= c.epsilon);
+                        double l2 = k.Ltilde * k.Ltilde;
+                        double rho_cont = (double)k.m * l2 * l2 /
+                                          (4.0 * k.sigma_noise * k.sigma_noise);
+                        assert_true(k.rho_tree <= rho_cont * (1.0 + 1e-12));
+                    }
+}
+
 /* Save mid-run, restore into a fresh policy, continue both on the same inputs and generators:
  * the same decisions and byte-identical final states. Corrupt bytes are refused. */
 static void save_restore_mid_run(void **state)
@@ -714,6 +921,9 @@ int main(void)
         cmocka_unit_test(tree_noise_variance_matches_formula),
         cmocka_unit_test(wishart_budget_composes_within_epsilon),
         cmocka_unit_test(tree_noise_secure_source),
+        cmocka_unit_test(exact_gaussian_release_on_grid),
+        cmocka_unit_test(exact_gaussian_in_use),
+        cmocka_unit_test(gaussian_zcdp_within_epsilon),
         cmocka_unit_test(save_restore_mid_run),
         cmocka_unit_test(invalid_parameters_refused),
         cmocka_unit_test(jdp_clips_rewards),
