@@ -355,6 +355,33 @@ static void tree_noise_variance_matches_formula(void **state)
     }
 }
 
+/* The binary tree's release sums popcount(t) nodes, never more than the m its Gaussian bounds
+ * are computed for (every t <= n, for horizons around powers of two), and Prop. 11's Upsilon
+ * (and with it rho_min, rho_max and the shift) only grows with the count, so the constants for m
+ * cover every release. */
+static void binary_tree_count_within_m(void **state)
+{
+    (void)state;
+    const uint64_t ns[] = {2, 3, 7, 8, 9, 1000, 1023, 1024, 1025, 65536, 65537};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, 5, ns[i]);
+        agg_linucb_constants k;
+        assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+        assert_int_equal(k.tree, AGG_LINUCB_TREE_BINARY);
+        double prev = 0.0;
+        for (uint32_t cnt = 1; cnt <= k.m; cnt++) {
+            double u, lo, hi, g;
+            agg_linucb_gaussian_bounds(k.sigma_noise, cnt, 5, log(2.0 * (double)ns[i] / k.alpha), &u,
+                                       &lo, &hi, &g);
+            assert_true(u > prev);
+            prev = u;
+        }
+        assert_true(prev == k.upsilon && k.shift == 2.0 * k.upsilon);
+        for (uint64_t t = 0; t <= ns[i]; t++)
+            assert_true((uint32_t)__builtin_popcountll(t) <= k.m);
+    }
+}
+
 /* The Wishart per-node budget composes (advanced composition over the m nodes that hold a
  * datum) to at most epsilon over a grid of m, epsilon and delta, including the large epsilons
  * where SS18's split eps/sqrt(8 m ln(2/delta)) alone would exceed it (m 11, eps 9: 9.02); it is
@@ -919,6 +946,7 @@ int main(void)
         cmocka_unit_test(release_symmetric_and_pd_at_promised_rate),
         cmocka_unit_test(cholesky_failure_is_counted_and_repaired),
         cmocka_unit_test(tree_noise_variance_matches_formula),
+        cmocka_unit_test(binary_tree_count_within_m),
         cmocka_unit_test(wishart_budget_composes_within_epsilon),
         cmocka_unit_test(tree_noise_secure_source),
         cmocka_unit_test(exact_gaussian_release_on_grid),
