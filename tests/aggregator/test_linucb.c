@@ -371,8 +371,8 @@ static void binary_tree_count_within_m(void **state)
         double prev = 0.0;
         for (uint32_t cnt = 1; cnt <= k.m; cnt++) {
             double u, lo, hi, g;
-            agg_linucb_gaussian_bounds(k.sigma_noise, cnt, 5, log(2.0 * (double)ns[i] / k.alpha), &u,
-                                       &lo, &hi, &g);
+            agg_linucb_gaussian_bounds(k.sigma_noise, cnt, 5, log(2.0 * (double)ns[i] / k.alpha),
+                                       &u, &lo, &hi, &g);
             assert_true(u > prev);
             prev = u;
         }
@@ -522,7 +522,8 @@ static void exact_gaussian_release_on_grid(void **state)
         agg_linucb_free(p);
     }
     for (int diag = 0; diag <= 1; diag++) {
-        double nn = n_[diag], m1 = s1[diag] / nn, var = s2[diag] / nn, kurt = s4[diag] / nn / (var * var);
+        double nn = n_[diag], m1 = s1[diag] / nn, var = s2[diag] / nn,
+               kurt = s4[diag] / nn / (var * var);
         if (!(fabs(m1) < 5.5 / sqrt(nn) && fabs(var - 1.0) < 5.5 * sqrt(2.0 / nn) &&
               fabs(kurt - 3.0) < 5.5 * sqrt(96.0 / nn))) {
             print_error("%s: mean %g, variance/N %g, kurtosis %g over %g entries\n",
@@ -579,8 +580,7 @@ static void exact_gaussian_in_use(void **state)
             uint32_t a;
             assert_int_equal(agg_linucb_choose(p, &pe, x, d * d, &a, NULL), LDPB_OK);
             assert_int_equal(
-                agg_linucb_observe(p, &pe, x + a * d, agg_ctx_env_reward(&env, mean[a])),
-                LDPB_OK);
+                agg_linucb_observe(p, &pe, x + a * d, agg_ctx_env_reward(&env, mean[a])), LDPB_OK);
         }
         assert_int_equal(agg_linucb_cholesky_failures(p), 0);
         size_t len = 0;
@@ -659,8 +659,8 @@ static void gaussian_zcdp_within_epsilon(void **state)
                         assert_true(k.eps_zcdp <= k.eps_zcdp_replace);
                         assert_true(k.eps_zcdp_replace <= c.epsilon);
                         double l2 = k.Ltilde * k.Ltilde;
-                        double rho_cont = (double)k.m * l2 * l2 /
-                                          (4.0 * k.sigma_noise * k.sigma_noise);
+                        double rho_cont =
+                            (double)k.m * l2 * l2 / (4.0 * k.sigma_noise * k.sigma_noise);
                         assert_true(k.rho_tree <= rho_cont * (1.0 + 1e-12));
                     }
 }
