@@ -862,6 +862,14 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
     for (size_t i = 0; i < pp; i++)
         if (!isfinite(M[i]))
             goto done;
+    /* a JDP variant's statistics are sums of t clipped outer products: |M_ij| <= t Ltilde^2,
+     * M_ii >= 0 (the slack covers the rounding of t additions) */
+    if (p->cfg.variant != AGG_LINUCB_PLAIN && !p->cfg.exact) {
+        double lim = (double)t * p->c.Ltilde * p->c.Ltilde * (1.0 + 1e-9 + (double)t * 0x1p-52);
+        for (size_t i = 0; i < pp; i++)
+            if (!(fabs(M[i]) <= lim) || (i % (p->p + 1) == 0 && M[i] < 0.0))
+                goto done;
+    }
     for (size_t i = 0; i < ns; i++)
         if (!isfinite(slots[i]))
             goto done;

@@ -705,6 +705,20 @@ static void save_restore_mid_run(void **state)
                 double bad = NAN;
                 memcpy(cut + len - sizeof bad, &bad, sizeof bad);
                 assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_ECORRUPT);
+                /* statistics beyond what t clipped rounds can sum to (JDP): M[0][0] is the first
+                 * double after the 97-byte header, t, the primed byte and the failure count */
+                if (v != AGG_LINUCB_PLAIN) {
+                    memcpy(cut, buf, len);
+                    double huge = 1e300;
+                    memcpy(cut + 97 + 17, &huge, sizeof huge);
+                    assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_ECORRUPT);
+                    huge = -1.0; /* a negative diagonal */
+                    memcpy(cut + 97 + 17, &huge, sizeof huge);
+                    assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_ECORRUPT);
+                    huge = 0.0; /* the control: an admissible value there is accepted */
+                    memcpy(cut + 97 + 17, &huge, sizeof huge);
+                    assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_OK);
+                }
                 /* another configuration's policy refuses the bytes */
                 agg_linucb_config c2 = c;
                 c2.S = 2.0;
