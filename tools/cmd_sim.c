@@ -134,7 +134,8 @@ static void usage(FILE *f)
             "                       above an epsilon of the run it is refused (default epsilon)\n"
             "  --tau N              exp3-tau's block length, in [1, T] (default ceil(T^(1/3)))\n"
             "  --threshold B        dp-exp3-lap / ldp-exp3-lap: accept observations in\n"
-            "                       [-B, 1 + B], B > 0 (default ln(T)/epsilon)\n"
+            "                       [-B, 1 + B], B > 0 (default ln(T)/epsilon); bound-min:\n"
+            "                       the B that minimises the regret bound (docs/derivations.md)\n"
             "  --poison-fraction F  each round goes, with probability F in [0, 0.5], to a\n"
             "                       poisoning device that reports the extreme value the\n"
             "                       aggregator admits for the arm's mechanism (a bit 0/1,\n"
@@ -430,6 +431,9 @@ static int write_meta(const struct meta_ctx *m, FILE *f)
         fprintf(f, "tau (exp3-tau): %llu (--tau)\n", (unsigned long long)p->tau);
     if (p->threshold > 0.0)
         fprintf(f, "threshold (dp-exp3-lap, ldp-exp3-lap): %.17g (--threshold)\n", p->threshold);
+    else if (p->threshold == AGG_EXP3_THRESHOLD_BOUND_MIN)
+        fprintf(f, "threshold (dp-exp3-lap, ldp-exp3-lap): bound-min (--threshold), b = max(0, "
+                   "ln(epsilon sqrt(T) / (2 C sqrt(K ln K))) / epsilon), C = 2 sqrt(e - 1)\n");
     fprintf(f,
             "robust.csv: median of means over min(%u, trials) groups in trial order; GMD of "
             "the trials <= and >= it\n",

@@ -175,10 +175,11 @@ int cmd_sim_ctx(const simplan_opts *o, const char *seed_text, unsigned threads, 
         agg_linucb_constants_of(pc, &k, NULL);
         fprintf(f,
                 "config %zu: %s %s eps %s alpha %.6g m %u k %.17g shift %.6g rho_min %.6g "
-                "rho_max %.6g gamma %.6g cholesky_failures %llu\n",
+                "rho_max %.6g gamma %.6g cholesky_failures %llu%s%s\n",
                 c, plan.cfg[c].label, agg_linucb_variant_name(pc->variant), plan.cfg[c].eps_text,
                 k.alpha, k.m, k.k, k.shift, k.rho_min, k.rho_max, k.gamma,
-                (unsigned long long)fails[c]);
+                (unsigned long long)fails[c], pc->variant == AGG_LINUCB_PLAIN ? "" : " tree ",
+                pc->variant == AGG_LINUCB_PLAIN ? "" : agg_linucb_tree_name(k.tree));
     }
     if (close_out(f, ferror(f), "meta.txt"))
         goto done;

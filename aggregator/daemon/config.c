@@ -54,6 +54,9 @@ static const choice mode_choices[] = {{"local", AGG_MODE_LOCAL},
                                       {"central", AGG_MODE_CENTRAL},
                                       {"nonprivate", AGG_MODE_NONPRIVATE},
                                       {NULL, 0}};
+/* Named values an OPT_DBL also accepts (besides numbers in its range). */
+static const choice threshold_names[] = {{"bound-min", (int)AGG_EXP3_THRESHOLD_BOUND_MIN},
+                                         {NULL, 0}};
 static const choice auth_choices[] = {
     {"open", AGG_AUTH_OPEN}, {"allowlist", AGG_AUTH_ALLOWLIST}, {NULL, 0}};
 static const choice level_choices[] = {{"error", AGG_LOG_ERROR},
@@ -103,8 +106,9 @@ static const option options[] = {
      "per-arm tree budget, at most epsilon (a larger one is refused); 0 = epsilon"},
     {"tau", OPT_U64, OFF(params.tau), "0", 0, 4611686018427387904.0, 0, NULL, "N",
      "block length in rounds, in [1, horizon]; 0 = ceil(horizon^(1/3))"},
-    {"threshold", OPT_DBL, OFF(params.threshold), "0", 0, 1e300, 0, NULL, "B",
-     "half-width b of the accepted noisy gains [-b, 1 + b], > 0; 0 = ln(horizon)/epsilon"},
+    {"threshold", OPT_DBL, OFF(params.threshold), "0", 0, 1e300, 0, threshold_names, "B",
+     "half-width b of the accepted noisy gains [-b, 1 + b], > 0; 0 = ln(horizon)/epsilon; "
+     "bound-min = the b that minimises the regret bound (docs/derivations.md)"},
     {"d", OPT_U32, OFF(ctx.d), "0", 0, AGG_LINUCB_D_MAX, 0, NULL, "D",
      "contextual policies (linucb, jdp-linucb-*): the feature dimension, arms x d <= 256 "
      "(required by them)"},
@@ -283,6 +287,11 @@ static ldpb_err parse_value(agg_config *cfg, const option *o, const char *value,
         return LDPB_OK;
     }
     case OPT_DBL: {
+        for (const choice *c = o->choices; c && c->name; c++)
+            if (strcmp(value, c->name) == 0) {
+                *(double *)field = (double)c->value;
+                return LDPB_OK;
+            }
         char *end;
         errno = 0;
         double v = strtod(value, &end);

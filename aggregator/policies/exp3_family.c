@@ -80,6 +80,18 @@ uint64_t agg_exp3_icbrt_ceil(uint64_t x)
     return r;
 }
 
+double agg_exp3_threshold_bound_min(uint32_t k, uint64_t horizon, double epsilon)
+{
+    /* docs/derivations.md, "DP-EXP3-Lap's threshold": the minimiser of (1 + 2b) C sqrt(T K ln K)
+     * + T e^(-eps b), C = 2 sqrt(e - 1) (Auer et al. 2002, Cor. 3.2) */
+    double kk = (double)k, t = (double)horizon;
+    if (k < 2) /* EXP3 has no regret with one arm: nothing to trade against, keep the default */
+        return log(t) / epsilon;
+    double c = 2.0 * sqrt(M_E - 1.0);
+    double b = log(epsilon * sqrt(t) / (2.0 * c * sqrt(kk * log(kk)))) / epsilon;
+    return b > 0.0 ? b : 0.0;
+}
+
 static double default_gamma(uint32_t k, uint64_t n)
 {
     double kk = (double)k;
@@ -93,7 +105,7 @@ ldpb_err agg_exp3_new(agg_policy **out, const agg_policy_config *cfg, const agg_
     *out = NULL;
     const char *name = ops->name;
     int lap = kind == AGG_EXP3_LAP_CENTRAL || kind == AGG_EXP3_LAP_LOCAL;
-    int need_t = cfg->gamma == 0.0 || (lap && cfg->threshold == 0.0) ||
+    int need_t = cfg->gamma == 0.0 || (lap && cfg->threshold <= 0.0) ||
                  (kind == AGG_EXP3_TAU && cfg->tau == 0);
     ldpb_err err = agg_policy_check_k(cfg, name, 0, errmsg);
     if (err)
@@ -120,11 +132,16 @@ ldpb_err agg_exp3_new(agg_policy **out, const agg_policy_config *cfg, const agg_
                                      name, ldpb_mech_kind_name(cfg->mechanism));
         if (isnan(cfg->threshold))
             return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: threshold is NaN", name);
-        if (!(cfg->threshold >= 0.0 && cfg->threshold < HUGE_VAL))
+        if (!((cfg->threshold >= 0.0 && cfg->threshold < HUGE_VAL) ||
+              cfg->threshold == AGG_EXP3_THRESHOLD_BOUND_MIN))
             return agg_policy_refuse(errmsg, LDPB_ERANGE,
-                                     "%s: threshold %g outside (0, inf) (0: ln(T)/epsilon)", name,
-                                     cfg->threshold);
-        b = cfg->threshold > 0.0 ? cfg->threshold : log((double)cfg->horizon) / cfg->epsilon;
+                                     "%s: threshold %g outside (0, inf) (0: ln(T)/epsilon; -1: "
+                                     "bound-min)",
+                                     name, cfg->threshold);
+        if (cfg->threshold == AGG_EXP3_THRESHOLD_BOUND_MIN)
+            b = agg_exp3_threshold_bound_min(cfg->k, cfg->horizon, cfg->epsilon);
+        else
+            b = cfg->threshold > 0.0 ? cfg->threshold : log((double)cfg->horizon) / cfg->epsilon;
         scale = 1.0 / cfg->epsilon;
     }
     uint64_t tau = 1, n = cfg->horizon;

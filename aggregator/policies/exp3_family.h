@@ -6,8 +6,10 @@
  *
  * Parameters (agg_policy_config): gamma is EXP3's exploration rate in (0, 1], 0 meaning Auer et
  * al. 2002 Cor. 3.2's min(1, sqrt(K ln K / ((e - 1) n))) with n = T (n = ceil(T/tau) for
- * EXP3-tau); threshold is DP-EXP3-Lap's acceptance half-width b > 0, 0 meaning ln(T)/epsilon; tau
- * is EXP3-tau's block length in [1, T], 0 meaning ceil(T^(1/3)) (exact integer cube root). */
+ * EXP3-tau); threshold is DP-EXP3-Lap's acceptance half-width b > 0, 0 meaning ln(T)/epsilon and
+ * AGG_EXP3_THRESHOLD_BOUND_MIN ("bound-min") the b that minimises the regret bound
+ * (agg_exp3_threshold_bound_min); tau is EXP3-tau's block length in [1, T], 0 meaning
+ * ceil(T^(1/3)) (exact integer cube root). */
 #ifndef LDPB_AGG_EXP3_FAMILY_H
 #define LDPB_AGG_EXP3_FAMILY_H
 
@@ -19,6 +21,11 @@ typedef enum agg_exp3_kind {
     AGG_EXP3_LAP_LOCAL = 3,   /* ldp-exp3-lap: the observation is the client's Laplace report */
     AGG_EXP3_TAU = 4,         /* exp3-tau */
 } agg_exp3_kind;
+
+/* DP-EXP3-Lap's bound-minimising threshold, max(0, ln(eps sqrt(T) / (2 C sqrt(K ln K))) / eps)
+ * with C = 2 sqrt(e - 1) (docs/derivations.md derives it): about 0.92 at T = 2^18, K = 4, eps = 6,
+ * where ln(T)/eps is 2.08. T >= 1, eps > 0; with K = 1 it is ln(T)/eps. */
+double agg_exp3_threshold_bound_min(uint32_t k, uint64_t horizon, double epsilon);
 
 ldpb_err agg_exp3_new(agg_policy **out, const agg_policy_config *cfg, const agg_policy_ops *ops,
                       agg_exp3_kind kind, char errmsg[AGG_ERRMSG_MAX]);

@@ -12,7 +12,8 @@
 #include "ldpb/linalg.h"
 #include "statefmt.h"
 
-#define STATE_VERSION 1
+/* 2: the tree (binary or padded) in the header */
+#define STATE_VERSION 2
 
 struct agg_linucb {
     agg_linucb_config cfg;
@@ -32,6 +33,8 @@ struct agg_linucb {
     double *inv_diag; /* d: 1 / L_ii of the current factor */
     gsl_eigen_symm_workspace *eig;
     double *vcopy; /* d x d scratch for the eigenvalue repair */
+    /* exact: the statistics, the slots and their sum in grid units (M, slots, nsum unused) */
+    int64_t *Mq, *slotq, *nsumq;
 };
 
 void agg_linucb_config_init(agg_linucb_config *cfg)
@@ -59,6 +62,19 @@ const char *agg_linucb_variant_name(agg_linucb_variant v)
     return "unknown";
 }
 
+const char *agg_linucb_tree_name(agg_linucb_tree t)
+{
+    switch (t) {
+    case AGG_LINUCB_TREE_AUTO:
+        return "auto";
+    case AGG_LINUCB_TREE_BINARY:
+        return "binary";
+    case AGG_LINUCB_TREE_PADDED:
+        return "padded";
+    }
+    return "unknown";
+}
+
 agg_linucb_variant agg_linucb_variant_find(const char *name)
 {
     for (int v = AGG_LINUCB_PLAIN; v <= AGG_LINUCB_GAUSSIAN; v++)
@@ -70,6 +86,61 @@ agg_linucb_variant agg_linucb_variant_find(const char *name)
 static int pos_finite(double v)
 {
     return v > 0.0 && isfinite(v);
+}
+
+static double zcdp_to_eps(double rho, double delta)
+{
+    return rho + 2.0 * sqrt(rho * log(1.0 / delta));
+}
+
+/* The Gaussian variant's privacy in zCDP (docs/privacy.md sec. 10.2), and with exact its grid.
+ * Per node, noise with variance V off the diagonal and 2V on it, against a change D of the
+ * symmetric node sum, is (sum_{i<j} D_ij^2 / (2V) + sum_i D_ii^2 / (4V))-zCDP, which is
+ * ||D||_F^2 / (4V) (continuous: SS18; discrete: Canonne, Kamath & Steinke 2020, Thm 14, per
+ * coordinate, summed). ||D||_F <= Ltilde^2 (add/remove) or sqrt(2) Ltilde^2 (replace). With the
+ * grid every entry of the rounded datum is within one unit of v_i v_j / g, which adds at most
+ * (d+1) (add/remove) or 2 (d+1) (replace) to sqrt(4 V) sqrt(rho) in grid units (Minkowski over
+ * the weighted entries). N is chosen so that the discrete add/remove rho per node is at most the
+ * continuous one: every conclusion of the paper's calibration holds for the discrete release. */
+static ldpb_err gaussian_privacy(const agg_linucb_config *cfg, agg_linucb_constants *c,
+                                 const char *name, char errmsg[AGG_ERRMSG_MAX])
+{
+    const double q = (double)cfg->d + 1.0, lt2 = c->Ltilde * c->Ltilde, s = c->sigma_noise;
+    const double m = (double)c->m;
+    double rho = lt2 * lt2 / (4.0 * s * s), rho_r = 2.0 * rho;
+    if (cfg->exact) {
+        /* the largest power of two <= min(s, Ltilde^2) 2^-20, unless (s/g)^2 would pass 2^54 */
+        int e;
+        frexp(fmin(s, lt2), &e);
+        double g = ldexp(1.0, e - 21);
+        if (s / g > 0x1p27) {
+            frexp(s, &e);
+            g = ldexp(1.0, e - 27);
+        }
+        const double lt2e = lt2 * (1.0 + 0x1p-40); /* rounding of ||v||^2 and v_i v_j */
+        double x = (s / g) * (lt2e + q * g) / lt2;
+        double units = ceil(x * x * (1.0 + 0x1p-40));
+        if (!(units >= 1.0 && 2.0 * units <= 0x1p56))
+            return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                     "%s: the exact sampler needs a noise variance of at most "
+                                     "2^55 grid units (epsilon %g too small)",
+                                     name, cfg->epsilon);
+        double cap = ceil(lt2e / g) + 1.0; /* one datum's largest entry, in grid units */
+        if (!((double)cfg->horizon * cap <= 0x1p61))
+            return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                     "%s: horizon %llu too long for 64-bit grid sums", name,
+                                     (unsigned long long)cfg->horizon);
+        c->grid = g;
+        c->sigma2_units = (uint64_t)units;
+        double a = lt2e / g + q, ar = M_SQRT2 * lt2e / g + 2.0 * q;
+        rho = a * a / (4.0 * units);
+        rho_r = ar * ar / (4.0 * units);
+    }
+    c->rho_tree = m * rho;
+    c->rho_tree_replace = m * rho_r;
+    c->eps_zcdp = zcdp_to_eps(c->rho_tree, cfg->delta);
+    c->eps_zcdp_replace = zcdp_to_eps(c->rho_tree_replace, cfg->delta);
+    return LDPB_OK;
 }
 
 ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_constants *out,
@@ -110,6 +181,18 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         nm1 >>= 1;
     }
     out->m = 1 + bits;
+    if (cfg->tree != AGG_LINUCB_TREE_AUTO && cfg->tree != AGG_LINUCB_TREE_BINARY &&
+        cfg->tree != AGG_LINUCB_TREE_PADDED)
+        return agg_policy_refuse(errmsg, LDPB_EINVAL, "%s: unknown tree %d", name, (int)cfg->tree);
+    if (v == AGG_LINUCB_WISHART && cfg->tree == AGG_LINUCB_TREE_BINARY)
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: tree binary refused: the Wishart bounds and shift (SS18 "
+                                 "Prop. 9, Eq. (4)) need m node samples in every release (tree "
+                                 "padded)",
+                                 name);
+    out->tree = (v == AGG_LINUCB_GAUSSIAN && cfg->tree != AGG_LINUCB_TREE_PADDED)
+                    ? AGG_LINUCB_TREE_BINARY
+                    : AGG_LINUCB_TREE_PADDED;
     const double d = (double)cfg->d, m = (double)out->m;
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         if (!pos_finite(cfg->rho))
@@ -138,9 +221,18 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
     }
     const double eps = cfg->epsilon, delta = cfg->delta, lt = out->Ltilde, lt2 = lt * lt;
     if (v == AGG_LINUCB_WISHART) {
-        /* SS18 sec. 4.1: Sheffet 2015's per-node condition with the per-node budget
-         * (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. */
-        double extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
+        /* SS18 sec. 4.1: Sheffet 2015's per-node condition k >= d + 1 + 28 ln(4/delta0) / eps0^2
+         * with the per-node budget (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. That
+         * split composes to at most eps only while m eps0 (e^eps0 - 1) <= eps/2; beyond, eps0 is
+         * the exact solution of advanced composition (agg_linucb_wishart_eps_node). */
+        double extra;
+        out->eps_node = agg_linucb_wishart_eps_node(m, eps, delta);
+        out->delta_node = delta / (2.0 * m);
+        if (out->eps_node == eps / sqrt(8.0 * m * log(2.0 / delta)))
+            extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
+        else
+            extra = ceil(28.0 * log(4.0 / out->delta_node) / (out->eps_node * out->eps_node));
+        out->eps_total = agg_linucb_wishart_eps_total(m, out->eps_node, delta);
         out->k = d + 1.0 + extra;
         if (!(out->k < 9007199254740992.0))
             return agg_policy_refuse(errmsg, LDPB_ERANGE,
@@ -178,13 +270,47 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         agg_linucb_gaussian_bounds(out->sigma_noise, m, cfg->d, log(2.0 * n / alpha), &out->upsilon,
                                    &out->rho_min, &out->rho_max, &out->gamma);
         out->shift = 2.0 * out->upsilon;
+        if (!cfg->zero_noise) {
+            ldpb_err err = gaussian_privacy(cfg, out, name, errmsg);
+            if (err)
+                return err;
+        }
     }
+    if (cfg->exact && (v != AGG_LINUCB_GAUSSIAN || cfg->zero_noise))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: exact (grid) noise is implemented for "
+                                 "jdp-linucb-gaussian only",
+                                 name);
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         out->shift = cfg->rho;
         out->rho_min = out->rho_max = cfg->rho;
         out->gamma = 0.0;
     }
     return LDPB_OK;
+}
+
+double agg_linucb_wishart_eps_total(double m, double eps0, double delta)
+{
+    return sqrt(2.0 * m * log(2.0 / delta)) * eps0 + m * eps0 * expm1(eps0);
+}
+
+double agg_linucb_wishart_eps_node(double m, double eps, double delta)
+{
+    double split = eps / sqrt(8.0 * m * log(2.0 / delta));
+    if (agg_linucb_wishart_eps_total(m, split, delta) <= eps)
+        return split;
+    /* the total increases strictly in eps0: bisect on [0, split], keeping lo feasible */
+    double lo = 0.0, hi = split;
+    for (int i = 0; i < 200 && lo < hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi)
+            break;
+        if (agg_linucb_wishart_eps_total(m, mid, delta) <= eps)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 void agg_linucb_gaussian_bounds(double sd, double count, uint32_t d, double l2n, double *upsilon,
@@ -221,6 +347,9 @@ void agg_linucb_free(agg_linucb *p)
     free(p->evals);
     free(p->inv_diag);
     free(p->vcopy);
+    free(p->Mq);
+    free(p->slotq);
+    free(p->nsumq);
     free(p);
 }
 
@@ -252,8 +381,14 @@ ldpb_err agg_linucb_new(agg_linucb **out, const agg_linucb_config *cfg, char err
     p->evals = calloc(p->d, sizeof *p->evals);
     p->inv_diag = calloc(p->d, sizeof *p->inv_diag);
     p->eig = gsl_eigen_symm_alloc(p->d);
+    if (cfg->exact) {
+        p->Mq = calloc(pp, sizeof *p->Mq);
+        p->slotq = calloc(pp * c.m, sizeof *p->slotq);
+        p->nsumq = calloc(pp, sizeof *p->nsumq);
+    }
     if (!p->M || !p->slots || !p->nsum || !p->V || !p->vcopy || !p->u || !p->theta || !p->w ||
-        !p->evals || !p->inv_diag || !p->eig) {
+        !p->evals || !p->inv_diag || !p->eig ||
+        (cfg->exact && (!p->Mq || !p->slotq || !p->nsumq))) {
         agg_linucb_free(p);
         return LDPB_ENOMEM;
     }
@@ -328,27 +463,93 @@ static ldpb_err draw_node(agg_linucb *p, agg_noise *noise, double *s)
     return LDPB_OK;
 }
 
+/* exact: one Gaussian node sample in grid units, the discrete Gaussian with variance parameter
+ * N off the diagonal and 2N on it (docs/privacy.md sec. 10.2), from the secure source only. */
+static ldpb_err draw_node_exact(agg_linucb *p, agg_noise *noise, int64_t *s)
+{
+    const uint32_t q = p->p;
+    const uint64_t n2 = p->c.sigma2_units;
+    for (uint32_t i = 0; i < q; i++) {
+        ldpb_err err = agg_noise_dgauss(noise, 2 * n2, &s[i * q + i]);
+        for (uint32_t j = i + 1; err == LDPB_OK && j < q; j++)
+            if ((err = agg_noise_dgauss(noise, n2, &s[i * q + j])) == LDPB_OK)
+                s[j * q + i] = s[i * q + j];
+        if (err)
+            return err;
+    }
+    return LDPB_OK;
+}
+
 /* The sum of the slots, recomputed from scratch (no drift from adding and subtracting). */
 static void sum_slots(agg_linucb *p)
 {
     size_t pp = (size_t)p->p * p->p;
     memset(p->nsum, 0, pp * sizeof *p->nsum);
+    if (p->cfg.exact)
+        memset(p->nsumq, 0, pp * sizeof *p->nsumq);
     for (uint32_t l = 0; l < p->c.m; l++) {
         const double *s = p->slots + l * pp;
         for (size_t i = 0; i < pp; i++)
             p->nsum[i] += s[i];
+        for (size_t i = 0; p->cfg.exact && i < pp; i++)
+            p->nsumq[i] += p->slotq[l * pp + i];
     }
 }
 
+/* Entry idx of the released (d+1)x(d+1) statistics, before the shift: the exact sums plus the
+ * noise. exact: computed from the integer sum alone, so its bits are a function of what the
+ * mechanism releases (the integer), never of the statistics and the noise apart. */
+static double released(const agg_linucb *p, size_t idx)
+{
+    if (p->cfg.exact)
+        return (double)(p->Mq[idx] + p->nsumq[idx]) * p->c.grid;
+    return p->M[idx] + (noisy(p) ? p->nsum[idx] : 0.0);
+}
+
+/* Draws the sample of level l (or clears it, fresh = 0) and updates the running sum. */
+static ldpb_err set_slot(agg_linucb *p, agg_noise *noise, uint32_t l, int fresh)
+{
+    size_t pp = (size_t)p->p * p->p;
+    ldpb_err err = LDPB_OK;
+    if (p->cfg.exact) {
+        int64_t nq[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
+        if (fresh)
+            err = draw_node_exact(p, noise, nq);
+        else
+            memset(nq, 0, pp * sizeof *nq);
+        for (size_t i = 0; err == LDPB_OK && i < pp; i++) {
+            p->nsumq[i] += nq[i] - p->slotq[l * pp + i];
+            p->slotq[l * pp + i] = nq[i];
+        }
+        return err;
+    }
+    double nd[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
+    if (fresh)
+        err = draw_node(p, noise, nd);
+    else
+        memset(nd, 0, pp * sizeof *nd);
+    double *slot = p->slots + l * pp;
+    for (size_t i = 0; err == LDPB_OK && i < pp; i++) {
+        p->nsum[i] += nd[i] - slot[i];
+        slot[i] = nd[i];
+    }
+    return err;
+}
+
+/* The padded tree's data-free samples of the empty prefix. The binary tree's empty prefix has
+ * no node and no noise: its slots stay zero. */
 static ldpb_err prime(agg_linucb *p, agg_policy_env *env)
 {
     if (p->primed || !noisy(p))
         return LDPB_OK;
+    if (p->c.tree == AGG_LINUCB_TREE_BINARY) {
+        p->primed = 1;
+        return LDPB_OK;
+    }
     if (!env || !env->noise)
         return LDPB_EINVAL;
-    size_t pp = (size_t)p->p * p->p;
     for (uint32_t l = 0; l < p->c.m; l++) {
-        ldpb_err err = draw_node(p, env->noise, p->slots + l * pp);
+        ldpb_err err = set_slot(p, env->noise, l, 1);
         if (err)
             return err;
     }
@@ -366,12 +567,11 @@ static ldpb_err factor(agg_linucb *p, agg_policy_env *env, double *logdet)
     if (err)
         return err;
     const uint32_t d = p->d, q = p->p;
-    const int nz = noisy(p);
     for (uint32_t i = 0; i < d; i++) {
         for (uint32_t j = 0; j < d; j++)
-            p->V[i * d + j] = p->M[i * q + j] + (nz ? p->nsum[i * q + j] : 0.0);
+            p->V[i * d + j] = released(p, (size_t)i * q + j);
         p->V[i * d + i] += p->c.shift;
-        p->u[i] = p->M[i * q + d] + (nz ? p->nsum[i * q + d] : 0.0);
+        p->u[i] = released(p, (size_t)i * q + d);
     }
     memcpy(p->vcopy, p->V, (size_t)d * d * sizeof *p->V);
     int st = agg_linucb_cholesky(p->V, d);
@@ -466,6 +666,10 @@ ldpb_err agg_linucb_observe(agg_linucb *p, agg_policy_env *env, const double *x_
     err = prime(p, env);
     if (err)
         return err;
+    if (noisy(p) && (!env || !env->noise))
+        return LDPB_EINVAL;
+    if (p->cfg.exact && agg_noise_get_kind(env->noise) != AGG_NOISE_SECURE)
+        return LDPB_EINVAL; /* the exact sampler draws from the secure stream only */
     const uint32_t d = p->d, q = p->p;
     double v[AGG_LINUCB_D_MAX + 1];
     double n2 = 0.0;
@@ -479,30 +683,40 @@ ldpb_err agg_linucb_observe(agg_linucb *p, agg_policy_env *env, const double *x_
         y = y > lim ? lim : (y < -lim ? -lim : y);
     }
     v[d] = y;
-    for (uint32_t i = 0; i < q; i++)
-        for (uint32_t j = 0; j < q; j++)
-            p->M[i * q + j] += v[i] * v[j];
-    uint64_t changed = p->t ^ (p->t + 1);
-    p->t++;
-    if (noisy(p)) {
-        size_t pp = (size_t)q * q;
-        double fresh[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
-        for (uint32_t l = 0; l < p->c.m && (changed >> l); l++)
-            if ((changed >> l) & 1u) {
-                err = draw_node(p, env->noise, fresh);
+    if (p->cfg.exact) {
+        /* each entry v_i v_j / g (exact division by a power of two) randomly rounded, |.| <=
+         * Ltilde^2 / g < 2^62; the sums stay below 2^61 (constants_of checks the horizon) */
+        for (uint32_t i = 0; i < q; i++)
+            for (uint32_t j = i; j < q; j++) {
+                int64_t w;
+                err = agg_noise_round(env->noise, v[i] * v[j] / p->c.grid, &w);
                 if (err)
                     return err;
-                double *slot = p->slots + l * pp;
-                for (size_t i = 0; i < pp; i++) {
-                    p->nsum[i] += fresh[i] - slot[i];
-                    slot[i] = fresh[i];
-                }
+                p->Mq[i * q + j] += w;
+                p->Mq[j * q + i] = p->Mq[i * q + j];
             }
+    } else {
+        for (uint32_t i = 0; i < q; i++)
+            for (uint32_t j = 0; j < q; j++)
+                p->M[i * q + j] += v[i] * v[j];
+    }
+    /* levels 0..top change: top is completed (its bit is set in t + 1), the ones below merge
+     * into it (their bits clear) */
+    uint64_t changed = p->t ^ (p->t + 1);
+    if (noisy(p)) {
+        const int binary = p->c.tree == AGG_LINUCB_TREE_BINARY;
+        for (uint32_t l = 0; l < p->c.m && (changed >> l); l++) {
+            const int completed = ((p->t + 1) >> l) & 1u;
+            if ((err = set_slot(p, env->noise, l, completed || !binary)) != LDPB_OK)
+                return err;
+        }
         /* the running sum is exact up to rounding; a full recount every 4096 rounds keeps the
-         * rounding from accumulating (the slots' entries reach Ltilde^2 m k) */
-        if (changed >> 12)
+         * rounding from accumulating (the slots' entries reach Ltilde^2 m k). The binary tree
+         * recounts every round (m (d+1)^2 additions), so a release is exactly its nodes' sum. */
+        if (binary || changed >> 12)
             sum_slots(p);
     }
+    p->t++;
     return LDPB_OK;
 }
 
@@ -514,12 +728,11 @@ ldpb_err agg_linucb_release(agg_linucb *p, agg_policy_env *env, double *v, doubl
     ldpb_err err = prime(p, env);
     if (err)
         return err;
-    const int nz = noisy(p);
     for (uint32_t i = 0; i < d; i++) {
         for (uint32_t j = 0; j < d; j++)
-            v[i * d + j] = p->M[i * q + j] + (nz ? p->nsum[i * q + j] : 0.0);
+            v[i * d + j] = released(p, (size_t)i * q + j);
         v[i * d + i] += p->c.shift;
-        u[i] = p->M[i * q + d] + (nz ? p->nsum[i * q + d] : 0.0);
+        u[i] = released(p, (size_t)i * q + d);
     }
     return LDPB_OK;
 }
@@ -532,7 +745,10 @@ ldpb_err agg_linucb_noise_sum(agg_linucb *p, agg_policy_env *env, double *out)
     if (err)
         return err;
     size_t pp = (size_t)p->p * p->p;
-    if (noisy(p))
+    if (p->cfg.exact)
+        for (size_t i = 0; i < pp; i++)
+            out[i] = (double)p->nsumq[i] * p->c.grid;
+    else if (noisy(p))
         memcpy(out, p->nsum, pp * sizeof *out);
     else
         memset(out, 0, pp * sizeof *out);
@@ -551,6 +767,8 @@ static void put_header(agg_wbuf *w, const agg_linucb *p)
     agg_put_u32(w, c->d);
     agg_put_u64(w, c->horizon);
     agg_put_u32(w, (uint32_t)(c->zero_noise != 0));
+    agg_put_u32(w, (uint32_t)p->c.tree);
+    agg_put_u32(w, (uint32_t)(c->exact != 0));
     const double f[] = {c->epsilon, c->delta, c->alpha, c->L, c->Ltilde, c->S, c->sigma, c->rho};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         agg_put_f64(w, f[i]);
@@ -571,7 +789,38 @@ ldpb_err agg_linucb_save(const agg_linucb *p, uint8_t *buf, size_t cap, size_t *
         agg_put_f64(&w, p->M[i]);
     for (size_t i = 0; i < pp * p->c.m; i++)
         agg_put_f64(&w, p->slots[i]);
+    for (size_t i = 0; p->cfg.exact && i < pp; i++)
+        agg_put_u64(&w, (uint64_t)p->Mq[i]);
+    for (size_t i = 0; p->cfg.exact && i < pp * p->c.m; i++)
+        agg_put_u64(&w, (uint64_t)p->slotq[i]);
     return agg_wbuf_finish(&w, len);
+}
+
+/* An exact state's integers, from untrusted bytes: the float arrays unused (zero), the sums
+ * symmetric and within t rounded data (so later sums cannot overflow), every noise entry inside
+ * the sampler's support |Z| < 2^62 / (floor(sqrt(2N)) + 1) <= 2^62 / (floor(sqrt(N)) + 1), and
+ * the binary tree's empty levels zero (checked by the caller for the slots). */
+static int exact_state_bad(const agg_linucb *p, uint64_t t, const double *M, const double *slots,
+                           const int64_t *Mq, const int64_t *slotq)
+{
+    const uint32_t q = p->p;
+    const size_t pp = (size_t)q * q, ns = pp * p->c.m;
+    const double lt2e = p->c.Ltilde * p->c.Ltilde * (1.0 + 0x1p-40);
+    const double cap = (double)t * (ceil(lt2e / p->c.grid) + 1.0);
+    const double zcap = 0x1p62 / (floor(sqrt((double)p->c.sigma2_units)) + 1.0);
+    for (size_t i = 0; i < pp; i++)
+        if (M[i] != 0.0 || Mq[i] != Mq[(i % q) * q + i / q] || !(fabs((double)Mq[i]) <= cap))
+            return 1;
+    for (size_t i = 0; i < ns; i++)
+        if (slots[i] != 0.0 || !(fabs((double)slotq[i]) < zcap) ||
+            slotq[i] != slotq[(i / pp) * pp + (i % pp % q) * q + (i % pp) / q])
+            return 1;
+    if (p->c.tree == AGG_LINUCB_TREE_BINARY)
+        for (uint32_t l = 0; l < p->c.m; l++)
+            for (size_t i = 0; !((t >> l) & 1u) && i < pp; i++)
+                if (slotq[l * pp + i] != 0)
+                    return 1;
+    return 0;
 }
 
 ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
@@ -592,8 +841,9 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
     uint8_t primed = agg_get_u8(&r);
     uint64_t failures = agg_get_u64(&r);
     double *M = malloc(pp * sizeof *M), *slots = malloc(ns * sizeof *slots);
+    int64_t *Mq = calloc(pp, sizeof *Mq), *slotq = calloc(ns, sizeof *slotq);
     ldpb_err err = LDPB_ECORRUPT;
-    if (!M || !slots) {
+    if (!M || !slots || !Mq || !slotq) {
         err = LDPB_ENOMEM;
         goto done;
     }
@@ -601,16 +851,40 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
         M[i] = agg_get_f64(&r);
     for (size_t i = 0; i < ns; i++)
         slots[i] = agg_get_f64(&r);
+    for (size_t i = 0; p->cfg.exact && i < pp; i++)
+        Mq[i] = (int64_t)agg_get_u64(&r);
+    for (size_t i = 0; p->cfg.exact && i < ns; i++)
+        slotq[i] = (int64_t)agg_get_u64(&r);
     if (!agg_rbuf_done(&r) || t > p->cfg.horizon || primed > 1)
+        goto done;
+    if (p->cfg.exact && exact_state_bad(p, t, M, slots, Mq, slotq))
         goto done;
     for (size_t i = 0; i < pp; i++)
         if (!isfinite(M[i]))
             goto done;
+    /* a JDP variant's statistics are sums of t clipped outer products: |M_ij| <= t Ltilde^2,
+     * M_ii >= 0 (the slack covers the rounding of t additions) */
+    if (p->cfg.variant != AGG_LINUCB_PLAIN && !p->cfg.exact) {
+        double lim = (double)t * p->c.Ltilde * p->c.Ltilde * (1.0 + 1e-9 + (double)t * 0x1p-52);
+        for (size_t i = 0; i < pp; i++)
+            if (!(fabs(M[i]) <= lim) || (i % (p->p + 1) == 0 && M[i] < 0.0))
+                goto done;
+    }
     for (size_t i = 0; i < ns; i++)
         if (!isfinite(slots[i]))
             goto done;
+    /* the binary tree has no noise at a level without a node */
+    if (p->c.tree == AGG_LINUCB_TREE_BINARY)
+        for (uint32_t l = 0; l < p->c.m; l++)
+            for (size_t i = 0; !((t >> l) & 1u) && i < pp; i++)
+                if (slots[l * pp + i] != 0.0)
+                    goto done;
     memcpy(p->M, M, pp * sizeof *M);
     memcpy(p->slots, slots, ns * sizeof *slots);
+    if (p->cfg.exact) {
+        memcpy(p->Mq, Mq, pp * sizeof *Mq);
+        memcpy(p->slotq, slotq, ns * sizeof *slotq);
+    }
     p->t = t;
     p->primed = primed;
     p->failures = failures;
@@ -619,5 +893,7 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
 done:
     free(M);
     free(slots);
+    free(Mq);
+    free(slotq);
     return err;
 }

@@ -22,11 +22,17 @@
  * than L are refused, so the stated noise is calibrated to the data actually summed. The tree
  * keeps m = 1 + ceil(log2 n) noise slots, one per level; a release sums the exact prefix of
  * (x, y)(x, y)^T and all m slots. A level's slot holds the noise of the tree node stored there
- * while its bit of the prefix count is set, and an independent data-free sample while it is
- * not; every change of a level (node completed or merged away) draws a fresh sample. So every
- * release carries exactly m node samples, which is what SS18 Prop. 9 / Prop. 11 and the shifts
- * assume, while each datum still enters at most m nodes, each with its own noise (the privacy
- * argument is SS18's, per node). docs/privacy.md states the calibration.
+ * while its bit of the prefix count is set (a node completed draws a fresh sample). What it
+ * holds while the bit is clear depends on the tree (agg_linucb_tree):
+ *   binary  zero: the release sums popcount(t) <= m node samples, SS18's binary mechanism
+ *           (sec. 4.2). The Gaussian variant's bounds (Prop. 11) and its +2 Upsilon shift are
+ *           computed for m samples and hold for any sum of at most m, so this is its default.
+ *   padded  an independent data-free sample, redrawn at every change of the level, so every
+ *           release carries exactly m samples. Prop. 9 and the Wishart shift (Eq. (4)) are
+ *           computed for exactly m samples and over-subtract from fewer, so the Wishart variant
+ *           requires it; for the Gaussian variant it is available and only adds noise.
+ * Either way each datum enters at most m nodes, each with its own noise (the privacy argument is
+ * SS18's, per node). docs/privacy.md states the calibration.
  *
  * GSL: the repair of an indefinite release uses GSL's symmetric eigensolver, which reports
  * failures through GSL's error handler, whose default aborts. A program using these policies
@@ -48,6 +54,16 @@ typedef enum agg_linucb_variant {
     AGG_LINUCB_GAUSSIAN = 3, /* "jdp-linucb-gaussian": symmetric Gaussian nodes, 2 Upsilon shift */
 } agg_linucb_variant;
 
+/* How the tree fills the slots of levels that hold no node (above). AUTO resolves to BINARY for
+ * the Gaussian variant and PADDED for the Wishart variant; BINARY with Wishart is refused. */
+typedef enum agg_linucb_tree {
+    AGG_LINUCB_TREE_AUTO = 0,
+    AGG_LINUCB_TREE_BINARY = 1, /* "binary": SS18's tree, popcount(t) samples per release */
+    AGG_LINUCB_TREE_PADDED = 2, /* "padded": exactly m samples per release */
+} agg_linucb_tree;
+
+const char *agg_linucb_tree_name(agg_linucb_tree t);
+
 #define AGG_LINUCB_D_MAX       64u
 #define AGG_LINUCB_ACTIONS_MAX 65536u
 #define AGG_LINUCB_HORIZON_MAX (1ULL << 40)
@@ -64,6 +80,14 @@ typedef struct agg_linucb_config {
     double S;         /* bound on ||theta*||, > 0 */
     double sigma;     /* sub-Gaussian parameter of the reward noise, > 0 */
     double rho;       /* LinUCB's regulariser, > 0 (plain only) */
+    agg_linucb_tree tree; /* JDP variants: AUTO (default), BINARY or PADDED */
+    /* jdp-linucb-gaussian only: the served, floating-point-safe release of docs/privacy.md sec.
+     * 10.2 (1; the daemon sets it): every entry of (x, y)(x, y)^T is randomly rounded to the
+     * grid g, the sums are kept in integers and each node's noise is the exact discrete Gaussian
+     * with variance parameter sigma2_units (2 sigma2_units on the diagonal) in grid units, drawn
+     * from an AGG_NOISE_SECURE source (others are refused at the first draw). 0: floating-point
+     * normals (the simulator's fast path, not for serving). Refused for the Wishart variant. */
+    int exact;
     /* Tests only: a JDP variant whose node noise is zero and whose regulariser and bounds are
      * LinUCB's (H = rho I, rho_min = rho_max = rho, gamma = 0): the private code path (tree,
      * slots, clipping) without noise, which must decide exactly as LinUCB. */
@@ -71,7 +95,7 @@ typedef struct agg_linucb_config {
 } agg_linucb_config;
 
 /* Defaults: plain, d 0 (must be set), horizon 0 (must be set), epsilon 1, delta 0.1, alpha 0,
- * L 1, Ltilde 0, S 1, sigma 1, rho 1. */
+ * L 1, Ltilde 0, S 1, sigma 1, rho 1, tree AUTO. */
 void agg_linucb_config_init(agg_linucb_config *cfg);
 
 /* The CLI / CSV names, and the variant of a name (0 if unknown). */
@@ -80,8 +104,11 @@ agg_linucb_variant agg_linucb_variant_find(const char *name);
 
 /* The constants a configuration implies (SS18 sec. 4; docs/privacy.md):
  *   m        1 + ceil(log2 n), noise slots per release
- *   k        Wishart degrees of freedom per node, d + 1 + ceil(224 m ln(8m/delta) ln(2/delta)
- *            / eps^2) (SS18 sec. 4.1 with the per-node budget of the tree)
+ *   k        Wishart degrees of freedom per node, d + 1 + ceil(28 ln(4/delta0) / eps0^2) (SS18
+ *            sec. 4.1) with the per-node budget (eps0, delta0) = (eps_node, delta_node): SS18's
+ *            (eps/sqrt(8 m ln(2/delta)), delta/(2m)), k then written d + 1 + ceil(224 m
+ *            ln(8m/delta) ln(2/delta) / eps^2), unless that composes to more than eps
+ *            (agg_linucb_wishart_eps_node); eps_total <= eps is the composed total
  *   sigma_noise  Gaussian per-node standard deviation, sqrt(16 m Ltilde^4 ln(4/delta)^2 / eps^2)
  *   upsilon  Gaussian operator-norm bound of the d x d block (SS18 Prop. 11)
  *   shift    added to the diagonal of the released d x d block: rho (plain), -c (Wishart, SS18
@@ -90,8 +117,19 @@ agg_linucb_variant agg_linucb_variant_find(const char *name);
  *   wishart_unshifted_*       Prop. 9's bounds before the shift (for reference and tests) */
 typedef struct agg_linucb_constants {
     uint32_t m;
+    agg_linucb_tree tree; /* resolved: BINARY or PADDED (PADDED for plain, where it is moot) */
     double alpha, Ltilde;
     double k, sigma_noise, upsilon, shift;
+    double eps_node, delta_node, eps_total; /* Wishart: per-node budget and its composed total */
+    /* Gaussian: the zCDP of the whole tree (m nodes per datum) for add/remove and for replace
+     * neighbours, and the epsilon at delta that each converts to (Bun & Steinke 2016, Prop. 1.3:
+     * rho + 2 sqrt(rho ln(1/delta))); both are below epsilon. With exact, the discrete
+     * calibration's (rounding included). */
+    double rho_tree, rho_tree_replace, eps_zcdp, eps_zcdp_replace;
+    /* exact (Gaussian): the grid step g (a power of two) and the integer variance parameter N
+     * of each off-diagonal entry in grid units, N >= ((s/g) (1 + 2^-40 + (d+1) g / Ltilde^2))^2 */
+    double grid;
+    uint64_t sigma2_units;
     double rho_min, rho_max, gamma;
     double wishart_unshifted_rho_min, wishart_unshifted_rho_max, wishart_unshifted_gamma;
 } agg_linucb_constants;
@@ -101,6 +139,15 @@ typedef struct agg_linucb_constants {
  * outside (0, 1)". errmsg may be NULL. */
 ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_constants *out,
                                  char errmsg[AGG_ERRMSG_MAX]);
+
+/* Advanced composition (Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20) of m
+ * (eps0, delta0)-DP nodes with slack delta' = delta/2: the total epsilon
+ * sqrt(2 m ln(2/delta)) eps0 + m eps0 (e^eps0 - 1). */
+double agg_linucb_wishart_eps_total(double m, double eps0, double delta);
+/* The Wishart per-node epsilon: SS18's split eps/sqrt(8 m ln(2/delta)) when its total is at most
+ * eps (always for eps up to about 2), otherwise the largest eps0 whose total is at most eps
+ * (bisection; the total is increasing in eps0). Never above SS18's split. */
+double agg_linucb_wishart_eps_node(double m, double eps, double delta);
 
 /* SS18 Prop. 11's bounds for a noise matrix whose entries each have standard deviation (or
  * sub-Gaussian parameter) sd * sqrt(count), shifted by 2 Upsilon: Upsilon = sd sqrt(2 count)
@@ -155,7 +202,8 @@ uint64_t agg_linucb_cholesky_failures(const agg_linucb *p);
  * for tests: v is d*d row-major, u has d entries. Same errors as choose() for the noise. */
 ldpb_err agg_linucb_release(agg_linucb *p, agg_policy_env *env, double *v, double *u);
 
-/* The sum of the m noise slots, (d+1)x(d+1) row-major, for tests of the noise law. */
+/* The sum of the m noise slots, (d+1)x(d+1) row-major, for tests of the noise law (m node
+ * samples with the padded tree, popcount(rounds) with the binary one). */
 ldpb_err agg_linucb_noise_sum(agg_linucb *p, agg_policy_env *env, double *out);
 
 /* Versioned bytes of the whole state (statistics, noise slots, counters), as policy.h's save:

@@ -40,10 +40,15 @@ typedef struct agg_policy_config {
                                  exploration rate in (0, 1]; 0 means Auer et al. 2002 Cor. 3.2 */
     double eps_arm;           /* DP-UCB per-arm tree budget, <= epsilon; 0 means epsilon */
     uint64_t tau;             /* exp3-tau block length in [1, T]; 0 means ceil(T^(1/3)) */
-    double threshold;         /* (l)dp-exp3-lap acceptance half-width b > 0; 0 means ln(T)/eps */
+    double threshold;         /* (l)dp-exp3-lap acceptance half-width b > 0; 0 means ln(T)/eps,
+                               * AGG_EXP3_THRESHOLD_BOUND_MIN the bound-minimising b */
 } agg_policy_config;
 
 /* Sets every field to its default (k = 0, horizon = 0, epsilon = 1, linear, kappa 0.5, 0s). */
+/* The threshold value that selects DP-EXP3-Lap's bound-minimising b (exp3_family.h); its name in
+ * the daemon's configuration and in `ldpb sim --threshold` is "bound-min". */
+#define AGG_EXP3_THRESHOLD_BOUND_MIN (-1.0)
+
 void agg_policy_config_init(agg_policy_config *cfg);
 
 /* The parameters after k, one bit each: a policy's ops table says which of them it reads. */

@@ -17,6 +17,8 @@
 
 #include "rand.h"
 
+#include "ctxstat_internal.h" /* the exact discrete Gaussian (common/src/ctxstat.c) */
+
 /* The hot Gamma path must be inlined into its callers for the local-state copy below to live in
  * registers; the rare branches stay out of line so the hot loop stays small. */
 #if defined(__GNUC__)
@@ -1153,6 +1155,25 @@ double agg_noise_gamma(agg_noise *n, double shape)
     gsl_ldpb_state st = {n->rng};
     gsl_rng g = {&gsl_ldpb_type, &st};
     return gsl_ran_gamma(&g, shape, 1.0);
+}
+
+ldpb_err agg_noise_dgauss(agg_noise *n, uint64_t sigma2, int64_t *out)
+{
+    if (!n || !out || n->kind != AGG_NOISE_SECURE || sigma2 < 1 || sigma2 > ((uint64_t)1 << 56))
+        return LDPB_EINVAL;
+    *out = ctxstat_dgauss(n->rng, sigma2);
+    return LDPB_OK;
+}
+
+ldpb_err agg_noise_round(agg_noise *n, double x, int64_t *out)
+{
+    if (!n || !out || !isfinite(x) || !(fabs(x) < 0x1p62))
+        return LDPB_EINVAL;
+    double f = floor(x);
+    uint64_t bits = n->kind == AGG_NOISE_SECURE ? ldpb_rng_u64(n->rng) : agg_rand_u64(n->fast);
+    /* (bits >> 11) 2^-53 is an exact double in [0, 1); the comparison is exact */
+    *out = (int64_t)f + (ldexp((double)(bits >> 11), -53) < x - f);
+    return LDPB_OK;
 }
 
 double agg_noise_uniform_pos(agg_noise *n)

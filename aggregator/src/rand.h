@@ -92,6 +92,17 @@ double agg_noise_laplace(agg_noise *n, double scale);
 double agg_noise_normal(agg_noise *n);
 double agg_noise_gamma(agg_noise *n, double shape);
 
+/* An integer Z with P(Z = z) proportional to exp(-z^2 / (2 sigma2)), sigma2 in [1, 2^56]: the
+ * exact discrete Gaussian of common/ (Canonne, Kamath & Steinke 2020, Alg. 3; integer arithmetic
+ * only, conditioned on |Z| < 2^62 / (floor(sqrt(sigma2)) + 1), which moves less than exp(-1900)
+ * of the law). SECURE only: LDPB_EINVAL for a FAST source, a NULL argument or sigma2 out of
+ * range. */
+ldpb_err agg_noise_dgauss(agg_noise *n, uint64_t sigma2, int64_t *out);
+/* Unbiased random rounding of x (|x| < 2^62) to floor(x) or floor(x) + 1, up with probability
+ * x - floor(x) (to 2^-53), from either kind of source. LDPB_EINVAL for NULL, a non-finite x or
+ * |x| >= 2^62. */
+ldpb_err agg_noise_round(agg_noise *n, double x, int64_t *out);
+
 /* A uniform draw in (0, 1) from the same source (SECURE: 53 bits of the ChaCha20 stream, 0
  * redrawn): the building block of the vector tree's Gamma radius and Gaussian direction. */
 double agg_noise_uniform_pos(agg_noise *n);

@@ -431,8 +431,14 @@ static void invalid_parameters(void **state)
             b.epsilon = 0.0;
             refused(name, &b, LDPB_ERANGE, "epsilon 0 outside");
             b = c;
-            b.threshold = -1.0;
-            refused(name, &b, LDPB_ERANGE, "threshold -1 outside (0, inf)");
+            b.threshold = -2.0;
+            refused(name, &b, LDPB_ERANGE, "threshold -2 outside (0, inf)");
+            b = c;
+            b.horizon = 0;
+            b.gamma = 0.1;
+            b.threshold = AGG_EXP3_THRESHOLD_BOUND_MIN;
+            refused(name, &b, LDPB_EINVAL, "needs the horizon T for its default threshold");
+            b = c;
             b.threshold = NAN;
             refused(name, &b, LDPB_EINVAL, "threshold is NaN");
             b.threshold = INFINITY;
@@ -767,6 +773,43 @@ static double mean_final(const char *alg, const agg_adv *adv, uint64_t T, double
     return s / (double)trials;
 }
 
+/* DP-EXP3-Lap's bound-min threshold (docs/derivations.md): the closed form at T = 2^18, K = 4,
+ * eps = 6 (0.91944383 by hand), a minimum of (1 + 2b) C sqrt(T K ln K) + T e^(-eps b) against
+ * its neighbours, 0 where the logarithm is negative, and what the policy resolves the
+ * "bound-min" value to (the old code refused the value). */
+static void threshold_bound_min(void **state)
+{
+    (void)state;
+    const uint64_t T = (uint64_t)1 << 18;
+    double b = agg_exp3_threshold_bound_min(4, T, 6.0);
+    assert_true(fabs(b - 0.9194438325486879) < 1e-12);
+    const double c = 2.0 * sqrt(M_E - 1.0), root = sqrt((double)T * 4.0 * log(4.0));
+    double at = (1 + 2 * b) * c * root + (double)T * exp(-6.0 * b);
+    for (double h = 1e-3; h < 1.0; h *= 3) {
+        assert_true(at < (1 + 2 * (b + h)) * c * root + (double)T * exp(-6.0 * (b + h)));
+        assert_true(at < (1 + 2 * (b - h)) * c * root + (double)T * exp(-6.0 * (b - h)));
+    }
+    assert_true(agg_exp3_threshold_bound_min(4, 1000, 0.1) == 0.0);
+    assert_true(agg_exp3_threshold_bound_min(1, 1000, 2.0) == log(1000.0) / 2.0);
+    for (int x = 1; x <= 2; x++) {
+        agg_policy_config cfg;
+        agg_policy_config_init(&cfg);
+        cfg.k = 4;
+        cfg.horizon = T;
+        cfg.epsilon = 6.0;
+        cfg.threshold = AGG_EXP3_THRESHOLD_BOUND_MIN;
+        if (x == 2)
+            cfg.mechanism = LDPB_MECH_LAPLACE;
+        agg_policy *p = NULL;
+        char msg[AGG_ERRMSG_MAX];
+        assert_int_equal(agg_policy_new(&p, exp3_names[x], &cfg, msg), LDPB_OK);
+        double got;
+        agg_exp3_params(p, NULL, &got, NULL, NULL, NULL);
+        assert_true(got == b);
+        agg_policy_free(p);
+    }
+}
+
 /* TD17 Sec. 4 at T = 2^14, K = 4, 64 trials, dp-exp3-lap at exp3-tau's epsilon (5.20 at this
  * T, rounded down as the presets do: docs/sim.md): against the stochastic and oblivious
  * adversaries DP-EXP3-Lap stays within a factor 4 of EXP3 (pilot ratios over 8 other seeds at
@@ -810,6 +853,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(save_restore_identity),
         cmocka_unit_test(restore_rejects_garbage),
         cmocka_unit_test(invalid_parameters),
+        cmocka_unit_test(threshold_bound_min),
         cmocka_unit_test(propensity_is_exact),
         cmocka_unit_test(adversary_gains),
         cmocka_unit_test(adversarial_games_as_documented),

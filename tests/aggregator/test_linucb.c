@@ -3,7 +3,8 @@
  * exactly as LinUCB; the constants match the reference numbers of SS18's sec. 4 setting; beta_t
  * and one decision match hand computation; the released matrix is symmetric and, after the
  * shift, positive definite at the rate SS18 promise; the tree's noise per entry has the variance
- * of its formula (before and after observations: every release carries m node samples); state
+ * of its formula (before and after observations: a padded release carries m node samples, a
+ * binary one popcount(t)); the Wishart per-node budget composes to at most epsilon; state
  * round-trips mid-run; invalid parameters and inputs are refused. Statistical checks use fixed
  * seeds and state their false-failure probability. */
 #include <setjmp.h>
@@ -24,6 +25,8 @@
 #include "rand.h"
 
 static const uint8_t SEED[LDPB_RNG_SEED_BYTES] = {7, 1, 2, 3};
+
+static void expect_refusal(agg_linucb_config c, ldpb_err want, const char *needle);
 
 static void near(double got, double want, double rel)
 {
@@ -253,14 +256,18 @@ static void cholesky_failure_is_counted_and_repaired(void **state)
     const double xs[4] = {1.0, 0.0, 0.0, 1.0};
     uint32_t a;
     assert_int_equal(agg_linucb_choose(p, &pe, xs, 2, &a, NULL), LDPB_OK);
+    /* one observation: level 0 holds a node, and so a noise sample (the binary tree's other
+     * slots are zero, and a state with noise there would be refused) */
+    assert_int_equal(agg_linucb_observe(p, &pe, xs, 0.0), LDPB_OK);
     size_t len = 0;
     assert_int_equal(agg_linucb_save(p, NULL, 0, &len), LDPB_ERANGE);
     uint8_t *buf = malloc(len);
     assert_non_null(buf);
     assert_int_equal(agg_linucb_save(p, buf, len, &len), LDPB_OK);
-    /* the last slot's (0, 0) entry is the 9th double from the end: make it hugely negative */
+    /* level 0's (0, 0) entry is the first of the m = 4 slots of 9 doubles that end the state:
+     * make it hugely negative */
     double big = -1e12;
-    memcpy(buf + len - 9 * sizeof(double), &big, sizeof big);
+    memcpy(buf + len - 4 * 9 * sizeof(double), &big, sizeof big);
     assert_int_equal(agg_linucb_restore(p, buf, len), LDPB_OK);
     uint64_t before = agg_linucb_cholesky_failures(p);
     assert_int_equal(agg_linucb_choose(p, &pe, xs, 2, &a, NULL), LDPB_OK);
@@ -271,30 +278,44 @@ static void cholesky_failure_is_counted_and_repaired(void **state)
 }
 
 /* Per-entry law of the released noise (the sum of the m slots), at t = 0 and after 5
- * observations (prefix 101b: 2 data nodes, so m - 2 slots are data-free padding):
- * Gaussian off-diagonal variance m s^2 and diagonal 2 m s^2; Wishart W(Ltilde^2 I, m k) off-
- * diagonal variance m k Ltilde^4, diagonal mean m k Ltilde^2. With N samples the relative
- * standard error of a variance estimate is about sqrt(2/N) (sqrt((2 + excess kurtosis)/N) for
- * the Wishart entries, whose kurtosis is near Gaussian at this k); the tolerance is 5.5 standard
- * errors, so each of the 16 checks fails falsely with probability < 4e-8. */
+ * observations (prefix 101b: 2 data nodes). The padded tree (Wishart, and Gaussian on request)
+ * carries m samples either way, m - 2 of them data-free after 5; the binary tree (the Gaussian
+ * default, SS18's) carries popcount(t): none at t = 0 (the noise is exactly zero), 2 after 5.
+ * Gaussian: off-diagonal variance c s^2 and diagonal 2 c s^2 for c samples; Wishart W(Ltilde^2
+ * I, m k): off-diagonal variance m k Ltilde^4, diagonal mean m k Ltilde^2. With N samples the
+ * relative standard error of a variance estimate is about sqrt(2/N) (sqrt((2 + excess
+ * kurtosis)/N) for the Wishart entries, whose kurtosis is near Gaussian at this k); the tolerance
+ * is 5.5 standard errors, so each of the 18 checks fails falsely with probability < 4e-8. (The
+ * binary case after 5 fails on a tree that pads: it would see m = 5 samples, not 2.) */
 static void tree_noise_variance_matches_formula(void **state)
 {
     (void)state;
     const int N = 20000;
     const uint32_t d = 2, q = 3;
-    for (int v = AGG_LINUCB_WISHART; v <= AGG_LINUCB_GAUSSIAN; v++) {
+    const struct {
+        agg_linucb_variant v;
+        agg_linucb_tree tree;
+    } cases[] = {{AGG_LINUCB_WISHART, AGG_LINUCB_TREE_AUTO},
+                 {AGG_LINUCB_GAUSSIAN, AGG_LINUCB_TREE_AUTO},
+                 {AGG_LINUCB_GAUSSIAN, AGG_LINUCB_TREE_PADDED}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         for (int after = 0; after <= 5; after += 5) {
-            agg_linucb_config c = base((agg_linucb_variant)v, d, 16);
+            agg_linucb_config c = base(cases[ci].v, d, 16);
+            c.tree = cases[ci].tree;
             agg_linucb_constants k;
             assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
             assert_int_equal(k.m, 5);
+            assert_int_equal(k.tree, cases[ci].v == AGG_LINUCB_GAUSSIAN &&
+                                             cases[ci].tree == AGG_LINUCB_TREE_AUTO
+                                         ? AGG_LINUCB_TREE_BINARY
+                                         : AGG_LINUCB_TREE_PADDED);
             agg_rand r, nr;
             agg_rand_seed_u64(&r, 1);
-            agg_rand_seed_u64(&nr, 1000 + (uint64_t)v * 10 + (uint64_t)after);
+            agg_rand_seed_u64(&nr, 1000 + (uint64_t)ci * 10 + (uint64_t)after);
             agg_noise *noise;
             assert_int_equal(agg_noise_new(&noise, AGG_NOISE_FAST, NULL, &nr), LDPB_OK);
             agg_policy_env pe = {&r, noise};
-            double s_off = 0, s2_off = 0, s_diag = 0, s2_diag = 0;
+            double s_off = 0, s2_off = 0, s_diag = 0, s2_diag = 0, largest = 0;
             for (int i = 0; i < N; i++) {
                 agg_linucb *p;
                 assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
@@ -303,6 +324,8 @@ static void tree_noise_variance_matches_formula(void **state)
                     assert_int_equal(agg_linucb_observe(p, &pe, x, 0.5), LDPB_OK);
                 double ns[9];
                 assert_int_equal(agg_linucb_noise_sum(p, &pe, ns), LDPB_OK);
+                for (int e = 0; e < 9; e++)
+                    largest = fmax(largest, fabs(ns[e]));
                 s_off += ns[0 * q + 2];
                 s2_off += ns[0 * q + 2] * ns[0 * q + 2];
                 s_diag += ns[1 * q + 1];
@@ -313,7 +336,11 @@ static void tree_noise_variance_matches_formula(void **state)
             double m_diag = s_diag / N, var_diag = s2_diag / N - m_diag * m_diag;
             double tol = 5.5 * sqrt(2.0 / N);
             double mm = (double)k.m, l2 = k.Ltilde * k.Ltilde;
-            if (v == AGG_LINUCB_GAUSSIAN) {
+            if (k.tree == AGG_LINUCB_TREE_BINARY)
+                mm = after == 0 ? 0.0 : 2.0; /* popcount(0), popcount(5) */
+            if (mm == 0.0) {
+                assert_true(largest == 0.0);
+            } else if (cases[ci].v == AGG_LINUCB_GAUSSIAN) {
                 double s2 = k.sigma_noise * k.sigma_noise;
                 near(var_off, mm * s2, tol);
                 near(var_diag, 2.0 * mm * s2, tol);
@@ -323,9 +350,82 @@ static void tree_noise_variance_matches_formula(void **state)
                 near(var_diag, 2.0 * mm * k.k * l2 * l2, tol);
                 near(m_diag, mm * k.k * l2, 5.5 * sqrt(2.0 / (mm * k.k * N)));
             }
-            (void)q;
             agg_noise_free(noise);
         }
+    }
+}
+
+/* The binary tree's release sums popcount(t) nodes, never more than the m its Gaussian bounds
+ * are computed for (every t <= n, for horizons around powers of two), and Prop. 11's Upsilon
+ * (and with it rho_min, rho_max and the shift) only grows with the count, so the constants for m
+ * cover every release. */
+static void binary_tree_count_within_m(void **state)
+{
+    (void)state;
+    const uint64_t ns[] = {2, 3, 7, 8, 9, 1000, 1023, 1024, 1025, 65536, 65537};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, 5, ns[i]);
+        agg_linucb_constants k;
+        assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+        assert_int_equal(k.tree, AGG_LINUCB_TREE_BINARY);
+        double prev = 0.0;
+        for (uint32_t cnt = 1; cnt <= k.m; cnt++) {
+            double u, lo, hi, g;
+            agg_linucb_gaussian_bounds(k.sigma_noise, cnt, 5, log(2.0 * (double)ns[i] / k.alpha),
+                                       &u, &lo, &hi, &g);
+            assert_true(u > prev);
+            prev = u;
+        }
+        assert_true(prev == k.upsilon && k.shift == 2.0 * k.upsilon);
+        for (uint64_t t = 0; t <= ns[i]; t++)
+            assert_true((uint32_t)__builtin_popcountll(t) <= k.m);
+    }
+}
+
+/* The Wishart per-node budget composes (advanced composition over the m nodes that hold a
+ * datum) to at most epsilon over a grid of m, epsilon and delta, including the large epsilons
+ * where SS18's split eps/sqrt(8 m ln(2/delta)) alone would exceed it (m 11, eps 9: 9.02); it is
+ * SS18's split wherever that one is within epsilon, and k follows Sheffet 2015's condition at the
+ * node budget. (Fails on the split-only code: k.eps_total there would be 9.02 at m 11, eps 9.) */
+static void wishart_budget_composes_within_epsilon(void **state)
+{
+    (void)state;
+    const double eps[] = {1e-3, 0.1, 0.5, 1, 2, 3, 5, 7, 8, 9, 9.5, 10};
+    const double deltas[] = {1e-12, 1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9};
+    uint64_t replaced = 0;
+    for (uint32_t m = 1; m <= 41; m++)
+        for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++)
+            for (size_t j = 0; j < sizeof deltas / sizeof deltas[0]; j++) {
+                double split = eps[e] / sqrt(8.0 * m * log(2.0 / deltas[j]));
+                double e0 = agg_linucb_wishart_eps_node(m, eps[e], deltas[j]);
+                double total = agg_linucb_wishart_eps_total(m, e0, deltas[j]);
+                assert_true(e0 > 0.0 && e0 <= split);
+                assert_true(total <= eps[e]);
+                if (agg_linucb_wishart_eps_total(m, split, deltas[j]) <= eps[e]) {
+                    assert_true(e0 == split);
+                } else {
+                    replaced++;
+                    /* the solution is tight: within 1e-9 relative of the budget */
+                    assert_true(total >= eps[e] * (1.0 - 1e-9));
+                }
+            }
+    assert_true(replaced > 0);
+    /* the policy's constants, where the brief's three examples exceed epsilon under the split */
+    const struct {
+        uint64_t n;
+        double eps;
+    } ex[] = {{1024, 9.0}, {32768, 10.0}, {50000000, 10.0}};
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        agg_linucb_config c = base(AGG_LINUCB_WISHART, 5, ex[i].n);
+        c.epsilon = ex[i].eps;
+        agg_linucb_constants k;
+        assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+        double split = ex[i].eps / sqrt(8.0 * k.m * log(2.0 / c.delta));
+        assert_true(agg_linucb_wishart_eps_total(k.m, split, c.delta) > ex[i].eps);
+        assert_true(k.eps_total <= ex[i].eps);
+        assert_true(k.eps_node < split);
+        near(k.delta_node, c.delta / (2.0 * k.m), 1e-15);
+        assert_true(k.k == 6.0 + ceil(28.0 * log(4.0 / k.delta_node) / (k.eps_node * k.eps_node)));
     }
 }
 
@@ -336,6 +436,7 @@ static void tree_noise_secure_source(void **state)
     (void)state;
     const int N = 4000;
     agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, 2, 16);
+    c.tree = AGG_LINUCB_TREE_PADDED; /* m samples at t = 0 */
     agg_linucb_constants k;
     assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
     ldpb_rng *rng;
@@ -357,6 +458,211 @@ static void tree_noise_secure_source(void **state)
     near(s2 / N, (double)k.m * k.sigma_noise * k.sigma_noise, 5.5 * sqrt(2.0 / N));
     agg_noise_free(noise);
     ldpb_rng_free(rng);
+}
+
+/* The served Gaussian release (exact = 1, docs/privacy.md sec. 10.2). Its noise, drawn by the
+ * exact discrete Gaussian from the seeded secure stream: after one observation the binary tree
+ * holds one node, whose entries in grid units must follow N_Z(0, N) off the diagonal and
+ * N_Z(0, 2N) on it. 20,000 policies give 60,000 entries of each kind: the mean within 5.5
+ * standard errors of 0, the variance within 5.5 sqrt(2/n) relative of N (2N), the kurtosis
+ * within 5.5 sqrt(96/n) of 3 (a discrete Gaussian this wide has the normal's moments to far
+ * below these tolerances); each of the 6 checks fails falsely with probability < 4e-8. Every
+ * released value is an exact multiple of the grid step g, and the data part of the release is
+ * within t g of the exact statistics (random rounding, one unit per datum at most). */
+static void exact_gaussian_release_on_grid(void **state)
+{
+    (void)state;
+    const uint32_t d = 2, q = 3;
+    const int P = 20000;
+    agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, d, 64);
+    c.exact = 1;
+    agg_linucb_constants k;
+    assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+    const double g = k.grid, N = (double)k.sigma2_units;
+    int e;
+    assert_true(frexp(g, &e) == 0.5); /* a power of two */
+    assert_true(N * g * g >= k.sigma_noise * k.sigma_noise);
+    assert_true(N * g * g <= k.sigma_noise * k.sigma_noise * (1.0 + 1e-4));
+    ldpb_rng *rng;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
+    agg_noise *noise;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    agg_rand r;
+    agg_rand_seed_u64(&r, 3);
+    agg_policy_env pe = {&r, noise};
+    double s1[2] = {0, 0}, s2[2] = {0, 0}, s4[2] = {0, 0};
+    double n_[2] = {0, 0};
+    const double x[2] = {0.6, -0.3}, y = 0.7;
+    for (int i = 0; i < P; i++) {
+        agg_linucb *p;
+        assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+        assert_int_equal(agg_linucb_observe(p, &pe, x, y), LDPB_OK);
+        double ns[9], V[4], u[2];
+        assert_int_equal(agg_linucb_noise_sum(p, &pe, ns), LDPB_OK);
+        assert_int_equal(agg_linucb_release(p, &pe, V, u), LDPB_OK);
+        const double v[3] = {x[0], x[1], y};
+        for (uint32_t a = 0; a < q; a++)
+            for (uint32_t b = a; b < q; b++) {
+                double z = ns[a * q + b] / g;
+                assert_true(z == floor(z));
+                int diag = a == b;
+                double zz = z * z / (diag ? 2.0 * N : N);
+                s1[diag] += z / sqrt(diag ? 2.0 * N : N);
+                s2[diag] += zz;
+                s4[diag] += zz * zz;
+                n_[diag] += 1;
+                if (a < d && b < d) {
+                    double rel = V[a * d + b] - (a == b ? k.shift : 0.0);
+                    double dat = rel - ns[a * q + b];
+                    assert_true(fabs(dat - v[a] * v[b]) <= g * (1 + 1e-9));
+                    /* the release before the shift is (integer) g */
+                    assert_true(rel / g == floor(rel / g));
+                }
+            }
+        agg_linucb_free(p);
+    }
+    for (int diag = 0; diag <= 1; diag++) {
+        double nn = n_[diag], m1 = s1[diag] / nn, var = s2[diag] / nn,
+               kurt = s4[diag] / nn / (var * var);
+        if (!(fabs(m1) < 5.5 / sqrt(nn) && fabs(var - 1.0) < 5.5 * sqrt(2.0 / nn) &&
+              fabs(kurt - 3.0) < 5.5 * sqrt(96.0 / nn))) {
+            print_error("%s: mean %g, variance/N %g, kurtosis %g over %g entries\n",
+                        diag ? "diagonal" : "off-diagonal", m1, var, kurt, nn);
+            fail();
+        }
+    }
+    /* random rounding is unbiased: 200,000 roundings of 0.3 average 0.3 within 5.5 standard
+     * errors (false failure < 4e-8) */
+    double acc = 0;
+    for (int i = 0; i < 200000; i++) {
+        int64_t w;
+        assert_int_equal(agg_noise_round(noise, 41.3, &w), LDPB_OK);
+        assert_true(w == 41 || w == 42);
+        acc += (double)(w - 41);
+    }
+    assert_true(fabs(acc / 200000 - 0.3) < 5.5 * sqrt(0.21 / 200000));
+    int64_t z;
+    assert_int_equal(agg_noise_dgauss(noise, 0, &z), LDPB_EINVAL);
+    assert_int_equal(agg_noise_dgauss(noise, ((uint64_t)1 << 56) + 1, &z), LDPB_EINVAL);
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* The exact release in use: decisions at the PD rate of the float path (no Cholesky failure in
+ * 2 x 600 rounds; the bound promises a failure rate below alpha/(2n) per round, false failure
+ * < 2e-3), a save/restore round trip, and the refusals: a FAST source (the exact sampler draws
+ * from the secure stream only), the Wishart variant, untrusted states whose integers lie
+ * outside what the mechanism produces. */
+static void exact_gaussian_in_use(void **state)
+{
+    (void)state;
+    const uint32_t d = 4;
+    const uint64_t n = 600;
+    ldpb_rng *rng;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
+    agg_noise *noise;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    for (uint64_t trial = 0; trial < 2; trial++) {
+        agg_ctx_env env;
+        agg_ctx_env_config ec = env_cfg(d, 0.1);
+        assert_int_equal(agg_ctx_env_start(&env, &ec, SEED, trial), LDPB_OK);
+        agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, d, n);
+        c.exact = 1;
+        agg_linucb *p, *b;
+        assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+        assert_int_equal(agg_linucb_new(&b, &c, NULL), LDPB_OK);
+        agg_rand r;
+        agg_rand_seed_u64(&r, 7 + trial);
+        agg_policy_env pe = {&r, noise};
+        double x[16 * 4], mean[16];
+        for (uint64_t t = 0; t < n; t++) {
+            agg_ctx_env_round(&env, x, mean);
+            uint32_t a;
+            assert_int_equal(agg_linucb_choose(p, &pe, x, d * d, &a, NULL), LDPB_OK);
+            assert_int_equal(
+                agg_linucb_observe(p, &pe, x + a * d, agg_ctx_env_reward(&env, mean[a])), LDPB_OK);
+        }
+        assert_int_equal(agg_linucb_cholesky_failures(p), 0);
+        size_t len = 0;
+        assert_int_equal(agg_linucb_save(p, NULL, 0, &len), LDPB_ERANGE);
+        uint8_t *buf = malloc(len);
+        assert_non_null(buf);
+        assert_int_equal(agg_linucb_save(p, buf, len, &len), LDPB_OK);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_OK);
+        double va[16], ua[4], vb[16], ub[4];
+        assert_int_equal(agg_linucb_release(p, &pe, va, ua), LDPB_OK);
+        assert_int_equal(agg_linucb_release(b, &pe, vb, ub), LDPB_OK);
+        assert_memory_equal(va, vb, sizeof va);
+        /* the last slot entry (level m - 1: 600 = 1001011000b has bit 9 set, m = 11 has levels
+         * 0..10, so level 10 is empty and must be zero) */
+        uint64_t one = 1;
+        memcpy(buf + len - sizeof one, &one, sizeof one);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_ECORRUPT);
+        /* a noise entry outside the sampler's support (level 9's first entry) */
+        assert_int_equal(agg_linucb_save(p, buf, len, &len), LDPB_OK);
+        uint64_t huge = (uint64_t)1 << 61;
+        memcpy(buf + len - 2 * 25 * sizeof huge, &huge, sizeof huge);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_ECORRUPT);
+        free(buf);
+        agg_linucb_free(p);
+        agg_linucb_free(b);
+    }
+    agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, 2, 10);
+    c.exact = 1;
+    agg_linucb *p;
+    assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+    agg_rand r, nr;
+    agg_rand_seed_u64(&r, 1);
+    agg_rand_seed_u64(&nr, 2);
+    agg_noise *fast;
+    assert_int_equal(agg_noise_new(&fast, AGG_NOISE_FAST, NULL, &nr), LDPB_OK);
+    agg_policy_env pe = {&r, fast};
+    const double x[2] = {0.6, 0.8};
+    assert_int_equal(agg_linucb_observe(p, &pe, x, 0.1), LDPB_EINVAL);
+    assert_int_equal(agg_linucb_rounds(p), 0);
+    agg_linucb_free(p);
+    agg_noise_free(fast);
+    c = base(AGG_LINUCB_WISHART, 2, 10);
+    c.exact = 1;
+    expect_refusal(c, LDPB_ERANGE, "jdp-linucb-gaussian only");
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* The Gaussian variant's privacy, continuous and exact: over a grid of d, n, epsilon and delta
+ * the whole tree's zCDP converts to at most epsilon even for replace neighbours (SS18's
+ * calibration is conservative), and with the grid the discrete add/remove rho per node is at
+ * most the continuous one, so the paper's argument carries over. Every such configuration is
+ * accepted with the grid (its sums fit 64 bits up to the largest horizon). */
+static void gaussian_zcdp_within_epsilon(void **state)
+{
+    (void)state;
+    const uint32_t ds[] = {1, 5, 20, 64};
+    const uint64_t ns[] = {2, 1000, 1000000, (uint64_t)1 << 40};
+    const double eps[] = {1e-3, 0.1, 1, 4, 10};
+    const double deltas[] = {1e-12, 1e-6, 0.1, 0.9};
+    for (size_t a = 0; a < 4; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t e = 0; e < 5; e++)
+                for (size_t j = 0; j < 4; j++)
+                    for (int exact = 0; exact <= 1; exact++) {
+                        agg_linucb_config c = base(AGG_LINUCB_GAUSSIAN, ds[a], ns[b]);
+                        c.epsilon = eps[e];
+                        c.delta = deltas[j];
+                        c.exact = exact;
+                        agg_linucb_constants k;
+                        char msg[AGG_ERRMSG_MAX];
+                        ldpb_err err = agg_linucb_constants_of(&c, &k, msg);
+                        if (err)
+                            print_error("%s\n", msg);
+                        assert_int_equal(err, LDPB_OK);
+                        assert_true(k.eps_zcdp <= k.eps_zcdp_replace);
+                        assert_true(k.eps_zcdp_replace <= c.epsilon);
+                        double l2 = k.Ltilde * k.Ltilde;
+                        double rho_cont =
+                            (double)k.m * l2 * l2 / (4.0 * k.sigma_noise * k.sigma_noise);
+                        assert_true(k.rho_tree <= rho_cont * (1.0 + 1e-12));
+                    }
 }
 
 /* Save mid-run, restore into a fresh policy, continue both on the same inputs and generators:
@@ -399,6 +705,20 @@ static void save_restore_mid_run(void **state)
                 double bad = NAN;
                 memcpy(cut + len - sizeof bad, &bad, sizeof bad);
                 assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_ECORRUPT);
+                /* statistics beyond what t clipped rounds can sum to (JDP): M[0][0] is the first
+                 * double after the 97-byte header, t, the primed byte and the failure count */
+                if (v != AGG_LINUCB_PLAIN) {
+                    memcpy(cut, buf, len);
+                    double huge = 1e300;
+                    memcpy(cut + 97 + 17, &huge, sizeof huge);
+                    assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_ECORRUPT);
+                    huge = -1.0; /* a negative diagonal */
+                    memcpy(cut + 97 + 17, &huge, sizeof huge);
+                    assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_ECORRUPT);
+                    huge = 0.0; /* the control: an admissible value there is accepted */
+                    memcpy(cut + 97 + 17, &huge, sizeof huge);
+                    assert_int_equal(agg_linucb_restore(b, cut, len), LDPB_OK);
+                }
                 /* another configuration's policy refuses the bytes */
                 agg_linucb_config c2 = c;
                 c2.S = 2.0;
@@ -507,6 +827,12 @@ static void invalid_parameters_refused(void **state)
     expect_refusal(c, LDPB_ERANGE, "degrees of freedom");
     c = base((agg_linucb_variant)7, 5, 100);
     expect_refusal(c, LDPB_EINVAL, "unknown variant");
+    c = base(AGG_LINUCB_WISHART, 5, 100);
+    c.tree = AGG_LINUCB_TREE_BINARY;
+    expect_refusal(c, LDPB_ERANGE, "jdp-linucb-wishart: tree binary refused");
+    c = base(AGG_LINUCB_GAUSSIAN, 5, 100);
+    c.tree = (agg_linucb_tree)9;
+    expect_refusal(c, LDPB_EINVAL, "unknown tree 9");
 
     /* inputs: an action longer than L, a NaN entry, no actions, a NaN reward */
     c = base(AGG_LINUCB_PLAIN, 2, 10);
@@ -523,10 +849,18 @@ static void invalid_parameters_refused(void **state)
     assert_int_equal(agg_linucb_observe(p, &pe, ok, NAN), LDPB_EINVAL);
     assert_int_equal(agg_linucb_observe(p, &pe, longx, 0.0), LDPB_ERANGE);
     agg_linucb_free(p);
-    /* a JDP variant without a noise source refuses rather than release unnoised statistics */
+    /* a JDP variant without a noise source refuses rather than release unnoised statistics: the
+     * padded tree at its first release (data-free samples), the binary tree at its first
+     * observation (whose empty prefix has no noise to draw) */
     c = base(AGG_LINUCB_GAUSSIAN, 2, 10);
+    c.tree = AGG_LINUCB_TREE_PADDED;
     assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
     assert_int_equal(agg_linucb_choose(p, &pe, ok, 1, &a, NULL), LDPB_EINVAL);
+    agg_linucb_free(p);
+    c.tree = AGG_LINUCB_TREE_AUTO;
+    assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+    assert_int_equal(agg_linucb_observe(p, &pe, ok, 0.5), LDPB_EINVAL);
+    assert_int_equal(agg_linucb_rounds(p), 0);
     agg_linucb_free(p);
 }
 
@@ -626,7 +960,12 @@ int main(void)
         cmocka_unit_test(release_symmetric_and_pd_at_promised_rate),
         cmocka_unit_test(cholesky_failure_is_counted_and_repaired),
         cmocka_unit_test(tree_noise_variance_matches_formula),
+        cmocka_unit_test(binary_tree_count_within_m),
+        cmocka_unit_test(wishart_budget_composes_within_epsilon),
         cmocka_unit_test(tree_noise_secure_source),
+        cmocka_unit_test(exact_gaussian_release_on_grid),
+        cmocka_unit_test(exact_gaussian_in_use),
+        cmocka_unit_test(gaussian_zcdp_within_epsilon),
         cmocka_unit_test(save_restore_mid_run),
         cmocka_unit_test(invalid_parameters_refused),
         cmocka_unit_test(jdp_clips_rewards),

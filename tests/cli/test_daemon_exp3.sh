@@ -37,9 +37,11 @@ NP=(--mode nonprivate --allow-nonprivate)
 line=$(grep -A1 -- "--tau " help.txt | tr "\n" " " || true)
 check "--help: --tau is read by exp3-tau (got: $line)" \
     sh -c "echo '$line' | grep -q 'read by: exp3-tau)'"
-line=$(grep -A1 -- "--threshold " help.txt | tr "\n" " " || true)
+line=$(grep -A2 -- "--threshold " help.txt | tr "\n" " " || true)
 check "--help: --threshold is read by the DP-EXP3-Lap pair (got: $line)" \
     sh -c "echo '$line' | grep -q 'read by: dp-exp3-lap, ldp-exp3-lap)'"
+check "--help: --threshold names bound-min (got: $line)" \
+    sh -c "echo '$line' | grep -q 'bound-min'"
 
 # --- configuration errors ---------------------------------------------------------------------
 refused "ldp-exp3-lap with linear" "mechanism linear is not laplace" s1 \

@@ -277,6 +277,18 @@ check "--tau changes exp3-tau's regret" sh -c "! cmp -s '$TMP/tau8' '$TMP/tau16'
 run --preset tossou2017-switching --horizon 4096 --tau 5000
 check "--tau above T refused (rc $rc)" test "$rc" = 2
 check "--tau above T: the policy's message" grep -q 'exp3-tau: tau 5000 outside \[1, T = 4096\]' "$TMP/err"
+run --preset tossou2017-switching --horizon 4096 --trials 48 --threshold bound-min --quiet \
+    --no-plots --out a5
+check "--threshold bound-min accepted (rc $rc: $(head -c 200 "$TMP/err"))" test "$rc" = 0
+check "meta.txt records bound-min" grep -q '^threshold (dp-exp3-lap, ldp-exp3-lap): bound-min ' \
+    a5/meta.txt
+grep dp-exp3-lap a5/regret.csv | cut -d, -f6,7 >"$TMP/bmin"
+grep dp-exp3-lap a1/regret.csv | cut -d, -f6,7 >"$TMP/bdef"
+check "bound-min changes dp-exp3-lap's regret" sh -c "! cmp -s '$TMP/bmin' '$TMP/bdef'"
+run --preset tossou2017-switching --threshold bound-max
+check "--threshold bound-max refused (rc $rc)" test "$rc" = 2
+check "--threshold bound-max: says what is accepted" grep -q 'neither a finite number nor bound-min' \
+    "$TMP/err"
 run --preset tossou2017-switching --threshold 0
 check "--threshold 0 refused (rc $rc)" test "$rc" = 2
 check "--threshold 0: the bound" grep -q -- '--threshold 0 outside (0, inf)' "$TMP/err"

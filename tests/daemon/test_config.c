@@ -79,6 +79,13 @@ static void test_set(void **state)
     assert_int_equal(agg_config_set(&c, "beta", "1", 1, r), LDPB_ERANGE);
     assert_string_equal(r, "beta: 1 outside [0, 1)");
     assert_int_equal(agg_config_set(&c, "kappa", "-1", 1, r), LDPB_OK);
+    /* threshold: a number >= 0, or the name bound-min (DP-EXP3-Lap's bound-minimising b) */
+    assert_int_equal(agg_config_set(&c, "threshold", "-1", 1, r), LDPB_ERANGE);
+    assert_int_equal(agg_config_set(&c, "threshold", "bound-max", 1, r), LDPB_EINVAL);
+    assert_int_equal(agg_config_set(&c, "threshold", "bound-min", 1, r), LDPB_OK);
+    assert_true(c.params.threshold == AGG_EXP3_THRESHOLD_BOUND_MIN);
+    assert_int_equal(agg_config_set(&c, "threshold", "0.5", 1, r), LDPB_OK);
+    assert_true(c.params.threshold == 0.5);
     assert_int_equal(agg_config_set(&c, "mechanism", "gauss", 1, r), LDPB_EINVAL);
     assert_non_null(strstr(r, "linear, quadratic, exponential, laplace"));
     assert_int_equal(agg_config_set(&c, "mechanism", "laplace", 1, r), LDPB_OK);

@@ -91,12 +91,14 @@ static void play(agg_policy *p, agg_policy_env *env, agg_rand *e, int n, uint32_
 static void save_restore(const char *name)
 {
     agg_policy *p = make(name, CTX_D), *q = make(name, CTX_D), *other = make(name, CTX_D + 1);
-    agg_rand r, e, nr;
+    agg_rand r, e;
     agg_rand_seed_u64(&r, 2);
     agg_rand_seed_u64(&e, 3);
-    agg_rand_seed_u64(&nr, 4);
+    static const uint8_t seed0[LDPB_RNG_SEED_BYTES] = {4};
+    ldpb_rng *s0 = NULL;
+    assert_int_equal(ldpb_rng_new_seeded(&s0, seed0), LDPB_OK);
     agg_noise *noise = NULL;
-    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_FAST, NULL, &nr), LDPB_OK);
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, s0, NULL), LDPB_OK);
     agg_policy_env env = {&r, noise};
     play(p, &env, &e, 200, NULL);
     size_t len = 0;
@@ -105,13 +107,19 @@ static void save_restore(const char *name)
     assert_non_null(buf);
     assert_int_equal(agg_policy_save(p, buf, len, &len), LDPB_OK);
     assert_int_equal(agg_policy_restore(q, buf, len), LDPB_OK);
-    /* the same generators' states for both continuations */
-    agg_rand r2 = r, e2 = e, nr2 = nr;
-    agg_noise *noise2 = NULL;
-    assert_int_equal(agg_noise_new(&noise2, AGG_NOISE_FAST, NULL, &nr2), LDPB_OK);
-    agg_policy_env env2 = {&r2, noise2};
+    /* the same generators' states for both continuations; the privacy noise from two secure
+     * streams of one seed (the served Gaussian draws from the secure stream only) */
+    static const uint8_t seed[LDPB_RNG_SEED_BYTES] = {9, 9};
+    ldpb_rng *g1 = NULL, *g2 = NULL;
+    assert_int_equal(ldpb_rng_new_seeded(&g1, seed), LDPB_OK);
+    assert_int_equal(ldpb_rng_new_seeded(&g2, seed), LDPB_OK);
+    agg_rand r2 = r, e2 = e;
+    agg_noise *noise1 = NULL, *noise2 = NULL;
+    assert_int_equal(agg_noise_new(&noise1, AGG_NOISE_SECURE, g1, NULL), LDPB_OK);
+    assert_int_equal(agg_noise_new(&noise2, AGG_NOISE_SECURE, g2, NULL), LDPB_OK);
+    agg_policy_env env1 = {&r, noise1}, env2 = {&r2, noise2};
     uint32_t a1[100], a2[100];
-    play(p, &env, &e, 100, a1);
+    play(p, &env1, &e, 100, a1);
     play(q, &env2, &e2, 100, a2);
     assert_memory_equal(a1, a2, sizeof a1);
     agg_arm_status s1[CTX_K], s2[CTX_K];
@@ -136,7 +144,11 @@ static void save_restore(const char *name)
     assert_int_equal(s2[0].pulls, s1[0].pulls);
     free(buf);
     agg_noise_free(noise);
+    ldpb_rng_free(s0);
+    agg_noise_free(noise1);
     agg_noise_free(noise2);
+    ldpb_rng_free(g1);
+    ldpb_rng_free(g2);
     agg_policy_free(p);
     agg_policy_free(q);
     agg_policy_free(other);

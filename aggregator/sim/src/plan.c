@@ -1172,12 +1172,14 @@ ldpb_err simplan_build(simplan *plan, const simplan_opts *o, char errmsg[SIMPLAN
                        "chosen");
             goto fail;
         }
-        if (parse_double(o->threshold, &plan->threshold)) {
-            err = fail(errmsg, LDPB_EINVAL, "--threshold '%s' is not a finite number",
+        if (strcmp(o->threshold, "bound-min") == 0) {
+            plan->threshold = AGG_EXP3_THRESHOLD_BOUND_MIN;
+        } else if (parse_double(o->threshold, &plan->threshold)) {
+            err = fail(errmsg, LDPB_EINVAL,
+                       "--threshold '%s' is neither a finite number nor bound-min",
                        tool_echo(e, sizeof e, o->threshold));
             goto fail;
-        }
-        if (!(plan->threshold > 0.0)) {
+        } else if (!(plan->threshold > 0.0)) {
             err = fail(errmsg, LDPB_ERANGE, "--threshold %s outside (0, inf)",
                        tool_echo(e, sizeof e, o->threshold));
             goto fail;
