@@ -137,6 +137,157 @@ static void null_send(void *ctx, agg_reply_to to, const uint8_t *frame, size_t l
         nn_freemsg(to.control);
 }
 
+/* The secret key, the assignment token key, the key cache (with the allow-list) and the replay
+ * cache. */
+static ldpb_err load_keys(agg_server *s, const agg_config *cfg, char *errmsg)
+{
+    char kd[LDPB_DETAIL_BYTES] = "";
+    ldpb_err err = ldpb_keyfile_load_secret(cfg->key, &s->kp, kd);
+    if (err) {
+        say(errmsg, "key %s: %s", cfg->key, kd[0] ? kd : ldpb_strerror(err));
+        err = err == LDPB_ENOMEM ? err : LDPB_EINVAL; /* the configured file is unusable */
+        return err;
+    }
+    err = agg_token_key_derive(&s->token_key, s->kp.sk);
+    if (err) {
+        say(errmsg, "cannot derive the assignment key");
+        return err;
+    }
+    ldpb_keycache_opts ko;
+    ldpb_keycache_opts_init(&ko);
+    ko.max_entries = cfg->keycache_entries;
+    ko.derive_rate = (uint32_t)cfg->key_derivations_per_s;
+    if (cfg->auth == AGG_AUTH_ALLOWLIST) {
+        size_t lines = count_lines(cfg->allowlist);
+        ko.allowlist_max = lines < LDPB_ALLOWLIST_MAX ? lines : LDPB_ALLOWLIST_MAX;
+    }
+    err = ldpb_keycache_new(&s->kc, &s->kp, &ko);
+    if (!err && cfg->auth == AGG_AUTH_ALLOWLIST) {
+        err = load_allowlist(s, cfg->allowlist, errmsg);
+        err = err == LDPB_OK || err == LDPB_ENOMEM ? err : LDPB_EINVAL;
+    }
+    if (err) {
+        if (!errmsg[0])
+            say(errmsg, "cannot create the key cache: %s", ldpb_strerror(err));
+        return err;
+    }
+    ldpb_replay_opts ro;
+    ldpb_replay_opts_init(&ro);
+    ro.window_ms = cfg->replay_window_s * 1000u;
+    if (ro.window_ms < 1000)
+        ro.window_ms = 1000;
+    ro.max_entries = cfg->replay_entries;
+    err = ldpb_replay_new(&s->rp, &ro);
+    if (err) {
+        say(errmsg, "cannot create the replay cache: %s", ldpb_strerror(err));
+        return err;
+    }
+
+    return LDPB_OK;
+}
+
+/* The policy (served and `next`), its generators, the noise sources, and what every assignment
+ * asks for. */
+static ldpb_err make_policy(agg_server *s, const agg_config *cfg, char *errmsg)
+{
+    /* The policy, its generators and the noise source. */
+    char pmsg[AGG_ERRMSG_MAX] = "";
+    ldpb_err err;
+    s->contextual = agg_ctx_policy_find(cfg->policy) != NULL;
+    if (s->contextual) {
+        err = agg_ctx_policy_new(&s->policy, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
+        if (!err)
+            err = agg_ctx_policy_new(&s->next, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
+    } else {
+        err = agg_policy_new(&s->policy, cfg->policy, &cfg->params, pmsg);
+        if (!err)
+            err = agg_policy_new(&s->next, cfg->policy, &cfg->params, pmsg);
+    }
+    if (err) {
+        say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
+        return err;
+    }
+    /* A policy that knows the probability of its choice (the EXP3 family) logs it exactly.
+     * Otherwise only a choice that is a pure draw can be repeated to estimate its probability;
+     * the others choose deterministically from their state (ties aside: propensity 1) or advance
+     * a round-robin pointer, which extra calls would disturb. */
+    s->mc_propensity = s->policy->ops->choose_is_draw && !s->policy->ops->propensity;
+    err = ldpb_rng_new_system(&s->policy_rng);
+    if (!err)
+        err = ldpb_rng_new_system(&s->noise_rng);
+    if (!err)
+        err = agg_noise_new(&s->noise, AGG_NOISE_SECURE, s->noise_rng, NULL);
+    if (!err)
+        err = ldpb_rng_new_system(&s->next_rng);
+    if (!err)
+        err = ldpb_rng_new_system(&s->next_noise_rng);
+    if (!err)
+        err = agg_noise_new(&s->next_noise, AGG_NOISE_SECURE, s->next_noise_rng, NULL);
+    if (err) {
+        say(errmsg, "cannot create the generators: %s", ldpb_strerror(err));
+        return err;
+    }
+    agg_rand_seed(&s->rand, s->policy_rng);
+    agg_rand_seed(&s->next_rand, s->next_rng);
+    /* What every assignment asks for: the configured mechanism in local mode, the table's raw
+     * row otherwise (agg_config_check has built the mechanism as the clients will). */
+    s->wire_desc =
+        ldpb_mech_desc_of(cfg->mode == AGG_MODE_LOCAL ? cfg->params.mechanism : LDPB_MECH_ID_RAW);
+    if (!s->wire_desc) {
+        err = LDPB_EINVAL;
+        say(errmsg, "mechanism %d is not a known mechanism", cfg->params.mechanism);
+        return err;
+    }
+    s->local_ctx = s->contextual && agg_ctx_policy_is_local(s->policy);
+    if (s->local_ctx) /* devices report statistics, whatever `mechanism` says */
+        s->wire_desc = ldpb_mech_desc_of(LDPB_MECH_ID_GAUSSIAN_STATS);
+    s->wire_mechanism = s->wire_desc->id;
+    s->wire_epsilon = s->wire_desc->local ? cfg->params.epsilon : 0.0;
+    s->mech_name = s->wire_desc->name;
+
+    return LDPB_OK;
+}
+
+/* Opens the state in state_dir (refusing another configuration's) and restores the policy and
+ * the counters from it. */
+static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
+{
+    /* The durable state. */
+    /* The meta compares only what the policy reads: a state saved under another value of an
+     * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
+     * state. */
+    agg_store_meta meta = {cfg->policy, agg_mode_name(cfg->mode), cfg->params,
+                           agg_policy_reads(s->policy->ops, &cfg->params)};
+    char smsg[AGG_STORE_ERRMAX] = "";
+    ldpb_err err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
+    if (err) {
+        say(errmsg, "%s", smsg);
+        return err;
+    }
+    uint8_t *blob = NULL;
+    size_t blob_len = 0;
+    err = agg_store_load(s->store, &blob, &blob_len, &s->committed);
+    if (!err && blob) {
+        err = agg_policy_restore(s->policy, blob, blob_len);
+        if (err)
+            say(errmsg, "state_dir %s: the stored policy state does not restore (%s)",
+                cfg->state_dir, ldpb_strerror(err));
+    } else if (err) {
+        say(errmsg, "state_dir %s: %s", cfg->state_dir, agg_store_errmsg(s->store));
+    }
+    free(blob);
+    if (err)
+        return err;
+    s->policy_version = s->committed.policy_version;
+    atomic_store(&s->n_reports, s->committed.reports);
+    atomic_store(&s->n_duplicates, s->committed.duplicates);
+    atomic_store(&s->n_assignments, s->committed.assignments);
+    atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
+    check_space(s);
+
+    return LDPB_OK;
+}
+
 ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log, void *log_ctx,
                         char *errmsg)
 {
@@ -175,134 +326,13 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     pthread_cond_init(&s->queue_cv, &ca);
     pthread_condattr_destroy(&ca);
 
-    char kd[LDPB_DETAIL_BYTES] = "";
-    ldpb_err err = ldpb_keyfile_load_secret(cfg->key, &s->kp, kd);
-    if (err) {
-        say(errmsg, "key %s: %s", cfg->key, kd[0] ? kd : ldpb_strerror(err));
-        err = err == LDPB_ENOMEM ? err : LDPB_EINVAL; /* the configured file is unusable */
-        goto fail;
-    }
-    err = agg_token_key_derive(&s->token_key, s->kp.sk);
-    if (err) {
-        say(errmsg, "cannot derive the assignment key");
-        goto fail;
-    }
-    ldpb_keycache_opts ko;
-    ldpb_keycache_opts_init(&ko);
-    ko.max_entries = cfg->keycache_entries;
-    ko.derive_rate = (uint32_t)cfg->key_derivations_per_s;
-    if (cfg->auth == AGG_AUTH_ALLOWLIST) {
-        size_t lines = count_lines(cfg->allowlist);
-        ko.allowlist_max = lines < LDPB_ALLOWLIST_MAX ? lines : LDPB_ALLOWLIST_MAX;
-    }
-    err = ldpb_keycache_new(&s->kc, &s->kp, &ko);
-    if (!err && cfg->auth == AGG_AUTH_ALLOWLIST) {
-        err = load_allowlist(s, cfg->allowlist, errmsg);
-        err = err == LDPB_OK || err == LDPB_ENOMEM ? err : LDPB_EINVAL;
-    }
-    if (err) {
-        if (!errmsg[0])
-            say(errmsg, "cannot create the key cache: %s", ldpb_strerror(err));
-        goto fail;
-    }
-    ldpb_replay_opts ro;
-    ldpb_replay_opts_init(&ro);
-    ro.window_ms = cfg->replay_window_s * 1000u;
-    if (ro.window_ms < 1000)
-        ro.window_ms = 1000;
-    ro.max_entries = cfg->replay_entries;
-    err = ldpb_replay_new(&s->rp, &ro);
-    if (err) {
-        say(errmsg, "cannot create the replay cache: %s", ldpb_strerror(err));
-        goto fail;
-    }
-
-    /* The policy, its generators and the noise source. */
-    char pmsg[AGG_ERRMSG_MAX] = "";
-    s->contextual = agg_ctx_policy_find(cfg->policy) != NULL;
-    if (s->contextual) {
-        err = agg_ctx_policy_new(&s->policy, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
-        if (!err)
-            err = agg_ctx_policy_new(&s->next, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
-    } else {
-        err = agg_policy_new(&s->policy, cfg->policy, &cfg->params, pmsg);
-        if (!err)
-            err = agg_policy_new(&s->next, cfg->policy, &cfg->params, pmsg);
-    }
-    if (err) {
-        say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
-        goto fail;
-    }
-    /* A policy that knows the probability of its choice (the EXP3 family) logs it exactly.
-     * Otherwise only a choice that is a pure draw can be repeated to estimate its probability;
-     * the others choose deterministically from their state (ties aside: propensity 1) or advance
-     * a round-robin pointer, which extra calls would disturb. */
-    s->mc_propensity = s->policy->ops->choose_is_draw && !s->policy->ops->propensity;
-    err = ldpb_rng_new_system(&s->policy_rng);
+    ldpb_err err = load_keys(s, cfg, errmsg);
     if (!err)
-        err = ldpb_rng_new_system(&s->noise_rng);
+        err = make_policy(s, cfg, errmsg);
     if (!err)
-        err = agg_noise_new(&s->noise, AGG_NOISE_SECURE, s->noise_rng, NULL);
-    if (!err)
-        err = ldpb_rng_new_system(&s->next_rng);
-    if (!err)
-        err = ldpb_rng_new_system(&s->next_noise_rng);
-    if (!err)
-        err = agg_noise_new(&s->next_noise, AGG_NOISE_SECURE, s->next_noise_rng, NULL);
-    if (err) {
-        say(errmsg, "cannot create the generators: %s", ldpb_strerror(err));
-        goto fail;
-    }
-    agg_rand_seed(&s->rand, s->policy_rng);
-    agg_rand_seed(&s->next_rand, s->next_rng);
-    /* What every assignment asks for: the configured mechanism in local mode, the table's raw
-     * row otherwise (agg_config_check has built the mechanism as the clients will). */
-    s->wire_desc =
-        ldpb_mech_desc_of(cfg->mode == AGG_MODE_LOCAL ? cfg->params.mechanism : LDPB_MECH_ID_RAW);
-    if (!s->wire_desc) {
-        err = LDPB_EINVAL;
-        say(errmsg, "mechanism %d is not a known mechanism", cfg->params.mechanism);
-        goto fail;
-    }
-    s->local_ctx = s->contextual && agg_ctx_policy_is_local(s->policy);
-    if (s->local_ctx) /* devices report statistics, whatever `mechanism` says */
-        s->wire_desc = ldpb_mech_desc_of(LDPB_MECH_ID_GAUSSIAN_STATS);
-    s->wire_mechanism = s->wire_desc->id;
-    s->wire_epsilon = s->wire_desc->local ? cfg->params.epsilon : 0.0;
-    s->mech_name = s->wire_desc->name;
-
-    /* The durable state. */
-    /* The meta compares only what the policy reads: a state saved under another value of an
-     * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
-     * state. */
-    agg_store_meta meta = {cfg->policy, agg_mode_name(cfg->mode), cfg->params,
-                           agg_policy_reads(s->policy->ops, &cfg->params)};
-    char smsg[AGG_STORE_ERRMAX] = "";
-    err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
-    if (err) {
-        say(errmsg, "%s", smsg);
-        goto fail;
-    }
-    uint8_t *blob = NULL;
-    size_t blob_len = 0;
-    err = agg_store_load(s->store, &blob, &blob_len, &s->committed);
-    if (!err && blob) {
-        err = agg_policy_restore(s->policy, blob, blob_len);
-        if (err)
-            say(errmsg, "state_dir %s: the stored policy state does not restore (%s)",
-                cfg->state_dir, ldpb_strerror(err));
-    } else if (err) {
-        say(errmsg, "state_dir %s: %s", cfg->state_dir, agg_store_errmsg(s->store));
-    }
-    free(blob);
+        err = open_state(s, cfg, errmsg);
     if (err)
         goto fail;
-    s->policy_version = s->committed.policy_version;
-    atomic_store(&s->n_reports, s->committed.reports);
-    atomic_store(&s->n_duplicates, s->committed.duplicates);
-    atomic_store(&s->n_assignments, s->committed.assignments);
-    atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
-    check_space(s);
 
     /* The committer's queue and buffers. */
     s->q_cap = cfg->queue_max;
