@@ -17,6 +17,7 @@
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
+#include "ldpb/transport.h"
 #include "metrics.h"
 #include "policy.h"
 #include "ctx_policy.h"
@@ -642,12 +643,13 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
         say(err, "listen is required (--listen URL, repeatable)");
         return LDPB_EINVAL;
     }
-    for (size_t i = 0; i < cfg->n_listen; i++)
-        if (strncmp(cfg->listen[i], "ipc://", 6) != 0 &&
-            strncmp(cfg->listen[i], "tcp://", 6) != 0) {
-            say(err, "listen: '%s' is neither an ipc:// nor a tcp:// URL", cfg->listen[i]);
+    for (size_t i = 0; i < cfg->n_listen; i++) {
+        char why[LDPB_DETAIL_BYTES] = "";
+        if (!ldpb_tp_find(cfg->listen[i], why)) {
+            say(err, "listen: %s", why);
             return LDPB_EINVAL;
         }
+    }
     /* Parsed as the endpoint will parse it, so --check-config catches a typo; whether the
      * address can be bound is known only at start (exit 1 then). */
     if (cfg->metrics) {

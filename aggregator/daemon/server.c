@@ -13,8 +13,6 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#include <nanomsg/nn.h>
-#include <nanomsg/reqrep.h>
 #include <sodium.h>
 
 #include "server_internal.h"
@@ -128,13 +126,15 @@ static size_t count_lines(const char *path)
     return n;
 }
 
+/* The sender until a transport or an embedder's sender is set: a route only comes from a
+ * started transport, whose own sender then answers it. */
 static void null_send(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len)
 {
-    (void)ctx;
+    agg_server *s = ctx;
     (void)frame;
     (void)len;
-    if (to.control)
-        nn_freemsg(to.control);
+    if (to.route && s && s->tp)
+        ldpb_tp_route_free(s->tp, (ldpb_tp_route){to.route});
 }
 
 /* The secret key, the assignment token key, the key cache (with the allow-list) and the replay
@@ -315,7 +315,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     s->log = log;
     s->log_ctx = log_ctx;
     s->send = null_send;
-    s->sock = -1;
+    s->send_ctx = s;
     pthread_mutex_init(&s->seal_mu, NULL);
     pthread_mutex_init(&s->policy_mu, NULL);
     pthread_mutex_init(&s->queue_mu, NULL);
@@ -373,7 +373,7 @@ void agg_server_set_sender(agg_server *s, agg_send_fn send, void *ctx)
     if (!s || s->started)
         return;
     s->send = send ? send : null_send;
-    s->send_ctx = send ? ctx : NULL;
+    s->send_ctx = send ? ctx : s;
 }
 
 void agg_server_inject_disk_full(agg_server *s, int on)
@@ -452,29 +452,19 @@ ldpb_err agg_server_start(agg_server *s, char *errmsg)
         say(errmsg, "already started");
         return LDPB_ESTATE;
     }
-    ldpb_err err = LDPB_ETRANSPORT;
-    s->sock = nn_socket(AF_SP_RAW, NN_REP);
-    if (s->sock < 0) {
-        say(errmsg, "nn_socket: %s", nn_strerror(nn_errno()));
-        return LDPB_ETRANSPORT;
+    ldpb_tp_opts to;
+    ldpb_tp_opts_init(&to);
+    to.recv_max = RECV_MAX_BYTES;
+    to.send_buffer = SEND_BUFFER_BYTES;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    ldpb_err err =
+        ldpb_tp_listen(&s->tp, (const char *const *)s->cfg->listen, s->cfg->n_listen, &to, detail);
+    if (err) {
+        say(errmsg, "listen: %s", detail);
+        return err;
     }
-    int maxsz = RECV_MAX_BYTES, tmo = RECV_TIMEOUT_MS, sndbuf = SEND_BUFFER_BYTES;
-    if (nn_setsockopt(s->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz, sizeof maxsz) < 0 ||
-        nn_setsockopt(s->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo) < 0 ||
-        nn_setsockopt(s->sock, NN_SOL_SOCKET, NN_SNDBUF, &sndbuf, sizeof sndbuf) < 0) {
-        say(errmsg, "nn_setsockopt: %s", nn_strerror(nn_errno()));
-        goto fail;
-    }
-    for (size_t i = 0; i < s->cfg->n_listen; i++)
-        if (nn_bind(s->sock, s->cfg->listen[i]) < 0) {
-            int e = nn_errno();
-            say(errmsg, "listen %s: cannot bind: %s", s->cfg->listen[i], nn_strerror(e));
-            /* An address in use may come free; any other refusal is the URL's fault. */
-            err = e == EADDRINUSE ? LDPB_ETRANSPORT : LDPB_EINVAL;
-            goto fail;
-        }
     if (s->send == null_send) {
-        s->send = nn_send_reply;
+        s->send = tp_send_reply;
         s->send_ctx = s;
     }
     if (s->cfg->metrics) {
@@ -525,8 +515,8 @@ fail_started:
     agg_server_stop(s);
     return err;
 fail:
-    nn_close(s->sock);
-    s->sock = -1;
+    ldpb_tp_close(s->tp, 0);
+    s->tp = NULL;
     return err;
 }
 
@@ -554,12 +544,8 @@ void agg_server_stop(agg_server *s)
     }
     agg_metrics_stop(s->metrics);
     s->metrics = NULL;
-    if (s->sock >= 0) {
-        struct timespec ts = {0, LINGER_MS * 1000000L};
-        nanosleep(&ts, NULL); /* let nanomsg flush the last replies */
-        nn_close(s->sock);
-        s->sock = -1;
-    }
+    ldpb_tp_close(s->tp, LINGER_MS); /* lets the transport flush the last replies */
+    s->tp = NULL;
     s->started = 0;
     logf_(s, AGG_LOG_INFO, "stopped: %" PRIu64 " reports counted, %" PRIu64 " assignments",
           s->committed.reports, (uint64_t)atomic_load(&s->n_assignments));

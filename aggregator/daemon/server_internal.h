@@ -35,6 +35,7 @@
 #include "ldpb/relay.h"
 #include "ldpb/seal.h"
 #include "ldpb/secmem.h"
+#include "ldpb/transport.h"
 #include "ldpb/wire.h"
 #include "metrics.h"
 #include "policy.h"
@@ -47,10 +48,10 @@
 /* After a stop, workers keep answering what arrives until a receive times out, at most this
  * long, so requests already on the wire are answered rather than dropped. */
 #define DRAIN_MAX_MS 2000
-/* nanomsg drops messages still queued when a socket closes: give the last replies this long. */
+/* The transport may drop replies still queued when it closes: give the last ones this long. */
 #define LINGER_MS 200
 /* Frames a little above LDPB_FRAME_MAX are received so they can be answered with an error;
- * anything larger is cut off by nanomsg (the connection is dropped). */
+ * anything larger is cut off by the transport (nanomsg drops the connection). */
 #define RECV_MAX_BYTES    (4 * LDPB_FRAME_MAX)
 #define SEND_BUFFER_BYTES (4 << 20)
 /* A decision alone does not wake the committer (that cost an fsync per assignment under light
@@ -173,7 +174,7 @@ struct agg_server {
     agg_noise *next_noise; /* the only source of central noise in the service */
 
     /* transport */
-    int sock;
+    ldpb_tp *tp; /* the listener, while started */
     int started;
     atomic_int stopping;
     pthread_t *workers;
@@ -270,7 +271,7 @@ collector *collector_new(uint32_t n, const uint8_t *client_pk, const ldpb_seal_k
 void collector_settle(agg_server *s, agg_worker *w, struct collector *c, uint32_t slot, int status);
 void answer_report(agg_server *s, item *it, int status);
 void relay_finish(agg_server *s, relay_batch *b);
-void nn_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len);
+void tp_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len);
 
 /* server_handlers.c: one request each, answered exactly once (now or after the commit) */
 void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,

@@ -12,7 +12,6 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#include <nanomsg/nn.h>
 #include <sodium.h>
 
 #include "server_internal.h"
@@ -224,28 +223,22 @@ void *worker_main(void *arg)
             else if (now > drain_deadline)
                 break;
         }
-        void *body = NULL, *control = NULL;
-        struct nn_iovec iov = {&body, NN_MSG};
-        struct nn_msghdr hdr;
-        memset(&hdr, 0, sizeof hdr);
-        hdr.msg_iov = &iov;
-        hdr.msg_iovlen = 1;
-        hdr.msg_control = &control;
-        hdr.msg_controllen = NN_MSG;
-        int n = nn_recvmsg(s->sock, &hdr, 0);
-        if (n < 0) {
-            int e = nn_errno();
-            if (e == EAGAIN || e == ETIMEDOUT || e == EINTR) {
-                if (atomic_load(&s->stopping) && e != EINTR)
-                    break; /* drained: nothing arrived within a receive timeout */
-                continue;
-            }
-            logf_(s, AGG_LOG_ERROR, "receive failed: %s", nn_strerror(e));
+        ldpb_tp_msg m;
+        ldpb_tp_route r;
+        char detail[LDPB_DETAIL_BYTES] = "";
+        ldpb_err err = ldpb_tp_recv(s->tp, &m, &r, RECV_TIMEOUT_MS, detail);
+        if (err == LDPB_ETIMEDOUT) {
+            if (atomic_load(&s->stopping))
+                break; /* drained: nothing arrived within a receive timeout */
+            continue;
+        }
+        if (err) {
+            logf_(s, AGG_LOG_ERROR, "receive failed: %s", detail);
             break;
         }
-        agg_reply_to to = {control, 0};
-        agg_server_handle(s, w, body, (size_t)n, to);
-        nn_freemsg(body);
+        agg_reply_to to = {r.h, 0};
+        agg_server_handle(s, w, m.data, m.len, to);
+        ldpb_tp_msg_free(s->tp, &m);
     }
     return NULL;
 }

@@ -1,6 +1,6 @@
 /* The reply path (server_internal.h): every reply is sealed and leaves through deliver(); the
- * collectors that gather one reply for several reports; relay batches' replies; the nanomsg send.
- */
+ * collectors that gather one reply for several reports; relay batches' replies; the transport's
+ * send. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,7 +13,6 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#include <nanomsg/nn.h>
 #include <sodium.h>
 
 #include "server_internal.h"
@@ -344,7 +343,7 @@ void relay_finish(agg_server *s, relay_batch *b)
 
 static void relay_collect(agg_server *s, agg_reply_to to, const uint8_t *frame, size_t len)
 {
-    relay_batch *b = to.control;
+    relay_batch *b = to.route;
     size_t slot = (size_t)(to.tag & ~AGG_REPLY_RELAY);
     uint8_t *copy = malloc(len);
     if (copy)
@@ -361,21 +360,13 @@ static void relay_collect(agg_server *s, agg_reply_to to, const uint8_t *frame, 
 
 /* ---- transport --------------------------------------------------------------------------- */
 
-void nn_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len)
+void tp_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len)
 {
     agg_server *s = ctx;
-    void *control = to.control;
-    struct nn_iovec iov = {(void *)frame, len};
-    struct nn_msghdr hdr;
-    memset(&hdr, 0, sizeof hdr);
-    hdr.msg_iov = &iov;
-    hdr.msg_iovlen = 1;
-    hdr.msg_control = &control;
-    hdr.msg_controllen = NN_MSG;
-    if (nn_sendmsg(s->sock, &hdr, NN_DONTWAIT) < 0) {
+    ldpb_tp_route r = {to.route};
+    if (ldpb_tp_reply(s->tp, r, frame, len) != LDPB_OK) {
+        /* the client is gone or its connection's queue is full: it resends */
         atomic_fetch_add(&s->n_send_failures, 1);
-        logf_(s, AGG_LOG_DEBUG, "a reply could not be sent: %s", nn_strerror(nn_errno()));
-        if (control)
-            nn_freemsg(control);
+        logf_(s, AGG_LOG_DEBUG, "a reply could not be sent");
     }
 }
