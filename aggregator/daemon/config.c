@@ -125,6 +125,8 @@ static const option options[] = {
      "linucb: the ridge regulariser (the JDP variants derive theirs from the noise)"},
     {"workers", OPT_U64, OFF(workers), "1", 1, 64, 0, NULL, "N",
      "worker threads receiving and answering requests"},
+    {"repliers", OPT_U64, OFF(repliers), "0", 0, 64, 0, NULL, "N",
+     "threads sealing and sending the answers of committed reports (0: the committer does)"},
     {"batch_max", OPT_U64, OFF(batch_max), "4096", 1, 1000000, 0, NULL, "N",
      "most queued reports and decisions committed in one transaction"},
     {"queue_max", OPT_U64, OFF(queue_max), "65536", 16, 4194304, 0, NULL, "N",

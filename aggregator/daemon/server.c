@@ -133,8 +133,8 @@ static void null_send(void *ctx, agg_reply_to to, const uint8_t *frame, size_t l
     agg_server *s = ctx;
     (void)frame;
     (void)len;
-    if (to.route && s && s->tp)
-        ldpb_tp_route_free(s->tp, (ldpb_tp_route){to.route});
+    if (to.route && s && to.tag < s->n_tps)
+        ldpb_tp_route_free(s->tps[to.tag], (ldpb_tp_route){to.route});
 }
 
 /* The secret key, the assignment token key, the key cache (with the allow-list) and the replay
@@ -319,6 +319,9 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     pthread_mutex_init(&s->seal_mu, NULL);
     pthread_mutex_init(&s->policy_mu, NULL);
     pthread_mutex_init(&s->queue_mu, NULL);
+    pthread_mutex_init(&s->reply_mu, NULL);
+    pthread_cond_init(&s->reply_cv, NULL);
+    pthread_cond_init(&s->reply_room_cv, NULL);
     /* The committer's timed waits are on mono_us()'s clock. */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -442,6 +445,72 @@ ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k)
     return err;
 }
 
+/* The reply stage's ring and threads (cfg->repliers of them; none: the committer answers). The
+ * ring holds two batches, so the committer waits only while the repliers are a batch behind. */
+static void close_listeners(agg_server *s, int linger_ms)
+{
+    /* the linger once: every listener's last replies leave meanwhile */
+    for (size_t i = 0; i < s->n_tps; i++) {
+        ldpb_tp_close(s->tps[i], i == 0 ? linger_ms : 0);
+        s->tps[i] = NULL;
+    }
+    s->n_tps = 0;
+}
+
+static ldpb_err start_repliers(agg_server *s, char *errmsg)
+{
+    size_t want = s->cfg->repliers;
+    if (want == 0)
+        return LDPB_OK;
+    size_t batch = s->cfg->batch_max < s->q_cap ? (size_t)s->cfg->batch_max : s->q_cap;
+    s->rj_cap = 2 * batch;
+    s->rj_head = s->rj_count = 0;
+    s->reply_stop = 0;
+    s->rj = calloc(s->rj_cap, sizeof *s->rj);
+    s->repliers = calloc(want, sizeof *s->repliers);
+    worker_arg *args = calloc(want, sizeof *args);
+    if (!s->rj || !s->repliers || !args) {
+        free(args);
+        say(errmsg, "out of memory for the reply stage");
+        return LDPB_ENOMEM;
+    }
+    s->replier_args = args;
+    for (size_t i = 0; i < want; i++) {
+        args[i].s = s;
+        if (agg_worker_new(&args[i].w) != LDPB_OK ||
+            pthread_create(&s->repliers[i], NULL, replier_main, &args[i]) != 0) {
+            agg_worker_free(args[i].w);
+            args[i].w = NULL;
+            say(errmsg, "cannot start replier %zu", i);
+            return LDPB_ENOMEM;
+        }
+        s->n_repliers++;
+    }
+    return LDPB_OK;
+}
+
+/* Lets the repliers answer everything handed to them, then joins them. */
+static void stop_repliers(agg_server *s)
+{
+    pthread_mutex_lock(&s->reply_mu);
+    s->reply_stop = 1;
+    pthread_cond_broadcast(&s->reply_cv);
+    pthread_mutex_unlock(&s->reply_mu);
+    for (size_t i = 0; i < s->n_repliers; i++)
+        pthread_join(s->repliers[i], NULL);
+    for (size_t i = 0; s->replier_args && i < s->cfg->repliers; i++)
+        agg_worker_free(s->replier_args[i].w);
+    free(s->replier_args);
+    free(s->repliers);
+    if (s->rj)
+        sodium_memzero(s->rj, s->rj_cap * sizeof *s->rj);
+    free(s->rj);
+    s->replier_args = NULL;
+    s->repliers = NULL;
+    s->rj = NULL;
+    s->n_repliers = 0;
+}
+
 ldpb_err agg_server_start(agg_server *s, char *errmsg)
 {
     if (errmsg)
@@ -456,13 +525,18 @@ ldpb_err agg_server_start(agg_server *s, char *errmsg)
     ldpb_tp_opts_init(&to);
     to.recv_max = RECV_MAX_BYTES;
     to.send_buffer = SEND_BUFFER_BYTES;
-    char detail[LDPB_DETAIL_BYTES] = "";
-    ldpb_err err =
-        ldpb_tp_listen(&s->tp, (const char *const *)s->cfg->listen, s->cfg->n_listen, &to, detail);
-    if (err) {
-        say(errmsg, "listen: %s", detail);
-        return err;
+    ldpb_err err = LDPB_OK;
+    for (size_t i = 0; i < s->cfg->n_listen && !err; i++) {
+        char detail[LDPB_DETAIL_BYTES] = "";
+        const char *url = s->cfg->listen[i];
+        err = ldpb_tp_listen(&s->tps[i], &url, 1, &to, detail);
+        if (err)
+            say(errmsg, "listen: %s", detail);
+        else
+            s->n_tps++;
     }
+    if (err)
+        goto fail;
     if (s->send == null_send) {
         s->send = tp_send_reply;
         s->send_ctx = s;
@@ -476,22 +550,28 @@ ldpb_err agg_server_start(agg_server *s, char *errmsg)
         }
     }
     s->started = 1;
+    err = start_repliers(s, errmsg);
+    if (err)
+        goto fail_started;
     if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
         err = LDPB_ENOMEM;
         say(errmsg, "cannot start the committer thread");
         goto fail_started;
     }
     s->committer_running = 1;
-    s->workers = calloc(s->cfg->workers, sizeof *s->workers);
-    worker_arg *args = calloc(s->cfg->workers, sizeof *args);
+    /* Every listener needs a worker of its own: at least one per listen URL. */
+    s->want_workers = s->cfg->workers > s->n_tps ? (size_t)s->cfg->workers : s->n_tps;
+    s->workers = calloc(s->want_workers, sizeof *s->workers);
+    worker_arg *args = calloc(s->want_workers, sizeof *args);
     if (!s->workers || !args) {
         free(args);
         err = LDPB_ENOMEM;
         say(errmsg, "out of memory");
         goto fail_started;
     }
-    for (size_t i = 0; i < s->cfg->workers; i++) {
+    for (size_t i = 0; i < s->want_workers; i++) {
         args[i].s = s;
+        args[i].listener = i % s->n_tps;
         if (agg_worker_new(&args[i].w) != LDPB_OK ||
             pthread_create(&s->workers[i], NULL, worker_main, &args[i]) != 0) {
             agg_worker_free(args[i].w);
@@ -504,19 +584,18 @@ ldpb_err agg_server_start(agg_server *s, char *errmsg)
     }
     /* The worker args live until the workers are joined: park them in the server. */
     s->worker_args = args;
-    if (s->n_workers < s->cfg->workers)
+    if (s->n_workers < s->want_workers)
         goto fail_started;
     for (size_t i = 0; i < s->cfg->n_listen; i++)
         logf_(s, AGG_LOG_INFO, "listening on %s", s->cfg->listen[i]);
-    logf_(s, AGG_LOG_INFO, "%zu workers, batches of up to %" PRIu64 " items", s->n_workers,
-          s->cfg->batch_max);
+    logf_(s, AGG_LOG_INFO, "%zu workers, %zu repliers, batches of up to %" PRIu64 " items",
+          s->n_workers, s->n_repliers, s->cfg->batch_max);
     return LDPB_OK;
 fail_started:
     agg_server_stop(s);
     return err;
 fail:
-    ldpb_tp_close(s->tp, 0);
-    s->tp = NULL;
+    close_listeners(s, 0);
     return err;
 }
 
@@ -527,7 +606,7 @@ void agg_server_stop(agg_server *s)
     atomic_store(&s->stopping, 1);
     for (size_t i = 0; i < s->n_workers; i++)
         pthread_join(s->workers[i], NULL);
-    for (size_t i = 0; s->worker_args && i < s->cfg->workers; i++)
+    for (size_t i = 0; s->worker_args && i < s->want_workers; i++)
         agg_worker_free(s->worker_args[i].w);
     free(s->worker_args);
     free(s->workers);
@@ -542,10 +621,10 @@ void agg_server_stop(agg_server *s)
         pthread_join(s->committer, NULL);
         s->committer_running = 0;
     }
+    stop_repliers(s); /* after the committer: they answer its last batches */
     agg_metrics_stop(s->metrics);
     s->metrics = NULL;
-    ldpb_tp_close(s->tp, LINGER_MS); /* lets the transport flush the last replies */
-    s->tp = NULL;
+    close_listeners(s, LINGER_MS); /* lets the transport flush the last replies */
     s->started = 0;
     logf_(s, AGG_LOG_INFO, "stopped: %" PRIu64 " reports counted, %" PRIu64 " assignments",
           s->committed.reports, (uint64_t)atomic_load(&s->n_assignments));
@@ -560,7 +639,7 @@ void agg_server_free(agg_server *s)
     while (s->q && s->q_count) {
         item *it = &s->q[s->q_head];
         if (it->kind == ITEM_REPORT)
-            answer_report(s, it, LDPB_EIO);
+            answer_report(s, s->cw, it, LDPB_EIO);
         s->q_head = (s->q_head + 1) % s->q_cap;
         s->q_count--;
     }
@@ -590,6 +669,9 @@ void agg_server_free(agg_server *s)
     pthread_mutex_destroy(&s->seal_mu);
     pthread_mutex_destroy(&s->policy_mu);
     pthread_mutex_destroy(&s->queue_mu);
+    pthread_mutex_destroy(&s->reply_mu);
+    pthread_cond_destroy(&s->reply_cv);
+    pthread_cond_destroy(&s->reply_room_cv);
     pthread_cond_destroy(&s->queue_cv);
     ldpb_secmem_free(s, sizeof *s);
 }

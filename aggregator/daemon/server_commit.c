@@ -341,15 +341,11 @@ size_t agg_server_commit_batch(agg_server *s)
         note_commit_failure(s, n);
         agg_store_rollback(s->store);
         atomic_fetch_add(&s->n_commit_failures, 1);
-        for (size_t i = 0; i < n; i++)
-            if (s->batch[i].kind == ITEM_REPORT)
-                answer_report(s, &s->batch[i], LDPB_EIO);
+        answer_batch(s, n, 1);
         return n;
     }
     publish(s, &c, observed, n_deleted, n, t0);
-    for (size_t i = 0; i < n; i++)
-        if (s->batch[i].kind == ITEM_REPORT)
-            answer_report(s, &s->batch[i], s->batch_status[i]);
+    answer_batch(s, n, 0);
     return n;
 }
 

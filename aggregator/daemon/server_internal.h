@@ -99,6 +99,12 @@ typedef struct item {
     uint32_t slot;
 } item;
 
+/* A report answered after its commit, waiting for a replier (the reply stage). */
+typedef struct reply_job {
+    item it;
+    int status; /* as batch_status, or LDPB_EIO for a failed commit */
+} reply_job;
+
 struct agg_worker {
     ldpb_rng *rng;
     uint8_t pt[LDPB_PLAINTEXT_MAX];
@@ -173,12 +179,30 @@ struct agg_server {
     agg_rand next_rand;
     agg_noise *next_noise; /* the only source of central noise in the service */
 
+    /* The reply stage (docs/aggregator.md, "The pipeline"): the committer hands each batch's
+     * answers to the repliers, which seal and send them, so the serial section ends with the
+     * publish. Without repliers (repliers = 0, or a server not started) the committer answers. */
+    reply_job *rj; /* a ring */
+    size_t rj_cap, rj_head, rj_count;
+    pthread_mutex_t reply_mu;
+    pthread_cond_t reply_cv;      /* jobs waiting, or reply_stop */
+    pthread_cond_t reply_room_cv; /* room for the next batch */
+    int reply_stop;
+    pthread_t *repliers;
+    struct worker_arg *replier_args;
+    size_t n_repliers;
+
     /* transport */
-    ldpb_tp *tp; /* the listener, while started */
+    /* One listener per listen URL, while started: each is its own socket (its own lock), served by
+     * its own workers; a request's reply leaves through the listener it came from (the
+     * agg_reply_to's tag is the listener's index). */
+    ldpb_tp *tps[AGG_LISTEN_MAX];
+    size_t n_tps;
     int started;
     atomic_int stopping;
     pthread_t *workers;
     struct worker_arg *worker_args;
+    size_t want_workers; /* max(workers, listen URLs) */
     size_t n_workers;
     pthread_t committer;
     int committer_running;
@@ -246,6 +270,7 @@ typedef struct relay_batch {
 typedef struct worker_arg {
     agg_server *s;
     agg_worker *w;
+    size_t listener; /* workers: the index of the listener it receives on */
 } worker_arg;
 
 /* server.c: small helpers */
@@ -269,7 +294,11 @@ void send_sealed_error(agg_server *s, agg_worker *w, agg_reply_to to,
 collector *collector_new(uint32_t n, const uint8_t *client_pk, const ldpb_seal_key *key,
                          const Ldpb__V1__Envelope *req, agg_reply_to to);
 void collector_settle(agg_server *s, agg_worker *w, struct collector *c, uint32_t slot, int status);
-void answer_report(agg_server *s, item *it, int status);
+void answer_report(agg_server *s, agg_worker *w, item *it, int status);
+/* The answers of s->batch[0..n): each report's batch_status, or LDPB_EIO for all when `failed`;
+ * handed to the repliers when they run. */
+void answer_batch(agg_server *s, size_t n, int failed);
+void *replier_main(void *arg);
 void relay_finish(agg_server *s, relay_batch *b);
 void tp_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len);
 

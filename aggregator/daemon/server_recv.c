@@ -226,7 +226,8 @@ void *worker_main(void *arg)
         ldpb_tp_msg m;
         ldpb_tp_route r;
         char detail[LDPB_DETAIL_BYTES] = "";
-        ldpb_err err = ldpb_tp_recv(s->tp, &m, &r, RECV_TIMEOUT_MS, detail);
+        ldpb_tp *tp = s->tps[wa->listener];
+        ldpb_err err = ldpb_tp_recv(tp, &m, &r, RECV_TIMEOUT_MS, detail);
         if (err == LDPB_ETIMEDOUT) {
             if (atomic_load(&s->stopping))
                 break; /* drained: nothing arrived within a receive timeout */
@@ -236,9 +237,9 @@ void *worker_main(void *arg)
             logf_(s, AGG_LOG_ERROR, "receive failed: %s", detail);
             break;
         }
-        agg_reply_to to = {r.h, 0};
+        agg_reply_to to = {r.h, wa->listener};
         agg_server_handle(s, w, m.data, m.len, to);
-        ldpb_tp_msg_free(s->tp, &m);
+        ldpb_tp_msg_free(tp, &m);
     }
     return NULL;
 }

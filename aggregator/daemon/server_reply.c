@@ -276,12 +276,12 @@ void collector_settle(agg_server *s, agg_worker *w, struct collector *c, uint32_
     collector_free(c);
 }
 
-void answer_report(agg_server *s, item *it, int status)
+void answer_report(agg_server *s, agg_worker *w, item *it, int status)
 {
     free(it->x);
     it->x = NULL;
     if (it->coll) {
-        collector_settle(s, s->cw, it->coll, it->slot, status);
+        collector_settle(s, w, it->coll, it->slot, status);
         return;
     }
     if (status == 0 || status == 1) {
@@ -296,13 +296,86 @@ void answer_report(agg_server *s, item *it, int status)
         ack.assignment_id.len = AGG_TOKEN_BYTES;
         ack.has_duplicate = 1;
         ack.duplicate = status == 1;
-        send_sealed(s, s->cw, it->to, it->client_pk, &it->key, &env);
+        send_sealed(s, w, it->to, it->client_pk, &it->key, &env);
     } else {
         const char *reason = report_error_reason(status);
-        send_sealed_error(s, s->cw, it->to, it->client_pk, &it->key, it->request_id,
-                          it->has_request_id, (ldpb_err)status, reason);
+        send_sealed_error(s, w, it->to, it->client_pk, &it->key, it->request_id, it->has_request_id,
+                          (ldpb_err)status, reason);
     }
     sodium_memzero(&it->key, sizeof it->key);
+}
+
+void answer_batch(agg_server *s, size_t n, int failed)
+{
+    size_t reports = 0;
+    for (size_t i = 0; i < n; i++)
+        reports += s->batch[i].kind == ITEM_REPORT;
+    if (s->n_repliers == 0) {
+        for (size_t i = 0; i < n; i++)
+            if (s->batch[i].kind == ITEM_REPORT)
+                answer_report(s, s->cw, &s->batch[i], failed ? LDPB_EIO : s->batch_status[i]);
+        return;
+    }
+    if (reports == 0)
+        return;
+    /* One hand-off per batch: the ring holds at least two batches, so the committer waits only
+     * while the repliers are a whole batch behind. */
+    pthread_mutex_lock(&s->reply_mu);
+    while (s->rj_cap - s->rj_count < reports)
+        pthread_cond_wait(&s->reply_room_cv, &s->reply_mu);
+    for (size_t i = 0; i < n; i++) {
+        if (s->batch[i].kind != ITEM_REPORT)
+            continue;
+        reply_job *j = &s->rj[(s->rj_head + s->rj_count) % s->rj_cap];
+        j->it = s->batch[i];
+        j->status = failed ? LDPB_EIO : s->batch_status[i];
+        s->rj_count++;
+        sodium_memzero(&s->batch[i].key, sizeof s->batch[i].key);
+    }
+    if (s->n_repliers > 1 && reports > 1)
+        pthread_cond_broadcast(&s->reply_cv);
+    else
+        pthread_cond_signal(&s->reply_cv);
+    pthread_mutex_unlock(&s->reply_mu);
+}
+
+/* Jobs a replier takes at once: few enough that several repliers share a large batch. */
+#define REPLY_TAKE 16
+
+void *replier_main(void *arg)
+{
+    agg_server *s = ((worker_arg *)arg)->s;
+    agg_worker *w = ((worker_arg *)arg)->w;
+    reply_job *jobs = malloc(REPLY_TAKE * sizeof *jobs);
+    for (;;) {
+        pthread_mutex_lock(&s->reply_mu);
+        while (s->rj_count == 0 && !s->reply_stop)
+            pthread_cond_wait(&s->reply_cv, &s->reply_mu);
+        if (s->rj_count == 0) {
+            pthread_mutex_unlock(&s->reply_mu);
+            break;
+        }
+        size_t share = (s->rj_count + s->n_repliers - 1) / s->n_repliers;
+        size_t take = share < REPLY_TAKE ? share : REPLY_TAKE;
+        if (!jobs)
+            take = 1;
+        reply_job one;
+        reply_job *got = jobs ? jobs : &one;
+        for (size_t i = 0; i < take; i++) {
+            got[i] = s->rj[s->rj_head];
+            sodium_memzero(&s->rj[s->rj_head].it.key, sizeof s->rj[s->rj_head].it.key);
+            s->rj_head = (s->rj_head + 1) % s->rj_cap;
+            s->rj_count--;
+        }
+        pthread_cond_signal(&s->reply_room_cv);
+        pthread_mutex_unlock(&s->reply_mu);
+        for (size_t i = 0; i < take; i++)
+            answer_report(s, w, &got[i].it, got[i].status);
+    }
+    if (jobs)
+        sodium_memzero(jobs, REPLY_TAKE * sizeof *jobs);
+    free(jobs);
+    return NULL;
 }
 
 static void relay_batch_free(relay_batch *b)
@@ -364,7 +437,7 @@ void tp_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len)
 {
     agg_server *s = ctx;
     ldpb_tp_route r = {to.route};
-    if (ldpb_tp_reply(s->tp, r, frame, len) != LDPB_OK) {
+    if (to.tag >= s->n_tps || ldpb_tp_reply(s->tps[to.tag], r, frame, len) != LDPB_OK) {
         /* the client is gone or its connection's queue is full: it resends */
         atomic_fetch_add(&s->n_send_failures, 1);
         logf_(s, AGG_LOG_DEBUG, "a reply could not be sent");
