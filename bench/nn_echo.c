@@ -11,8 +11,11 @@
  * with ".1", ".2", ... appended); worker i serves listener i mod S, client j dials listener j mod
  * S. With S = 1 every worker shares one socket (and its lock), as the aggregator's workers do.
  *
+ * --listener nanomsg|sp: the listening transport (default: the one transport.c's table names for
+ * the scheme); the clients always dial with the table's dialer.
+ *
  * Usage: bench_nn_echo [--role both|server|client] [--url URL] [--clients N] [--workers W]
- *                      [--sockets S] [--seconds S] [--bytes B]
+ *                      [--sockets S] [--seconds S] [--bytes B] [--listener nanomsg|sp]
  * A server (--role server) serves for S seconds plus one. Prints figures only. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,7 +37,8 @@ struct config {
     const char *url;
     int clients, workers, sockets, bytes;
     double seconds;
-    const char *role; /* both, server, client */
+    const char *role;     /* both, server, client */
+    const char *listener; /* the listening transport's name; NULL: the table's */
 };
 
 static double now_s(void)
@@ -127,12 +131,18 @@ static int parse(int argc, char **argv, struct config *cfg)
             cfg->bytes = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--role") == 0)
             cfg->role = argv[i + 1];
+        else if (strcmp(argv[i], "--listener") == 0)
+            cfg->listener = argv[i + 1];
         else {
             fprintf(stderr, "usage: bench_nn_echo [--role both|server|client] [--url URL] "
                             "[--clients N] [--workers W] [--sockets S] [--seconds S] "
-                            "[--bytes B]\n");
+                            "[--bytes B] [--listener nanomsg|sp]\n");
             return 0;
         }
+    }
+    if (cfg->listener && !ldpb_tp_named(cfg->listener)) {
+        fprintf(stderr, "bench_nn_echo: --listener is nanomsg or sp\n");
+        return 0;
     }
     if (strcmp(cfg->role, "both") != 0 && strcmp(cfg->role, "server") != 0 &&
         strcmp(cfg->role, "client") != 0) {
@@ -159,7 +169,8 @@ static int serve_start(const struct config *cfg, ldpb_tp **ls, pthread_t *worker
     for (int i = 0; i < cfg->sockets; i++) {
         char url[LDPB_TP_URL_MAX + 1], detail[LDPB_DETAIL_BYTES] = "";
         const char *u = url;
-        if (!url_nth(cfg->url, i, url) || ldpb_tp_listen(&ls[i], &u, 1, &o, detail) != LDPB_OK) {
+        if (!url_nth(cfg->url, i, url) || ldpb_tp_listen_with(&ls[i], ldpb_tp_named(cfg->listener),
+                                                              &u, 1, &o, detail) != LDPB_OK) {
             fprintf(stderr, "bench_nn_echo: cannot serve %s: %s\n", url, detail);
             return 0;
         }
@@ -179,7 +190,7 @@ static void serve_stop(const struct config *cfg, ldpb_tp **ls, pthread_t *worker
 
 int main(int argc, char **argv)
 {
-    struct config cfg = {"tcp://127.0.0.1:7461", 256, 2, 1, 200, 5.0, "both"};
+    struct config cfg = {"tcp://127.0.0.1:7461", 256, 2, 1, 200, 5.0, "both", NULL};
     if (!parse(argc, argv, &cfg))
         return 2;
     int serve = strcmp(cfg.role, "client") != 0, drive = strcmp(cfg.role, "server") != 0;

@@ -83,14 +83,19 @@ struct ldpb_tp {
     const ldpb_tp_ops *ops;
 };
 
-/* The transport of a URL's scheme ("tcp://..."), or NULL with a detail. */
+/* The transport that listens on a URL's scheme ("tcp://..."), or NULL with a detail. */
 const ldpb_tp_ops *ldpb_tp_find(const char *url, char *detail);
+/* A transport by its ops' name ("nanomsg", "sp"), or NULL: for benches that compare them. */
+const ldpb_tp_ops *ldpb_tp_named(const char *name);
 /* The schemes this build serves, for messages: "tcp://, ipc://". */
 const char *ldpb_tp_schemes(void);
 
 /* A listener bound to every url[0..n) (all of one transport: LDPB_EINVAL otherwise). */
 ldpb_err ldpb_tp_listen(ldpb_tp **out, const char *const *urls, size_t n, const ldpb_tp_opts *o,
                         char *detail);
+/* The same with the given transport (NULL: the table's) instead of the table's listener. */
+ldpb_err ldpb_tp_listen_with(ldpb_tp **out, const ldpb_tp_ops *with, const char *const *urls,
+                             size_t n, const ldpb_tp_opts *o, char *detail);
 ldpb_err ldpb_tp_dial(ldpb_tp **out, const char *url, const ldpb_tp_opts *o, char *detail);
 
 static inline ldpb_err ldpb_tp_recv(ldpb_tp *t, ldpb_tp_msg *m, ldpb_tp_route *r, int timeout_ms,
