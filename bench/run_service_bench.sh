@@ -126,10 +126,11 @@ row() { # row KIND CLIENTS OFFERED FILE
 #            SCALE_CLIENTS / RELAYS clients, two round trips per report (the default mode)
 #   batch16  loadgen --batch 16 --prefill 256: the batch phase only
 # and, in the same run, bench_nn_echo's server with W workers on the daemon's cores against its
-# client on the load cores (echo: round trips/s and the server's CPU per round trip).
+# client on the load cores, once with nanomsg's listener (echo-nanomsg) and once with the native
+# one the daemon uses (echo-sp): round trips/s and the server's CPU per round trip.
 # reports/s: the daemon's counted reports (status before and after) over the wall time of the load;
 # us/rep: the daemon's utime + stime (/proc/PID/stat) over those reports; x echo: that over the
-# echo server's CPU per round trip with the same W.
+# nanomsg echo server's CPU per round trip with the same W.
 scale_table() {
     ncpu=$(nproc)
     if [ -z "${CORES:-}" ]; then
@@ -148,7 +149,7 @@ scale_table() {
     echo "# by cores: ldpb-aggregator pinned to cores 0..C-1, load on the others; $(nproc) cores,"
     echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $seconds s per run;"
     echo "# load average before: $(cat /proc/loadavg)"
-    printf '%-5s %-4s %-9s %11s %10s %9s   %s\n' cores W:R load "reports/s" "us/rep" "x echo" "errors"
+    printf '%-5s %-4s %-12s %11s %10s %9s   %s\n' cores W:R load "reports/s" "us/rep" "x echo" "errors"
     for c in $CORES; do
         if [ "$c" = all ]; then
             dpin=""; lpin=""
@@ -160,23 +161,28 @@ scale_table() {
         fi
         for cfg in $configs; do
             w=${cfg%%:*}; r=${cfg##*:}
-            # the echo server with the same workers, on the daemon's cores
-            run=$((run + 1))
-            eurl="tcp://127.0.0.1:$((port + run))"
-            # shellcheck disable=SC2086
-            $dpin "$build/bench/bench_nn_echo" --role server --url "$eurl" --workers "$w" \
-                --seconds "$((seconds + 2))" >/dev/null 2>&1 &
-            epid=$!
-            sleep 0.5
-            e0=$(pcpu "$epid")
-            # shellcheck disable=SC2086
-            $lpin "$build/bench/bench_nn_echo" --role client --url "$eurl" --clients "$sclients" \
-                --seconds "$seconds" >"$work/echo-$run.txt" 2>&1 || true
-            e1=$(pcpu "$epid")
-            wait "$epid" 2>/dev/null || true
-            echo_us=$(awk -v c=$((e1 - e0)) '/^round trips\/s/ { n = $3 * substr($4, 2); printf "%.1f", (n > 0 ? c / n : 0) }' "$work/echo-$run.txt")
-            printf '%-5s %-4s %-9s %11s %10s %9s   %s\n' "$c" "$cfg" echo \
-                "$(awk '/^round trips\/s/ { print $3 }' "$work/echo-$run.txt")" "$echo_us" - -
+            # the echo server with the same workers, on the daemon's cores: nanomsg's listener
+            # (the baseline of the x echo column) and the native one the daemon uses
+            for lst in nanomsg sp; do
+                run=$((run + 1))
+                eurl="tcp://127.0.0.1:$((port + run))"
+                # shellcheck disable=SC2086
+                $dpin "$build/bench/bench_nn_echo" --role server --url "$eurl" --workers "$w" \
+                    --listener "$lst" --seconds "$((seconds + 2))" >/dev/null 2>&1 &
+                epid=$!
+                sleep 0.5
+                e0=$(pcpu "$epid")
+                # shellcheck disable=SC2086
+                $lpin "$build/bench/bench_nn_echo" --role client --url "$eurl" --clients "$sclients" \
+                    --seconds "$seconds" >"$work/echo-$run.txt" 2>&1 || true
+                e1=$(pcpu "$epid")
+                wait "$epid" 2>/dev/null || true
+                us=$(awk -v c=$((e1 - e0)) '/^round trips\/s/ { n = $3 * substr($4, 2); printf "%.1f", (n > 0 ? c / n : 0) }' "$work/echo-$run.txt")
+                [ "$lst" = nanomsg ] && echo_us=$us
+                printf '%-5s %-4s %-12s %11s %10s %9s   %s\n' "$c" "$cfg" "echo-$lst" \
+                    "$(awk '/^round trips\/s/ { print $3 }' "$work/echo-$run.txt")" "$us" \
+                    "$(awk -v u="$us" -v e="$echo_us" 'BEGIN { printf (e > 0 ? "%.2f" : "-"), u / e }')" -
+            done
             for load in direct relay$relays batch16; do
                 AGGREGATOR_FLAGS="$user_flags --workers $w --repliers $r"
                 DAEMON_PIN=$dpin
@@ -236,7 +242,7 @@ scale_table() {
                 awk -v n=$((r1 - r0)) -v c=$((c1 - c0)) -v ms=$((t1 - t0)) -v e="$echo_us" \
                     -v cores="$c" -v cfg="$cfg" -v l="$load" -v errs="${errs:-?}" 'BEGIN {
                     us = n > 0 ? c / n : 0
-                    printf "%-5s %-4s %-9s %11.0f %10.1f %9s   %s\n", cores, cfg, l,
+                    printf "%-5s %-4s %-12s %11.0f %10.1f %9s   %s\n", cores, cfg, l,
                         (ms > 0 ? n * 1000 / ms : 0), us, (e > 0 ? sprintf("%.2f", us / e) : "-"), errs }'
                 stop_daemon
             done
@@ -457,6 +463,7 @@ done
 echo_url="tcp://127.0.0.1:$((port + run + 1))"
 [ "$transport" = ipc ] && echo_url="ipc://$work/echo.sock"
 "$build/bench/bench_nn_echo" --role server --url "$echo_url" --seconds "$((seconds + 2))" \
+    --listener nanomsg \
     >"$work/echo-server.txt" 2>&1 &
 echo_pid=$!
 sleep 0.5

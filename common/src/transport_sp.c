@@ -51,6 +51,10 @@
 #define REPLY_WAIT_MS     100
 #define LISTENERS_MAX     16
 #define ACCEPTS_PER_EVENT 16
+/* The first allocation for a message's body; larger ones grow as their bytes arrive. */
+#define BODY_FIRST 16384
+/* How long accepting pauses when the process is out of descriptors or memory. */
+#define ACCEPT_PAUSE_MS 100
 
 enum { TAG_LISTEN = 1, TAG_CONN = 2 };
 
@@ -67,13 +71,16 @@ typedef struct sp_conn {
     uint8_t hdr[9];
     size_t got;
     uint8_t *body;
-    size_t size;
+    size_t size, cap; /* the message's size; what body holds (grown as bytes arrive) */
 } sp_conn;
 
 typedef struct sp_listen {
     int tag; /* TAG_LISTEN */
     int fd;
     int ipc;
+    /* nonzero: accepting is paused until this mono_ms() (out of descriptors or memory; a
+     * level-triggered listening socket would otherwise wake every receiver at once, forever) */
+    atomic_uint_fast64_t paused_until;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* ipc: unlinked at close */
 } sp_listen;
 
@@ -138,11 +145,42 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Resumes accepting on listeners whose pause is over. */
+static void resume_accepting(sp_tp *t)
+{
+    uint64_t now = 0;
+    for (size_t i = 0; i < t->n_ls; i++) {
+        sp_listen *l = &t->ls[i];
+        uint_fast64_t until = atomic_load(&l->paused_until);
+        if (!until)
+            continue;
+        if (!now)
+            now = mono_ms();
+        if (now >= until && atomic_compare_exchange_strong(&l->paused_until, &until, 0)) {
+            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+            epoll_ctl(t->epfd, EPOLL_CTL_MOD, l->fd, &ev);
+        }
+    }
+}
+
 static void accept_some(sp_tp *t, sp_listen *l)
 {
     static const uint8_t hs[8] = {0, 'S', 'P', 0, 0, SP_PROTO_REP, 0, 0};
     for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+            struct epoll_event ev = {.events = 0, .data.ptr = l};
+            atomic_store(&l->paused_until, mono_ms() + ACCEPT_PAUSE_MS);
+            epoll_ctl(t->epfd, EPOLL_CTL_MOD, l->fd, &ev);
+            return;
+        }
         if (fd < 0)
             return; /* EAGAIN: another thread took it; anything else: try at the next event */
         if (!l->ipc) {
@@ -195,8 +233,17 @@ static int conn_read(sp_tp *t, sp_conn *c)
             dst = c->hdr;
             want = c->ipc ? 9 : 8;
         } else {
+            if (c->got == c->cap) {
+                /* grown as the bytes come: a size announced but not sent costs little */
+                size_t cap = c->cap * 2 < c->size ? c->cap * 2 : c->size;
+                uint8_t *nb = realloc(c->body, cap);
+                if (!nb)
+                    return -1;
+                c->body = nb;
+                c->cap = cap;
+            }
             dst = c->body;
-            want = c->size;
+            want = c->cap;
         }
         if (c->got < want) {
             ssize_t r = read(c->fd, dst + c->got, want - c->got);
@@ -224,14 +271,17 @@ static int conn_read(sp_tp *t, sp_conn *c)
             /* too large: dropped with its connection, as nanomsg does */
             if (size < 4 || (t->recv_max && size > t->recv_max) || size > SIZE_MAX / 2)
                 return -1;
-            c->body = malloc((size_t)size);
+            c->cap = size < BODY_FIRST ? (size_t)size : BODY_FIRST;
+            c->body = malloc(c->cap);
             if (!c->body)
                 return -1;
             c->size = (size_t)size;
             c->stage = 2;
-        } else {
+        } else if (c->cap == c->size) {
             c->stage = 1;
             return 1;
+        } else {
+            c->got = c->cap; /* more of the body to come: keep reading after what is there */
         }
     }
 }
@@ -266,13 +316,6 @@ static int take_message(sp_conn *c, ldpb_tp_msg *m, ldpb_tp_route *r)
     return 0;
 }
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeout_ms, char *detail)
 {
     sp_tp *t = (sp_tp *)tp;
@@ -281,11 +324,14 @@ static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeo
         r->h = NULL;
     uint64_t deadline = timeout_ms > 0 ? mono_ms() + (uint64_t)timeout_ms : 0;
     for (;;) {
+        resume_accepting(t);
         int wait = timeout_ms;
         if (timeout_ms > 0) {
             uint64_t now = mono_ms();
             wait = now >= deadline ? 0 : (int)(deadline - now);
         }
+        if (wait < 0 || wait > ACCEPT_PAUSE_MS)
+            wait = ACCEPT_PAUSE_MS; /* a paused listener resumes within this */
         struct epoll_event ev;
         int n = epoll_wait(t->epfd, &ev, 1, wait);
         if (n < 0 && errno == EINTR)
@@ -294,8 +340,11 @@ static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeo
             say(detail, "epoll_wait: %s", strerror(errno));
             return LDPB_ETRANSPORT;
         }
-        if (n == 0)
+        if (n == 0) {
+            if (timeout_ms < 0 || (timeout_ms > 0 && mono_ms() < deadline))
+                continue; /* only the pause's cap ran out */
             return LDPB_ETIMEDOUT;
+        }
         if (*(int *)ev.data.ptr == TAG_LISTEN) {
             accept_some(t, ev.data.ptr);
             continue;
