@@ -7,6 +7,8 @@
 #
 # Usage: bench/run_service_bench.sh [SECONDS]      (default 10)
 #        SCALE=1 bench/run_service_bench.sh [SECONDS]   only the table by cores (below; or CORES set)
+#        e.g. BUILD_DIR=/path/to/release LD_LIBRARY_PATH=/path/to/libs CORES="2 4 8" \
+#             bench/run_service_bench.sh 5     (6 configurations x 5 rows; about 35 s each)
 # Environment:
 #   BUILD_DIR   Release build to use (default /tmp/build-bench; configured with Ninja if missing)
 #   CLIENTS     client counts of the closed-loop runs (default "1 16 256")
