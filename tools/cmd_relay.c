@@ -95,7 +95,7 @@ static void usage(FILE *out)
         "once restarted.\n"
         "\n"
         "options:\n"
-        "  --listen URL          nanomsg URL to accept devices on (tcp:// or ipc://);\n"
+        "  --listen URL          URL to accept devices on (tcp:// or ipc://);\n"
         "                        repeatable, up to %d\n"
         "  --upstream URL        the aggregator's URL (required)\n"
         "  --batch M             at most M frames per batch, 1..%u (default %u)\n"

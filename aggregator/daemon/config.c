@@ -70,7 +70,8 @@ static const choice level_choices[] = {{"error", AGG_LOG_ERROR},
 /* clang-format off */
 static const option options[] = {
     {"listen", OPT_LIST, OFF(listen), NULL, 0, 0, 0, NULL, "URL",
-     "nanomsg URL to serve on (ipc://PATH, tcp://HOST:PORT); repeat for several (required)"},
+     "URL to serve on, nanomsg's REQ/REP wire (ipc://PATH, tcp://HOST:PORT); repeat for several, "
+     "each with its own listener (required)"},
     {"state_dir", OPT_STR, OFF(state_dir), NULL, 0, 0, 0, NULL, "DIR",
      "directory of the SQLite state (created if missing) (required)"},
     {"key", OPT_STR, OFF(key), NULL, 0, 0, 0, NULL, "FILE",
