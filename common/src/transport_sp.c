@@ -51,6 +51,10 @@
 #define REPLY_WAIT_MS     100
 #define LISTENERS_MAX     16
 #define ACCEPTS_PER_EVENT 16
+/* Events one epoll_wait takes, and the most that wait to be served (beyond it a connection is
+ * re-armed instead: its event comes again). */
+#define EVENTS_PER_WAIT 16
+#define READY_MAX       1024
 /* The first allocation for a message's body; larger ones grow as their bytes arrive. */
 #define BODY_FIRST 16384
 /* How long accepting pauses when the process is out of descriptors or memory. */
@@ -90,6 +94,11 @@ typedef struct sp_tp {
     size_t recv_max;
     pthread_mutex_t mu; /* the connection list */
     sp_conn *conns;
+    /* Events taken from epoll but not yet served (one epoll_wait takes up to EVENTS_PER_WAIT):
+     * their connections are disarmed, so whoever pops one owns it. Under rmu. */
+    pthread_mutex_t rmu;
+    void *ready[READY_MAX];
+    size_t ready_head, ready_n;
     sp_listen ls[LISTENERS_MAX];
     size_t n_ls;
 } sp_tp;
@@ -316,6 +325,40 @@ static int take_message(sp_conn *c, ldpb_tp_msg *m, ldpb_tp_route *r)
     return 0;
 }
 
+static void *pop_ready(sp_tp *t)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&t->rmu);
+    if (t->ready_n) {
+        p = t->ready[t->ready_head];
+        t->ready_head = (t->ready_head + 1) % READY_MAX;
+        t->ready_n--;
+    }
+    pthread_mutex_unlock(&t->rmu);
+    return p;
+}
+
+static void push_ready(sp_tp *t, const struct epoll_event *ev, size_t n)
+{
+    size_t i = 0;
+    pthread_mutex_lock(&t->rmu);
+    for (; i < n && t->ready_n < READY_MAX; i++) {
+        t->ready[(t->ready_head + t->ready_n) % READY_MAX] = ev[i].data.ptr;
+        t->ready_n++;
+    }
+    pthread_mutex_unlock(&t->rmu);
+    for (; i < n; i++) {
+        /* no room: a listening socket reports again by itself (level-triggered), a connection
+         * once re-armed */
+        sp_conn *c = ev[i].data.ptr;
+        if (c->tag != TAG_CONN)
+            continue;
+        struct epoll_event re = {.events = EPOLLIN | EPOLLONESHOT, .data.ptr = c};
+        if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &re) != 0)
+            conn_kill(t, c);
+    }
+}
+
 static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeout_ms, char *detail)
 {
     sp_tp *t = (sp_tp *)tp;
@@ -332,24 +375,29 @@ static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeo
         }
         if (wait < 0 || wait > ACCEPT_PAUSE_MS)
             wait = ACCEPT_PAUSE_MS; /* a paused listener resumes within this */
-        struct epoll_event ev;
-        int n = epoll_wait(t->epfd, &ev, 1, wait);
-        if (n < 0 && errno == EINTR)
+        void *ptr = pop_ready(t);
+        if (!ptr) {
+            struct epoll_event ev[EVENTS_PER_WAIT];
+            int n = epoll_wait(t->epfd, ev, EVENTS_PER_WAIT, wait);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0) {
+                say(detail, "epoll_wait: %s", strerror(errno));
+                return LDPB_ETRANSPORT;
+            }
+            if (n == 0) {
+                if (timeout_ms < 0 || (timeout_ms > 0 && mono_ms() < deadline))
+                    continue; /* only the pause's cap ran out */
+                return LDPB_ETIMEDOUT;
+            }
+            ptr = ev[0].data.ptr;
+            push_ready(t, ev + 1, (size_t)n - 1);
+        }
+        if (*(int *)ptr == TAG_LISTEN) {
+            accept_some(t, ptr);
             continue;
-        if (n < 0) {
-            say(detail, "epoll_wait: %s", strerror(errno));
-            return LDPB_ETRANSPORT;
         }
-        if (n == 0) {
-            if (timeout_ms < 0 || (timeout_ms > 0 && mono_ms() < deadline))
-                continue; /* only the pause's cap ran out */
-            return LDPB_ETIMEDOUT;
-        }
-        if (*(int *)ev.data.ptr == TAG_LISTEN) {
-            accept_some(t, ev.data.ptr);
-            continue;
-        }
-        sp_conn *c = ev.data.ptr;
+        sp_conn *c = ptr;
         int got = conn_read(t, c);
         if (got > 0 && take_message(c, m, r) != 0) {
             free(c->body);
@@ -451,6 +499,13 @@ static void sp_msg_free(ldpb_tp_msg *m)
 static ldpb_err sp_wait(ldpb_tp *tp, int timeout_ms, int *ready)
 {
     sp_tp *t = (sp_tp *)tp;
+    pthread_mutex_lock(&t->rmu);
+    size_t queued = t->ready_n;
+    pthread_mutex_unlock(&t->rmu);
+    if (queued) { /* events another thread took from epoll, waiting to be served */
+        *ready = 1;
+        return LDPB_OK;
+    }
     struct pollfd p = {t->epfd, POLLIN, 0};
     int rc = poll(&p, 1, timeout_ms);
     *ready = rc > 0;
@@ -466,7 +521,8 @@ static ldpb_err sp_listen_(ldpb_tp **out, const ldpb_tp_opts *o, char *detail)
     t->base.ops = &ldpb_tp_sp_ops;
     t->recv_max = o->recv_max;
     t->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (t->epfd < 0 || pthread_mutex_init(&t->mu, NULL) != 0) {
+    if (t->epfd < 0 || pthread_mutex_init(&t->mu, NULL) != 0 ||
+        pthread_mutex_init(&t->rmu, NULL) != 0) {
         say(detail, "epoll_create1: %s", strerror(errno));
         if (t->epfd >= 0)
             close(t->epfd);
@@ -629,6 +685,7 @@ static void sp_close(ldpb_tp *tp, int linger_ms)
         conn_kill(t, t->conns);
     close(t->epfd);
     pthread_mutex_destroy(&t->mu);
+    pthread_mutex_destroy(&t->rmu);
     free(t);
 }
 
