@@ -14,7 +14,7 @@
  * the SP wire protocol by hand (so frames are paced exactly, open loop, at --flood-rate frames/s
  * whatever the server answers) and draining the replies. CPU times come from getrusage: the
  * honest client's thread, the flooder's thread, and the rest of the process (the server's
- * workers, committer and nanomsg's threads); a slice ends by waiting until the server has
+ * workers and committer); a slice ends by waiting until the server has
  * answered what its flood queued (at most 1 s), which is charged to that slice. Prints figures
  * only; stops by itself after about 3 x S seconds plus those waits.
  *

@@ -51,7 +51,7 @@
 /* The transport may drop replies still queued when it closes: give the last ones this long. */
 #define LINGER_MS 200
 /* Frames a little above LDPB_FRAME_MAX are received so they can be answered with an error;
- * anything larger is cut off by the transport (nanomsg drops the connection). */
+ * anything larger makes the listener drop the connection. */
 #define RECV_MAX_BYTES    (4 * LDPB_FRAME_MAX)
 #define SEND_BUFFER_BYTES (4 << 20)
 /* A decision alone does not wake the committer (that cost an fsync per assignment under light
