@@ -9,12 +9,12 @@
  * The conditions take turns in short slices (none, garbage, randkey, none, ...) for --rounds
  * rounds, so a machine whose load drifts affects the three alike; the figures are totals over
  * each condition's slices, and the ratio is also given as the median over rounds of the ratio
- * within a round. The honest client is one nanomsg REQ socket with a key the server has cached,
- * sending sealed status requests one at a time. The flood is one TCP connection speaking the SP
- * wire protocol by hand (so frames are paced exactly, open loop, at --flood-rate frames/s
+ * within a round. The honest client is one dialer of the transport seam with a key the server has
+ * cached, sending sealed status requests one at a time. The flood is one TCP connection speaking
+ * the SP wire protocol by hand (so frames are paced exactly, open loop, at --flood-rate frames/s
  * whatever the server answers) and draining the replies. CPU times come from getrusage: the
  * honest client's thread, the flooder's thread, and the rest of the process (the server's
- * workers, committer and nanomsg's threads); a slice ends by waiting until the server has
+ * workers and committer); a slice ends by waiting until the server has
  * answered what its flood queued (at most 1 s), which is charged to that slice. Prints figures
  * only; stops by itself after about 3 x S seconds plus those waits.
  *
@@ -38,18 +38,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nanomsg/nn.h>
-#include <nanomsg/reqrep.h>
 #include <sodium.h>
 
 #include "bench_util.h"
 #include "config.h"
 #include "ldpb/keyfile.h"
 #include "ldpb/seal.h"
+#include "ldpb/transport.h"
 #include "ldpb/wire.h"
 #include "server.h"
 
 enum flood_kind { FLOOD_NONE, FLOOD_GARBAGE, FLOOD_RANDKEY };
+/* The SP protocol number of a REQ socket (the scalability protocols' reqrep, 3 * 16 + 0). */
+#define SP_PROTO_REQ 48
+
 static const char *const flood_names[] = {"none", "garbage", "randkey"};
 
 struct flood {
@@ -146,8 +148,10 @@ static void *flood_main(void *arg)
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons((uint16_t)f->port);
-    /* The SP handshake: "\0SP\0", the protocol (NN_REQ) and two reserved bytes, both ways. */
-    uint8_t hs[8] = {0, 'S', 'P', 0, (uint8_t)(NN_REQ >> 8), (uint8_t)NN_REQ, 0, 0}, peer[8];
+    /* The SP handshake of nanomsg's TCP transport: "\0SP\0", the protocol (REQ, 48, big-endian)
+     * and two reserved bytes, both ways. The flooder speaks the wire itself, without a socket
+     * library, as an attacker would. */
+    uint8_t hs[8] = {0, 'S', 'P', 0, 0, SP_PROTO_REQ, 0, 0}, peer[8];
     size_t got = 0;
     uint8_t *buf = malloc(12 + f->frame_bytes), sink[65536];
     if (!buf || fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
@@ -223,7 +227,7 @@ out:
 }
 
 struct honest {
-    int sock;
+    ldpb_tp *tp;
     ldpb_keypair kp;
     ldpb_seal_key key;
     ldpb_rng *rng;
@@ -247,24 +251,23 @@ static int honest_round_trip(struct honest *h)
     ldpb_nonce_make(nonce, ldpb_seal_now_ms(), LDPB_DIR_TO_SERVER, h->rng);
     if (ldpb_seal_frame(frame, sizeof frame, &len, h->kp.pk, &h->key, nonce, pt, pt_len))
         return -1;
-    if (nn_send(h->sock, frame, len, 0) < 0)
+    if (ldpb_tp_send(h->tp, frame, len, NULL) != LDPB_OK)
         return -1;
-    void *reply = NULL;
-    int n = nn_recv(h->sock, &reply, NN_MSG, 0);
-    if (n < 0)
+    ldpb_tp_msg reply;
+    if (ldpb_tp_recv(h->tp, &reply, NULL, 2000, NULL) != LDPB_OK)
         return -1;
     ldpb_frame f;
     uint8_t out[LDPB_PLAINTEXT_MAX];
     size_t out_len = 0;
     Ldpb__V1__Envelope *r = NULL;
-    int ok = ldpb_frame_parse(reply, (size_t)n, &f, NULL) == LDPB_OK &&
+    int ok = ldpb_frame_parse(reply.data, reply.len, &f, NULL) == LDPB_OK &&
              f.kind == LDPB_FRAME_SEALED &&
              ldpb_seal_open(&f, &h->key, LDPB_DIR_TO_CLIENT, h->kp.pk, out, sizeof out, &out_len,
                             NULL) == LDPB_OK &&
              ldpb_envelope_decode(out, out_len, &r, NULL) == LDPB_OK &&
              r->body_case == LDPB__V1__ENVELOPE__BODY_STATUS && r->request_id == env.request_id;
     ldpb_envelope_free(r);
-    nn_freemsg(reply);
+    ldpb_tp_msg_free(h->tp, &reply);
     return ok ? 0 : -1;
 }
 
@@ -340,7 +343,6 @@ int main(int argc, char **argv)
     agg_server *s = NULL;
     struct honest h;
     memset(&h, 0, sizeof h);
-    h.sock = -1;
     char errmsg[AGG_SERVER_ERRMAX], detail[LDPB_DETAIL_BYTES] = "";
     if (ldpb_keypair_generate(&server_kp) ||
         ldpb_keyfile_write(keypath, LDPB_KEYFILE_SECRET, server_kp.sk, 0, detail)) {
@@ -358,11 +360,11 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    int tmo = 2000;
+    ldpb_tp_opts to;
+    ldpb_tp_opts_init(&to);
+    to.send_timeout_ms = 2000;
     if (ldpb_keypair_generate(&h.kp) || ldpb_seal_key_derive(&h.key, server_kp.pk, h.kp.sk) ||
-        ldpb_rng_new_system(&h.rng) || (h.sock = nn_socket(AF_SP, NN_REQ)) < 0 ||
-        nn_setsockopt(h.sock, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo) < 0 ||
-        nn_connect(h.sock, url) < 0) {
+        ldpb_rng_new_system(&h.rng) || ldpb_tp_dial(&h.tp, url, &to, NULL) != LDPB_OK) {
         fprintf(stderr, "bench_dos_flood: cannot set up the honest client\n");
         goto out;
     }
@@ -458,8 +460,7 @@ int main(int argc, char **argv)
     free(pair);
     rc = 0;
 out:
-    if (h.sock >= 0)
-        nn_close(h.sock);
+    ldpb_tp_close(h.tp, 0);
     ldpb_rng_free(h.rng);
     ldpb_keypair_wipe(&h.kp);
     ldpb_seal_key_wipe(&h.key);

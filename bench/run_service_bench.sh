@@ -6,6 +6,9 @@
 # (--rate, open loop), the latency at that load. Prints one table of figures; never a verdict.
 #
 # Usage: bench/run_service_bench.sh [SECONDS]      (default 10)
+#        SCALE=1 bench/run_service_bench.sh [SECONDS]   only the table by cores (below; or CORES set)
+#        e.g. BUILD_DIR=/path/to/release LD_LIBRARY_PATH=/path/to/libs CORES="2 4 8" \
+#             bench/run_service_bench.sh 5     (6 configurations x 5 rows; about 35 s each)
 # Environment:
 #   BUILD_DIR   Release build to use (default /tmp/build-bench; configured with Ninja if missing)
 #   CLIENTS     client counts of the closed-loop runs (default "1 16 256")
@@ -24,6 +27,7 @@
 #   RELAY_CLIENTS clients of the relayed runs (default 256; "" skips them): loadgen through
 #               `ldpb relay` (batches of up to 256 frames) against loadgen direct, with the daemon's
 #               CPU per report (utime+stime from /proc/PID/stat over the reports it counted)
+#   SCALE, CORES, CONFIGS, SCALE_CLIENTS, RELAYS: the table by cores (see scale_table below)
 #   DOS         0: skip the last part, bench_dos_flood (an honest client under a garbage flood and
 #               under an equal-rate flood of frames under fresh random client keys, in one run)
 # Simulated devices keep their privacy ledgers in memory (loadgen's, and said in its output).
@@ -38,11 +42,16 @@ rates=${RATES:-"1000 10000"}
 rate_clients=${RATE_CLIENTS:-256}
 transport=${TRANSPORT:-tcp}
 
-if [ ! -f "$build/build.ninja" ]; then
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# A build directory that already holds the binaries (carried to another machine, with
+# LD_LIBRARY_PATH naming their libraries) is used as it is: nothing is configured or built.
+if [ ! -x "$build/tools/ldpb" ] || [ ! -x "$build/aggregator/daemon/ldpb-aggregator" ] ||
+    [ ! -x "$build/bench/bench_nn_echo" ] || [ ! -x "$build/bench/bench_dos_flood" ]; then
+    if [ ! -f "$build/build.ninja" ]; then
+        cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    fi
+    ninja -C "$build" ldpb ldpb-aggregator bench_dos_flood bench_nn_echo \
+        >"$build/run_service_bench.log" 2>&1 || { cat "$build/run_service_bench.log" >&2; exit 1; }
 fi
-ninja -C "$build" ldpb ldpb-aggregator bench_dos_flood bench_nn_echo >"$build/run_service_bench.log" 2>&1 ||
-    { cat "$build/run_service_bench.log" >&2; exit 1; }
 ldpb=$build/tools/ldpb
 aggregator=$build/aggregator/daemon/ldpb-aggregator
 
@@ -75,9 +84,10 @@ start_daemon() {
     else
         url="tcp://127.0.0.1:$((port + run))"
     fi
-    "$aggregator" --listen "$url" --state-dir "$work/state$run" --key "$work/keys/aggregator.key" \
-        --arms 5 --policy ldp-ts-b --mechanism linear --epsilon 1 --log-level warn \
-        ${AGGREGATOR_FLAGS:-} 2>"$work/aggregator$run.log" &
+    # shellcheck disable=SC2086 # DAEMON_PIN and AGGREGATOR_FLAGS are several words on purpose
+    ${DAEMON_PIN:-} "$aggregator" --listen "$url" --state-dir "$work/state$run" \
+        --key "$work/keys/aggregator.key" --arms 5 --policy ldp-ts-b --mechanism linear --epsilon 1 \
+        --log-level warn ${AGGREGATOR_FLAGS:-} 2>"$work/aggregator$run.log" &
     daemon_pid=$!
     i=0
     until "$ldpb" status --connect "$url" --server-key "$work/keys/aggregator.pub" \
@@ -106,6 +116,146 @@ row() { # row KIND CLIENTS OFFERED FILE
         "$(field "$f" "latency round" 4)" "$(field "$f" "latency round" 7)" \
         "$(field "$f" "latency round" 10)" "${errs:-?}"
 }
+
+# ---- the table by cores (SCALE=1, or CORES set) ---------------------------------------------------
+# For each C of CORES the daemon runs pinned (taskset) to cores 0..C-1 and everything else (loadgen,
+# relays, the echo client) to cores C..N-1; on a machine with fewer than 6 cores nothing is pinned
+# and the table is by daemon configuration instead (CORES="all"). Each configuration W:R (workers,
+# repliers; CONFIGS, default per C: "1:0 C/2:C/4" or, unpinned, "1:0 1:1 2:0 2:1") serves, on a fresh
+# state each:
+#   direct   loadgen, SCALE_CLIENTS clients, one round trip per report (--mode report-and-assign)
+#   relayN   RELAYS `ldpb relay`s (--batch 256 --threads 2), a loadgen behind each with
+#            SCALE_CLIENTS / RELAYS clients, two round trips per report (the default mode)
+#   batch16  loadgen --batch 16 --prefill 256: the batch phase only
+# and, in the same run, bench_nn_echo's server with W workers on the daemon's cores against its
+# client on the load cores, once with nanomsg's listener (echo-nanomsg) and once with the native
+# one the daemon uses (echo-sp): round trips/s and the server's CPU per round trip.
+# reports/s: the daemon's counted reports (status before and after) over the wall time of the load;
+# us/rep: the daemon's utime + stime (/proc/PID/stat) over those reports; x echo: that over the
+# nanomsg echo server's CPU per round trip with the same W.
+scale_table() {
+    ncpu=$(nproc)
+    if [ -z "${CORES:-}" ]; then
+        if [ "$ncpu" -ge 6 ]; then CORES=""; for c in 2 4 8; do [ $c -le $((ncpu - 2)) ] && CORES="$CORES $c"; done; else CORES=all; fi
+    fi
+    sclients=${SCALE_CLIENTS:-256}
+    user_flags=${AGGREGATOR_FLAGS:-}
+    relays=${RELAYS:-2}
+    tck=$(getconf CLK_TCK)
+    pcpu() { awk -v t="$tck" '{ sub(/^.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e6 / t }' "/proc/$1/stat"; }
+    counted() {
+        "$ldpb" status --connect "$url" --server-key "$work/keys/aggregator.pub" --timeout-ms 5000 |
+            awk '/^reports / { print $2; exit }'
+    }
+    now_ms() { date +%s%3N; }
+    echo "# by cores: ldpb-aggregator pinned to cores 0..C-1, load on the others; $(nproc) cores,"
+    echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $seconds s per run;"
+    echo "# load average before: $(cat /proc/loadavg)"
+    printf '%-5s %-4s %-12s %11s %10s %9s   %s\n' cores W:R load "reports/s" "us/rep" "x echo" "errors"
+    for c in $CORES; do
+        if [ "$c" = all ]; then
+            dpin=""; lpin=""
+            configs=${CONFIGS:-"1:0 1:1 2:0 2:1"}
+        else
+            dpin="taskset -c 0-$((c - 1))"; lpin="taskset -c $c-$((ncpu - 1))"
+            h=$((c / 2)); q=$((c / 4)); [ $q -lt 1 ] && q=1
+            configs=${CONFIGS:-"1:0 $h:$q"}
+        fi
+        for cfg in $configs; do
+            w=${cfg%%:*}; r=${cfg##*:}
+            # the echo server with the same workers, on the daemon's cores: nanomsg's listener
+            # (the baseline of the x echo column) and the native one the daemon uses
+            for lst in nanomsg sp; do
+                run=$((run + 1))
+                eurl="tcp://127.0.0.1:$((port + run))"
+                # shellcheck disable=SC2086
+                $dpin "$build/bench/bench_nn_echo" --role server --url "$eurl" --workers "$w" \
+                    --listener "$lst" --seconds "$((seconds + 2))" >/dev/null 2>&1 &
+                epid=$!
+                sleep 0.5
+                e0=$(pcpu "$epid")
+                # shellcheck disable=SC2086
+                $lpin "$build/bench/bench_nn_echo" --role client --url "$eurl" --clients "$sclients" \
+                    --seconds "$seconds" >"$work/echo-$run.txt" 2>&1 || true
+                e1=$(pcpu "$epid")
+                wait "$epid" 2>/dev/null || true
+                us=$(awk -v c=$((e1 - e0)) '/^round trips\/s/ { n = $3 * substr($4, 2); printf "%.1f", (n > 0 ? c / n : 0) }' "$work/echo-$run.txt")
+                [ "$lst" = nanomsg ] && echo_us=$us
+                printf '%-5s %-4s %-12s %11s %10s %9s   %s\n' "$c" "$cfg" "echo-$lst" \
+                    "$(awk '/^round trips\/s/ { print $3 }' "$work/echo-$run.txt")" "$us" \
+                    "$(awk -v u="$us" -v e="$echo_us" 'BEGIN { printf (e > 0 ? "%.2f" : "-"), u / e }')" -
+            done
+            for load in direct relay$relays batch16; do
+                AGGREGATOR_FLAGS="$user_flags --workers $w --repliers $r"
+                DAEMON_PIN=$dpin
+                start_daemon
+                rpids=""
+                if [ "$load" = "relay$relays" ]; then
+                    i=0
+                    while [ $i -lt "$relays" ]; do
+                        # shellcheck disable=SC2086
+                        $lpin "$ldpb" relay --listen "ipc://$work/relay$run.$i.sock" --upstream "$url" \
+                            --batch 256 --threads 2 2>"$work/relay$run.$i.log" &
+                        rpids="$rpids $!"
+                        i=$((i + 1))
+                    done
+                    sleep 0.5
+                fi
+                r0=$(counted); c0=$(pcpu "$daemon_pid"); t0=$(now_ms)
+                lpids=""
+                case $load in
+                direct)
+                    # shellcheck disable=SC2086
+                    $lpin "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+                        --clients "$sclients" --duration "$seconds" --mode report-and-assign \
+                        >"$work/scale-$run.txt" 2>&1 || true
+                    ;;
+                relay*)
+                    i=0
+                    while [ $i -lt "$relays" ]; do
+                        # shellcheck disable=SC2086
+                        $lpin "$ldpb" loadgen --connect "ipc://$work/relay$run.$i.sock" \
+                            --server-key "$work/keys/aggregator.pub" \
+                            --clients "$((sclients / relays))" --duration "$seconds" \
+                            >"$work/scale-$run.$i.txt" 2>&1 &
+                        lpids="$lpids $!"
+                        i=$((i + 1))
+                    done
+                    for p in $lpids; do wait "$p" || true; done
+                    cat "$work"/scale-$run.*.txt >"$work/scale-$run.txt"
+                    ;;
+                batch16)
+                    # shellcheck disable=SC2086
+                    $lpin "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+                        --clients "$sclients" --batch 16 --prefill 256 >"$work/scale-$run.txt" \
+                        2>"$work/scale-$run.err" &
+                    lg=$!
+                    until grep -q 'prefill done' "$work/scale-$run.err" 2>/dev/null || ! kill -0 "$lg" 2>/dev/null; do
+                        sleep 0.05
+                    done
+                    sleep 0.3
+                    r0=$(counted); c0=$(pcpu "$daemon_pid"); t0=$(now_ms)
+                    wait "$lg" || true
+                    ;;
+                esac
+                t1=$(now_ms); c1=$(pcpu "$daemon_pid"); r1=$(counted)
+                for p in $rpids; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+                errs=$(awk '/^errors/ { $1 = ""; sub(/^ /, ""); printf "%s ", $0 }' "$work/scale-$run.txt")
+                awk -v n=$((r1 - r0)) -v c=$((c1 - c0)) -v ms=$((t1 - t0)) -v e="$echo_us" \
+                    -v cores="$c" -v cfg="$cfg" -v l="$load" -v errs="${errs:-?}" 'BEGIN {
+                    us = n > 0 ? c / n : 0
+                    printf "%-5s %-4s %-12s %11.0f %10.1f %9s   %s\n", cores, cfg, l,
+                        (ms > 0 ? n * 1000 / ms : 0), us, (e > 0 ? sprintf("%.2f", us / e) : "-"), errs }'
+                stop_daemon
+            done
+        done
+    done
+    echo "# load average after: $(cat /proc/loadavg)"
+}
+if [ "${SCALE:-0}" = 1 ] || [ -n "${CORES:-}" ]; then
+    scale_table
+    exit 0
+fi
 
 echo "# ldpb-aggregator + ldpb loadgen on one machine; durable acks (SQLite WAL, synchronous=FULL)"
 echo "# aggregator: ldp-ts-b, linear mechanism, epsilon 1, 5 arms, defaults otherwise ${AGGREGATOR_FLAGS:-}"
@@ -315,6 +465,7 @@ done
 echo_url="tcp://127.0.0.1:$((port + run + 1))"
 [ "$transport" = ipc ] && echo_url="ipc://$work/echo.sock"
 "$build/bench/bench_nn_echo" --role server --url "$echo_url" --seconds "$((seconds + 2))" \
+    --listener nanomsg \
     >"$work/echo-server.txt" 2>&1 &
 echo_pid=$!
 sleep 0.5

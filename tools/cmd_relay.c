@@ -13,12 +13,11 @@
 #include <string.h>
 #include <time.h>
 
-#include <nanomsg/nn.h>
-#include <nanomsg/reqrep.h>
 #include <pthread.h>
 
 #include "commands.h"
 #include "ldpb/relay.h"
+#include "ldpb/transport.h"
 #include "ldpb/wire.h"
 
 #define PROG "ldpb relay"
@@ -49,17 +48,16 @@ typedef struct relay_opts {
     int verbose;
 } relay_opts;
 
-/* One device request waiting in a batch: the frame and nanomsg's backtrace to answer it. */
+/* One device request waiting in a batch: the frame and the route to answer it. */
 typedef struct pending {
-    void *body;
-    size_t len;
-    void *control;
+    ldpb_tp_msg msg; /* msg.data NULL: the slot is empty */
+    ldpb_tp_route route;
 } pending;
 
 typedef struct relay_thread {
     const relay_opts *o;
-    int dev; /* the shared device socket */
-    int up;  /* this thread's REQ socket to the aggregator */
+    ldpb_tp *dev; /* the shared device listener */
+    ldpb_tp *up;  /* this thread's dialer to the aggregator */
     pending *slots;
     ldpb_relay_entry *entries;
     uint8_t *out;  /* the RELAY_BATCH being sent */
@@ -97,7 +95,7 @@ static void usage(FILE *out)
         "once restarted.\n"
         "\n"
         "options:\n"
-        "  --listen URL          nanomsg URL to accept devices on (tcp:// or ipc://);\n"
+        "  --listen URL          URL to accept devices on (tcp:// or ipc://);\n"
         "                        repeatable, up to %d\n"
         "  --upstream URL        the aggregator's URL (required)\n"
         "  --batch M             at most M frames per batch, 1..%u (default %u)\n"
@@ -188,47 +186,29 @@ static int parse_args(int argc, char **argv, relay_opts *o)
     return -1;
 }
 
-static void send_to_device(int dev, void *control, const void *frame, size_t len)
+/* Answers one device; a device that is gone resends elsewhere. Consumes the route. */
+static void send_to_device(ldpb_tp *dev, ldpb_tp_route route, const void *frame, size_t len)
 {
-    struct nn_iovec iov = {(void *)frame, len};
-    struct nn_msghdr hdr;
-    memset(&hdr, 0, sizeof hdr);
-    hdr.msg_iov = &iov;
-    hdr.msg_iovlen = 1;
-    hdr.msg_control = &control;
-    hdr.msg_controllen = NN_MSG;
-    if (nn_sendmsg(dev, &hdr, NN_DONTWAIT) < 0 && control)
-        nn_freemsg(control); /* the device is gone: it resends elsewhere */
+    (void)ldpb_tp_reply(dev, route, frame, len);
 }
 
-static void plain_error(int dev, void *control, ldpb_err code, const char *reason)
+static void plain_error(ldpb_tp *dev, ldpb_tp_route route, ldpb_err code, const char *reason)
 {
     uint8_t buf[LDPB_FRAME_ERROR_MIN + LDPB_WIRE_STRING_MAX];
     size_t len = 0;
     if (ldpb_frame_build_plain_error(buf, sizeof buf, &len, (uint32_t)code, reason) == LDPB_OK)
-        send_to_device(dev, control, buf, len);
-    else if (control)
-        nn_freemsg(control);
+        send_to_device(dev, route, buf, len);
+    else
+        ldpb_tp_route_free(dev, route);
 }
 
 /* Receives one device frame without waiting: 1 got one, 0 none waiting, -1 the socket failed. */
-static int recv_device(int dev, pending *p)
+static int recv_device(ldpb_tp *dev, pending *p)
 {
-    void *body = NULL, *control = NULL;
-    struct nn_iovec iov = {&body, NN_MSG};
-    struct nn_msghdr hdr;
-    memset(&hdr, 0, sizeof hdr);
-    hdr.msg_iov = &iov;
-    hdr.msg_iovlen = 1;
-    hdr.msg_control = &control;
-    hdr.msg_controllen = NN_MSG;
-    int n = nn_recvmsg(dev, &hdr, NN_DONTWAIT);
-    if (n < 0)
-        return nn_errno() == EAGAIN || nn_errno() == EINTR ? 0 : -1;
-    p->body = body;
-    p->len = (size_t)n;
-    p->control = control;
-    return 1;
+    ldpb_err err = ldpb_tp_recv(dev, &p->msg, &p->route, 0, NULL);
+    if (err == LDPB_ETIMEDOUT)
+        return 0;
+    return err ? -1 : 1;
 }
 
 /* Gathers a batch into t->slots: returns how many frames, 0 when stopping, -1 on failure. */
@@ -240,7 +220,7 @@ static int gather(relay_thread *t)
     for (;;) {
         pending p;
         int got;
-        if (t->carry.body) {
+        if (t->carry.msg.data) {
             p = t->carry;
             memset(&t->carry, 0, sizeof t->carry);
             got = 1;
@@ -250,22 +230,22 @@ static int gather(relay_thread *t)
         if (got < 0)
             return -1;
         if (got) {
-            if (p.len > LDPB_FRAME_MAX) { /* refused here, as the aggregator would */
+            if (p.msg.len > LDPB_FRAME_MAX) { /* refused here, as the aggregator would */
                 char why[96];
-                snprintf(why, sizeof why, "frame of %zu bytes exceeds the limit of %u", p.len,
+                snprintf(why, sizeof why, "frame of %zu bytes exceeds the limit of %u", p.msg.len,
                          LDPB_FRAME_MAX);
-                plain_error(t->dev, p.control, LDPB_EPROTO, why);
-                nn_freemsg(p.body);
+                plain_error(t->dev, p.route, LDPB_EPROTO, why);
+                ldpb_tp_msg_free(t->dev, &p.msg);
                 continue;
             }
-            if (bytes + LDPB_RELAY_ENTRY_OVERHEAD + p.len > LDPB_RELAY_BATCH_MAX) {
+            if (bytes + LDPB_RELAY_ENTRY_OVERHEAD + p.msg.len > LDPB_RELAY_BATCH_MAX) {
                 t->carry = p; /* the next batch starts with it */
                 return (int)n;
             }
             if (!n)
                 first_us = mono_us();
             t->slots[n++] = p;
-            bytes += LDPB_RELAY_ENTRY_OVERHEAD + p.len;
+            bytes += LDPB_RELAY_ENTRY_OVERHEAD + p.msg.len;
             if (n == o->batch)
                 return (int)n;
             continue;
@@ -279,8 +259,8 @@ static int gather(relay_thread *t)
         } else if (stop_flag) {
             return 0;
         }
-        struct nn_pollfd pfd = {t->dev, NN_POLLIN, 0};
-        if (nn_poll(&pfd, 1, wait_ms) < 0 && nn_errno() != EINTR)
+        int ready = 0;
+        if (ldpb_tp_wait(t->dev, wait_ms, &ready) != LDPB_OK)
             return -1;
     }
 }
@@ -291,46 +271,44 @@ static void forward(relay_thread *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         t->entries[i].id = (uint32_t)i;
-        t->entries[i].frame = t->slots[i].body;
-        t->entries[i].len = t->slots[i].len;
+        t->entries[i].frame = t->slots[i].msg.data;
+        t->entries[i].len = t->slots[i].msg.len;
     }
     size_t len = 0;
-    void *reply = NULL;
-    int rn = -1;
+    ldpb_tp_msg reply = {0};
+    int got = 0;
     char why[LDPB_DETAIL_BYTES] = "the relay could not build the batch";
     if (ldpb_relay_build(t->out, LDPB_RELAY_BATCH_MAX, &len, LDPB_FRAME_RELAY_BATCH, t->entries,
                          n) == LDPB_OK) {
         snprintf(why, sizeof why, "the relay got no reply from the aggregator; resend");
-        if (nn_send(t->up, t->out, len, 0) == (int)len)
-            rn = nn_recv(t->up, &reply, NN_MSG, 0);
+        if (ldpb_tp_send(t->up, t->out, len, NULL) == LDPB_OK)
+            got = ldpb_tp_recv(t->up, &reply, NULL, (int)t->o->timeout_ms, NULL) == LDPB_OK;
     }
     t->batches++;
     t->frames += n;
     size_t m = 0;
-    if (rn > 0 && ldpb_relay_parse(reply, (size_t)rn, LDPB_FRAME_RELAY_REPLY, t->entries,
-                                   LDPB_RELAY_ENTRIES_MAX, &m, why) == LDPB_OK) {
+    if (got && ldpb_relay_parse(reply.data, reply.len, LDPB_FRAME_RELAY_REPLY, t->entries,
+                                LDPB_RELAY_ENTRIES_MAX, &m, why) == LDPB_OK) {
         /* the parse cleared `why`: this is what a frame the reply left out is told */
         snprintf(why, sizeof why, "the aggregator's reply held no answer for this frame; resend");
         for (size_t i = 0; i < m; i++) {
             uint32_t id = t->entries[i].id;
             /* an id this batch never used, or one answered already, is not routable */
-            if (id >= n || !t->slots[id].body)
+            if (id >= n || !t->slots[id].msg.data)
                 continue;
-            send_to_device(t->dev, t->slots[id].control, t->entries[i].frame, t->entries[i].len);
-            nn_freemsg(t->slots[id].body);
-            t->slots[id].body = NULL;
+            send_to_device(t->dev, t->slots[id].route, t->entries[i].frame, t->entries[i].len);
+            ldpb_tp_msg_free(t->dev, &t->slots[id].msg);
         }
-    } else if (rn > 0) {
+    } else if (got) {
         snprintf(why, sizeof why, "the relay could not read the aggregator's reply; resend");
     }
-    if (reply)
-        nn_freemsg(reply);
+    if (got)
+        ldpb_tp_msg_free(t->up, &reply);
     for (size_t i = 0; i < n; i++)
-        if (t->slots[i].body) {
+        if (t->slots[i].msg.data) {
             t->failed++;
-            plain_error(t->dev, t->slots[i].control, LDPB_EBUSY, why);
-            nn_freemsg(t->slots[i].body);
-            t->slots[i].body = NULL;
+            plain_error(t->dev, t->slots[i].route, LDPB_EBUSY, why);
+            ldpb_tp_msg_free(t->dev, &t->slots[i].msg);
         }
 }
 
@@ -343,31 +321,20 @@ static void *relay_main(void *arg)
             break;
         forward(t, (size_t)n);
     }
-    if (t->carry.body) {
-        plain_error(t->dev, t->carry.control, LDPB_EBUSY, "the relay is stopping; resend");
-        nn_freemsg(t->carry.body);
+    if (t->carry.msg.data) {
+        plain_error(t->dev, t->carry.route, LDPB_EBUSY, "the relay is stopping; resend");
+        ldpb_tp_msg_free(t->dev, &t->carry.msg);
     }
     return NULL;
 }
 
-static int open_upstream(const relay_opts *o)
+static ldpb_tp *open_upstream(const relay_opts *o, char *detail)
 {
-    int up = nn_socket(AF_SP, NN_REQ);
-    if (up < 0)
-        return -1;
-    int tmo = (int)o->timeout_ms, maxsz = -1;
-    /* nanomsg would resend the same batch after NN_REQ_RESEND_IVL: the aggregator refuses the
-     * copies as replays, so the resend only costs; the timeout answers the devices instead. */
-    int resend = (int)o->timeout_ms + 1000;
-    if (nn_setsockopt(up, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo) < 0 ||
-        nn_setsockopt(up, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof tmo) < 0 ||
-        nn_setsockopt(up, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz, sizeof maxsz) < 0 ||
-        nn_setsockopt(up, NN_REQ, NN_REQ_RESEND_IVL, &resend, sizeof resend) < 0 ||
-        nn_connect(up, o->upstream) < 0) {
-        nn_close(up);
-        return -1;
-    }
-    return up;
+    ldpb_tp_opts to;
+    ldpb_tp_opts_init(&to);
+    to.send_timeout_ms = (int)o->timeout_ms;
+    ldpb_tp *up = NULL;
+    return ldpb_tp_dial(&up, o->upstream, &to, detail) == LDPB_OK ? up : NULL;
 }
 
 int cmd_relay(int argc, char **argv)
@@ -378,36 +345,31 @@ int cmd_relay(int argc, char **argv)
         return rc;
     int status = EXIT_RUNTIME;
     relay_thread *ts = calloc(o.threads, sizeof *ts);
-    int dev = nn_socket(AF_SP_RAW, NN_REP);
+    ldpb_tp *dev = NULL;
     size_t started = 0;
-    for (unsigned i = 0; ts && i < o.threads; i++)
-        ts[i].up = -1;
-    if (!ts || dev < 0) {
-        fprintf(stderr, "%s: cannot create sockets: %s\n", PROG, nn_strerror(nn_errno()));
+    char detail[LDPB_DETAIL_BYTES] = "";
+    if (!ts) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
         goto done;
     }
-    int maxsz = DEVICE_RECV_MAX;
-    if (nn_setsockopt(dev, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz, sizeof maxsz) < 0) {
-        fprintf(stderr, "%s: nn_setsockopt: %s\n", PROG, nn_strerror(nn_errno()));
+    ldpb_tp_opts dopts;
+    ldpb_tp_opts_init(&dopts);
+    dopts.recv_max = DEVICE_RECV_MAX;
+    if (ldpb_tp_listen(&dev, o.listen, o.n_listen, &dopts, detail) != LDPB_OK) {
+        fprintf(stderr, "%s: listen: %s\n", PROG, detail);
         goto done;
     }
-    for (size_t i = 0; i < o.n_listen; i++)
-        if (nn_bind(dev, o.listen[i]) < 0) {
-            fprintf(stderr, "%s: listen %.200s: cannot bind: %s\n", PROG, o.listen[i],
-                    nn_strerror(nn_errno()));
-            goto done;
-        }
     for (unsigned i = 0; i < o.threads; i++) {
         relay_thread *t = &ts[i];
         t->o = &o;
         t->dev = dev;
-        t->up = open_upstream(&o);
+        t->up = open_upstream(&o, detail);
         t->slots = calloc(LDPB_RELAY_ENTRIES_MAX, sizeof *t->slots);
         t->entries = calloc(LDPB_RELAY_ENTRIES_MAX, sizeof *t->entries);
         t->out = malloc(LDPB_RELAY_BATCH_MAX);
-        if (t->up < 0 || !t->slots || !t->entries || !t->out) {
+        if (!t->up || !t->slots || !t->entries || !t->out) {
             fprintf(stderr, "%s: upstream %.200s: %s\n", PROG, o.upstream,
-                    t->up < 0 ? nn_strerror(nn_errno()) : "out of memory");
+                    !t->up ? detail : "out of memory");
             goto done;
         }
     }
@@ -442,18 +404,13 @@ int cmd_relay(int argc, char **argv)
     status = started == o.threads ? 0 : EXIT_RUNTIME;
 done:
     for (unsigned i = 0; ts && i < o.threads; i++) {
-        if (ts[i].up >= 0)
-            nn_close(ts[i].up);
+        ldpb_tp_close(ts[i].up, 0);
         free(ts[i].slots);
         free(ts[i].entries);
         free(ts[i].out);
     }
-    if (dev >= 0) {
-        /* nanomsg drops what is still queued on close: give the last replies a moment */
-        struct timespec linger = {0, 200 * 1000000L};
-        nanosleep(&linger, NULL);
-        nn_close(dev);
-    }
+    /* the transport may drop what is still queued on close: give the last replies a moment */
+    ldpb_tp_close(dev, 200);
     free(ts);
     return status;
 }

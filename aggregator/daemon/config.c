@@ -17,6 +17,7 @@
 #include "ldpb/mech.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
+#include "ldpb/transport.h"
 #include "metrics.h"
 #include "policy.h"
 #include "ctx_policy.h"
@@ -72,7 +73,8 @@ static const choice level_choices[] = {{"error", AGG_LOG_ERROR},
 /* clang-format off */
 static const option options[] = {
     {"listen", OPT_LIST, OFF(listen), NULL, 0, 0, 0, NULL, "URL",
-     "nanomsg URL to serve on (ipc://PATH, tcp://HOST:PORT); repeat for several (required)"},
+     "URL to serve on, nanomsg's REQ/REP wire (ipc://PATH, tcp://HOST:PORT); repeat for several, "
+     "each with its own listener (required)"},
     {"state_dir", OPT_STR, OFF(state_dir), NULL, 0, 0, 0, NULL, "DIR",
      "directory of the SQLite state (created if missing) (required)"},
     {"key", OPT_STR, OFF(key), NULL, 0, 0, 0, NULL, "FILE",
@@ -128,6 +130,8 @@ static const option options[] = {
      "linucb: the ridge regulariser (the JDP variants derive theirs from the noise)"},
     {"workers", OPT_U64, OFF(workers), "1", 1, 64, 0, NULL, "N",
      "worker threads receiving and answering requests"},
+    {"repliers", OPT_U64, OFF(repliers), "0", 0, 64, 0, NULL, "N",
+     "threads sealing and sending the answers of committed reports (0: the committer does)"},
     {"batch_max", OPT_U64, OFF(batch_max), "4096", 1, 1000000, 0, NULL, "N",
      "most queued reports and decisions committed in one transaction"},
     {"queue_max", OPT_U64, OFF(queue_max), "65536", 16, 4194304, 0, NULL, "N",
@@ -660,12 +664,13 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
         say(err, "listen is required (--listen URL, repeatable)");
         return LDPB_EINVAL;
     }
-    for (size_t i = 0; i < cfg->n_listen; i++)
-        if (strncmp(cfg->listen[i], "ipc://", 6) != 0 &&
-            strncmp(cfg->listen[i], "tcp://", 6) != 0) {
-            say(err, "listen: '%s' is neither an ipc:// nor a tcp:// URL", cfg->listen[i]);
+    for (size_t i = 0; i < cfg->n_listen; i++) {
+        char why[LDPB_DETAIL_BYTES] = "";
+        if (!ldpb_tp_find(cfg->listen[i], why)) {
+            say(err, "listen: %s", why);
             return LDPB_EINVAL;
         }
+    }
     /* Parsed as the endpoint will parse it, so --check-config catches a typo; whether the
      * address can be bound is known only at start (exit 1 then). */
     if (cfg->metrics) {

@@ -52,6 +52,7 @@ typedef struct agg_config {
     int mode; /* agg_mode */
     int allow_nonprivate;
     uint64_t workers;
+    uint64_t repliers;
     uint64_t batch_max;
     uint64_t queue_max;
     uint64_t assignment_ttl_s;

@@ -1,7 +1,7 @@
 /* The aggregator service as a library (main.c is a thin shell over it): the request handler that
  * opens sealed frames and answers assign, report and status requests; the committer that makes
- * reports durable in groups before acknowledging them; and the transport (one nanomsg raw REP
- * socket bound to every listen URL, served by several worker threads).
+ * reports durable in groups before acknowledging them; and the transport (a listener of
+ * ldpb/transport.h bound to every listen URL, served by several worker threads).
  *
  * Every request is answered exactly once: a frame that cannot be authenticated with a
  * PLAIN_ERROR frame, anything after the frame opens with a sealed Envelope (Assignment, Ack,
@@ -32,12 +32,12 @@ typedef void (*agg_log_fn)(void *ctx, int level, const char *msg);
 
 /* Where a reply goes: the transport's handle for one received request. */
 typedef struct agg_reply_to {
-    void *control; /* nanomsg: the raw REP backtrace header (an NN_MSG chunk) */
-    uint64_t tag;  /* embedders' own tag (tests, fuzzing) */
+    void *route;  /* the transport's reply route (ldpb_tp_route), opaque */
+    uint64_t tag; /* embedders' own tag (tests, fuzzing) */
 } agg_reply_to;
 
 /* Tags with this bit are the server's own: a reply_to of an inner frame of a relay batch, whose
- * control is the batch's reply collector (server.c). Embedders' tags leave it clear. */
+ * route is the batch's reply collector (server_reply.c). Embedders' tags leave it clear. */
 #define AGG_REPLY_RELAY (UINT64_C(1) << 63)
 
 /* Delivers the reply `frame` for `to`. Called exactly once per handled request, from a worker or
@@ -98,7 +98,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
 void agg_server_set_sender(agg_server *s, agg_send_fn send, void *ctx);
 
 /* Binds the listen URLs, starts the workers, the committer and the metrics endpoint. Errors:
- * LDPB_EINVAL (a listen URL nanomsg refuses: bad syntax, unknown interface, no permission),
+ * LDPB_EINVAL (a listen URL the transport refuses: bad syntax, unknown interface, no permission),
  * LDPB_ETRANSPORT (a URL cannot be bound now: address in use; `errmsg` names it), LDPB_EIO (metrics
  * address), LDPB_ENOMEM, LDPB_ESTATE (already started). On failure everything started is stopped.
  */

@@ -1,7 +1,8 @@
 /* The client networking API (client.h): option checks, the sealed request/reply exchange over one
- * nanomsg REQ socket (per-attempt timeout, resend with a fresh nonce, strict reply matching), the
- * checks that make the client the privacy authority (its epsilon cap, the RAW opt-in, the ledger,
- * expiry), and a small cache of mechanisms so that a report in steady state builds none. */
+ * dialer of the transport seam, ldpb/transport.h (per-attempt timeout, resend with a fresh nonce,
+ * strict reply matching), the checks that make the client the privacy authority (its epsilon cap,
+ * the RAW opt-in, the ledger, expiry), and a small cache of mechanisms so that a report in steady
+ * state builds none. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -12,8 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <nanomsg/nn.h>
-#include <nanomsg/reqrep.h>
 #include <sodium.h>
 
 #include "ldpb/client.h"
@@ -22,13 +21,14 @@
 #include "ldpb/keyfile.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
+#include "ldpb/transport.h"
 #include "ldpb/wire.h"
 #include "report_queue.h"
 
 _Static_assert(LDPB_CLIENT_KEY_BYTES == LDPB_KEY_BYTES, "key size");
 _Static_assert(LDPB_ASSIGNMENT_ID_MAX == LDPB_WIRE_ID_MAX, "assignment id size");
 _Static_assert(LDPB_CLIENT_CONTEXT_MAX == LDPB_WIRE_CONTEXT_MAX, "context limit");
-_Static_assert(LDPB_CLIENT_URL_MAX < NN_SOCKADDR_MAX, "URL limit");
+_Static_assert(LDPB_CLIENT_URL_MAX <= LDPB_TP_URL_MAX, "URL limit");
 _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB_MECH_LINEAR &&
                    (int)LDPB_CLIENT_MECH_QUADRATIC == (int)LDPB_MECH_QUADRATIC &&
                    (int)LDPB_CLIENT_MECH_EXPONENTIAL == (int)LDPB_MECH_EXPONENTIAL &&
@@ -54,7 +54,7 @@ _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB__V1__MECHANISM__LINEAR 
 #define SEND_CAP   (REQ_PT_CAP + LDPB_FRAME_SEALED_OVERHEAD)
 /* The largest reply a client can expect is an Error with a reason of LDPB_WIRE_STRING_MAX bytes,
  * about 1.2 KB sealed; a longer frame is refused without being opened. The receive buffer has one
- * spare byte so that an oversized frame is recognised whatever nanomsg reports for it. */
+ * spare byte so that an oversized frame is recognised whatever the transport reports for it. */
 /* An Assignment of the local contextual mode carries its model, up to LDPB_WIRE_STATS_MAX doubles
  * (4.5 KB at d = 32). */
 #define REPLY_CAP 8192u
@@ -70,7 +70,7 @@ typedef struct mech_slot {
 } mech_slot;
 
 struct ldpb_client {
-    int sock; /* nanomsg NN_REQ socket, -1 if not open */
+    ldpb_tp *tp; /* the transport's dialer, NULL if not open */
     char *url;
     ldpb_keypair kp;     /* secret */
     ldpb_seal_key key;   /* secret: crypto_box_beforenm(server pk, kp.sk) */
@@ -92,6 +92,7 @@ struct ldpb_client {
     uint32_t model_d;
     ldpb_ctxstat *stat; /* the last local mechanism built (its parameters in stat_opts) */
     char errmsg[ERRMSG_BYTES];
+    char tp_detail[LDPB_DETAIL_BYTES]; /* the transport's last detail */
     uint8_t req_pt[REQ_PT_CAP];
     uint8_t send_buf[SEND_CAP];
     uint8_t recv_buf[REPLY_CAP + 1];
@@ -100,7 +101,7 @@ struct ldpb_client {
 
 /* Where a reply lands: the handle's own buffers for assign and report, larger ones for a status
  * (up to a whole frame). `frame` has cap + 1 bytes, so an oversized frame is recognised whatever
- * nanomsg reports for it. */
+ * the transport reports for it. */
 typedef struct reply_buf {
     uint8_t *frame;
     size_t cap;
@@ -240,31 +241,13 @@ static ldpb_err check_opts(const ldpb_client_opts *o)
     return LDPB_OK; /* the ledger checks its budget and cap itself */
 }
 
-/* nanomsg's errors at connect: a refused address is the caller's, anything else the transport's. */
-static ldpb_err connect_error(int e)
-{
-    return e == EINVAL || e == EPROTONOSUPPORT || e == ENAMETOOLONG || e == ENODEV
-               ? LDPB_EINVAL
-               : LDPB_ETRANSPORT;
-}
-
 static ldpb_err open_socket(ldpb_client *c, uint32_t timeout_ms)
 {
-    c->sock = nn_socket(AF_SP, NN_REQ);
-    if (c->sock < 0)
-        return LDPB_ETRANSPORT;
-    /* nanomsg would resend an unanswered request on its own (the same bytes, which the server's
-     * replay cache refuses); resends are ours, with a fresh nonce, so its timer never fires. */
-    int resend = INT_MAX;
-    int sndtimeo = (int)timeout_ms;
-    int maxsize = (int)LDPB_FRAME_MAX;
-    if (nn_setsockopt(c->sock, NN_REQ, NN_REQ_RESEND_IVL, &resend, sizeof resend) < 0 ||
-        nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_SNDTIMEO, &sndtimeo, sizeof sndtimeo) < 0 ||
-        nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsize, sizeof maxsize) < 0)
-        return LDPB_ETRANSPORT;
-    if (nn_connect(c->sock, c->url) < 0)
-        return connect_error(nn_errno());
-    return LDPB_OK;
+    ldpb_tp_opts o;
+    ldpb_tp_opts_init(&o);
+    o.recv_max = LDPB_FRAME_MAX;
+    o.send_timeout_ms = (int)timeout_ms;
+    return ldpb_tp_dial(&c->tp, c->url, &o, c->tp_detail);
 }
 
 ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
@@ -283,7 +266,6 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     ldpb_client *c = calloc(1, sizeof *c);
     if (!c)
         return LDPB_ENOMEM;
-    c->sock = -1;
     c->epsilon_cap = opts->epsilon_cap;
     c->allow_raw = opts->allow_raw != 0;
     c->reward_lo = opts->reward_lo;
@@ -336,9 +318,7 @@ void ldpb_client_free(ldpb_client *c)
 {
     if (!c)
         return;
-    if (c->sock >= 0)
-        while (nn_close(c->sock) != 0 && nn_errno() == EINTR)
-            ;
+    ldpb_tp_close(c->tp, 0);
     ldpb_ledger_close(c->ledger);
     rq_close(c->queue);
     for (size_t i = 0; i < MECH_CACHE; i++)
@@ -468,15 +448,9 @@ static ldpb_err check_expiry(ldpb_client *c, const ldpb_assignment *a)
 
 static ldpb_err reopen_socket(ldpb_client *c)
 {
-    if (c->sock >= 0)
-        nn_close(c->sock);
-    c->sock = -1;
-    ldpb_err err = open_socket(c, c->timeout_ms);
-    if (err && c->sock >= 0) {
-        nn_close(c->sock);
-        c->sock = -1;
-    }
-    return err;
+    ldpb_tp_close(c->tp, 0);
+    c->tp = NULL;
+    return open_socket(c, c->timeout_ms);
 }
 
 typedef enum verdict {
@@ -487,40 +461,25 @@ typedef enum verdict {
 
 static ldpb_err send_frame(ldpb_client *c, size_t len)
 {
-    for (;;) {
-        if (nn_send(c->sock, c->send_buf, len, 0) >= 0)
-            return LDPB_OK;
-        int e = nn_errno();
-        if (e == EINTR)
-            continue;
-        if (e == ETIMEDOUT || e == EAGAIN)
-            return setf(c, LDPB_ETIMEDOUT, "sending to %s timed out", c->url);
-        return setf(c, LDPB_ETRANSPORT, "nn_send to %s: %s", c->url, nn_strerror(e));
-    }
+    ldpb_err err = ldpb_tp_send(c->tp, c->send_buf, len, c->tp_detail);
+    if (err == LDPB_ETIMEDOUT)
+        return setf(c, LDPB_ETIMEDOUT, "sending to %s timed out", c->url);
+    if (err)
+        return setf(c, err, "sending to %s: %s", c->url, c->tp_detail);
+    return LDPB_OK;
 }
 
 /* Waits until `deadline` (monotonic ms) for the reply; LDPB_ETIMEDOUT when it passes. */
 static ldpb_err recv_frame(ldpb_client *c, uint64_t deadline, const reply_buf *rb, size_t *n)
 {
-    for (;;) {
-        uint64_t now = mono_ms();
-        if (now >= deadline)
-            return LDPB_ETIMEDOUT;
-        int ms = deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
-        if (nn_setsockopt(c->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &ms, sizeof ms) < 0)
-            return setf(c, LDPB_ETRANSPORT, "nn_setsockopt: %s", nn_strerror(nn_errno()));
-        int rc = nn_recv(c->sock, rb->frame, rb->cap + 1, 0);
-        if (rc >= 0) {
-            *n = (size_t)rc;
-            return LDPB_OK;
-        }
-        int e = nn_errno();
-        if (e == EINTR)
-            continue;
-        if (e == ETIMEDOUT || e == EAGAIN)
-            return LDPB_ETIMEDOUT;
-        return setf(c, LDPB_ETRANSPORT, "nn_recv from %s: %s", c->url, nn_strerror(e));
-    }
+    uint64_t now = mono_ms();
+    if (now >= deadline)
+        return LDPB_ETIMEDOUT;
+    int ms = deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
+    ldpb_err err = ldpb_tp_recv_into(c->tp, rb->frame, rb->cap + 1, n, ms, c->tp_detail);
+    if (err && err != LDPB_ETIMEDOUT)
+        return setf(c, err, "receiving from %s: %s", c->url, c->tp_detail);
+    return err;
 }
 
 /* Judges one reply frame (`n` bytes in rb->frame) to request `request_id` (docs/protocol.md
@@ -636,8 +595,7 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, con
          * replies arrive after receive timeouts on the same socket; seen with a stalled server. */
         ldpb_err reopen = reopen_socket(c);
         if (reopen)
-            return setf(c, reopen, "cannot reopen the socket to %s: %s", c->url,
-                        nn_strerror(nn_errno()));
+            return setf(c, reopen, "cannot reopen the socket to %s: %s", c->url, c->tp_detail);
     }
     char prev[ERRMSG_BYTES];
     memcpy(prev, c->errmsg, sizeof prev);

@@ -154,7 +154,7 @@ static void oversized_frame_sizes_are_stated(void **state)
              LDPB_FRAME_MAX + 1, 4 * LDPB_FRAME_MAX - 4);
     if (!strstr(doc, row))
         fail_msg("section 1 does not say: %s", row);
-    snprintf(row, sizeof row, "| %u and more | nanomsg closes the connection",
+    snprintf(row, sizeof row, "| %u and more | the aggregator closes the connection",
              4 * LDPB_FRAME_MAX - 3);
     if (!strstr(doc, row))
         fail_msg("section 1 does not say: %s", row);

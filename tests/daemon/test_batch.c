@@ -37,11 +37,24 @@ static const char conf[] = "arms = 3\n"
                            "assignment_ttl_s = 60\n"
                            "log_level = warn\n";
 
+/* The pipeline's threads beyond the defaults (docs/aggregator.md, "The pipeline"): four workers
+ * over the harness's two listen URLs (ipc and tcp: two listeners, two workers each) and two
+ * repliers sealing and sending the answers of committed reports. */
+static const char pipeline[] = "workers = 4\n"
+                               "repliers = 2\n";
+
+static void start_with(dt_daemon *d, const char *extra)
+{
+    char c[512];
+    snprintf(c, sizeof c, "%s%s", conf, extra);
+    assert_int_equal(dt_daemon_init(d), 0);
+    assert_int_equal(dt_daemon_write_config(d, c), 0);
+    assert_int_equal(dt_daemon_start(d, NULL, NULL), 0);
+}
+
 static void start(dt_daemon *d)
 {
-    assert_int_equal(dt_daemon_init(d), 0);
-    assert_int_equal(dt_daemon_write_config(d, conf), 0);
-    assert_int_equal(dt_daemon_start(d, NULL, NULL), 0);
+    start_with(d, "");
 }
 
 static void stop(dt_daemon *d)
@@ -435,11 +448,13 @@ static void *load_main(void *p)
     return NULL;
 }
 
-static void test_kill9_batched(void **state)
+/* kill -9 under batched load from clients on both listen URLs, then a restart: every acked
+ * report counted exactly once, the others at most once; resending everything then counts each
+ * exactly once. `extra`: configuration lines beyond the test's. */
+static void kill9_batched(const char *extra)
 {
-    (void)state;
     dt_daemon d;
-    start(&d);
+    start_with(&d, extra);
     static load_rec recs[LOAD_THREADS][LOAD_MAX];
     memset(recs, 0, sizeof recs);
     load_arg args[LOAD_THREADS];
@@ -581,12 +596,114 @@ static void test_client_queue_survives_restart(void **state)
     stop(&d);
 }
 
+static void test_kill9_batched(void **state)
+{
+    (void)state;
+    kill9_batched("");
+}
+
+static void test_kill9_batched_pipeline(void **state)
+{
+    (void)state;
+    kill9_batched(pipeline);
+}
+
+/* Many clients over both listeners of a daemon with several workers and repliers: each client
+ * takes assignments and reports them one at a time and in batches; every report is acked exactly
+ * once, and the daemon and its database count exactly the reports sent, per arm. */
+#define MANY_CLIENTS 24
+#define MANY_ROUNDS  40
+
+typedef struct many_arg {
+    const dt_daemon *d;
+    const char *url;
+    uint64_t per_arm[K];
+    size_t sent, acked;
+    int failed;
+} many_arg;
+
+static void *many_main(void *p)
+{
+    many_arg *a = p;
+    dt_client c;
+    if (dt_client_open(&c, a->url, a->d->server.pk, 10000) != 0) {
+        a->failed = 1;
+        return NULL;
+    }
+    for (int round = 0; round < MANY_ROUNDS && !a->failed; round++) {
+        size_t n = round % 2 ? 3 : 1; /* alternately one report and a batch of three */
+        rec batch[3];
+        for (size_t i = 0; i < n; i++) {
+            if (assign_rec(&c, &batch[i]) != 0) {
+                a->failed = 1;
+                break;
+            }
+            batch[i].bit = (uint32_t)(round + i) & 1;
+        }
+        if (a->failed)
+            break;
+        dt_reply rep;
+        if (send_batch(&c, batch, n, &rep) != 0 || rep.kind != 1 ||
+            rep.env->body_case != LDPB__V1__ENVELOPE__BODY_BATCH_ACK ||
+            rep.env->batch_ack->n_results != n) {
+            a->failed = 1;
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                const Ldpb__V1__ReportResult *res = rep.env->batch_ack->results[i];
+                if (code_of(res) != 0 || dup_of(res)) {
+                    a->failed = 1;
+                    break;
+                }
+                a->per_arm[batch[i].arm]++;
+                a->acked++;
+            }
+            a->sent += n;
+        }
+        dt_reply_clear(&rep);
+    }
+    dt_client_close(&c);
+    return NULL;
+}
+
+static void test_pipeline_exact_count(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    start_with(&d, pipeline);
+    static many_arg args[MANY_CLIENTS];
+    pthread_t th[MANY_CLIENTS];
+    for (int i = 0; i < MANY_CLIENTS; i++) {
+        args[i] = (many_arg){.d = &d, .url = i % 2 ? d.tcp_url : d.ipc_url};
+        assert_int_equal(pthread_create(&th[i], NULL, many_main, &args[i]), 0);
+    }
+    uint64_t expect[K] = {0};
+    size_t sent = 0, acked = 0;
+    for (int i = 0; i < MANY_CLIENTS; i++) {
+        pthread_join(th[i], NULL);
+        assert_false(args[i].failed);
+        sent += args[i].sent;
+        acked += args[i].acked;
+        for (int a = 0; a < K; a++)
+            expect[a] += args[i].per_arm[a];
+    }
+    assert_int_equal(sent, (size_t)MANY_CLIENTS * (MANY_ROUNDS / 2) * 4);
+    assert_int_equal(acked, sent);
+    assert_int_equal(reports_counted(&d), sent);
+    uint64_t db[K];
+    assert_int_equal(db_counts(&d, db), sent);
+    for (int a = 0; a < K; a++)
+        assert_int_equal(db[a], expect[a]);
+    stop(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixed_old_and_new_clients),
         cmocka_unit_test(test_batch_results_each_their_own),
         cmocka_unit_test(test_kill9_batched),
+        cmocka_unit_test(test_kill9_batched_pipeline),
+        cmocka_unit_test(test_pipeline_exact_count),
         cmocka_unit_test(test_client_queue_survives_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,382 @@
+/* The committer (server_internal.h): its queue, the group commit of reports and decisions, and
+ * the publishing of the committed policy state (docs/aggregator.md, "Durability"). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "server_internal.h"
+
+/* The commit duration histogram's bounds (server.h). */
+const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
+};
+
+/* ---- the committer's queue --------------------------------------------------------------- */
+
+/* Appends `it` if fewer than `limit` items wait; 0 otherwise. Decisions are queued only while
+ * the queue is less than half full, so logging can never crowd out reports. */
+int enqueue(agg_server *s, const item *it, size_t limit)
+{
+    pthread_mutex_lock(&s->queue_mu);
+    int ok = s->q_count < limit;
+    if (ok) {
+        if (s->q_count == 0)
+            s->q_waiting_since_us = mono_us();
+        s->q[(s->q_head + s->q_count) % s->q_cap] = *it;
+        s->q_count++;
+        if (it->kind == ITEM_REPORT)
+            s->q_reports++;
+        if (it->kind == ITEM_REPORT || s->q_count == 1 || s->q_count >= DECISION_BATCH)
+            pthread_cond_signal(&s->queue_cv);
+    }
+    pthread_mutex_unlock(&s->queue_mu);
+    return ok;
+}
+
+/* ---- the committer ----------------------------------------------------------------------- */
+
+/* Saves policy p into *buf (grown as needed). */
+static ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, size_t *len)
+{
+    ldpb_err err = agg_policy_save(p, *buf, *cap, len);
+    if (err == LDPB_ERANGE) {
+        size_t want = *len + *len / 2 + 64;
+        uint8_t *nb = realloc(*buf, want);
+        if (!nb)
+            return LDPB_ENOMEM;
+        *buf = nb;
+        *cap = want;
+        err = agg_policy_save(p, *buf, *cap, len);
+    }
+    return err;
+}
+
+static agg_store_row row_of(const agg_server *s, const item *it)
+{
+    agg_store_row r;
+    r.id = it->id;
+    r.id_len = AGG_TOKEN_BYTES;
+    r.arm = it->tok.arm;
+    r.mechanism = s->mech_name;
+    r.epsilon = it->tok.epsilon;
+    r.propensity = it->tok.propensity;
+    r.policy_version = it->tok.policy_version;
+    r.expires_at_ms = it->tok.expires_at_ms;
+    r.at_ms = it->at_ms;
+    r.value = it->value;
+    return r;
+}
+
+/* Reads the free space of state_dir and pauses or resumes assignments by it. */
+void check_space(agg_server *s)
+{
+    struct statvfs vs;
+    if (statvfs(s->cfg->state_dir, &vs) != 0)
+        return; /* keep the last verdict: a failed statvfs says nothing about the space */
+    uint64_t free_b = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
+    atomic_store(&s->free_bytes, free_b);
+    int low = s->cfg->min_free_mb && free_b < s->cfg->min_free_mb * 1048576u;
+    int was = atomic_exchange(&s->space_low, low);
+    if (low && !was)
+        logf_(s, AGG_LOG_WARN,
+              "state_dir %s has %.1f MiB free, below min_free_mb = %" PRIu64
+              ": no assignments (clients get LDPB_EBUSY) until space returns",
+              s->cfg->state_dir, (double)free_b / 1048576.0, s->cfg->min_free_mb);
+    else if (!low && was)
+        logf_(s, AGG_LOG_WARN, "state_dir %s has %.1f MiB free again: assignments resumed",
+              s->cfg->state_dir, (double)free_b / 1048576.0);
+}
+
+/* A rolled-back transaction: pauses assignments (the next successful commit resumes them) and
+ * logs, at most once per error_log_interval_s (a full disk fails every commit). */
+static void note_commit_failure(agg_server *s, size_t n)
+{
+    if (!atomic_exchange(&s->commits_failing, 1))
+        logf_(s, AGG_LOG_WARN,
+              "commits fail: no assignments (clients get LDPB_EBUSY) until one succeeds; "
+              "retrying every %d ms",
+              HEALTH_CHECK_MS);
+    uint64_t suppressed = 0;
+    if (!log_limit_pass(&s->commit_log, s->cfg->error_log_interval_s, &suppressed))
+        return;
+    char more[96] = "";
+    if (suppressed)
+        snprintf(more, sizeof more, " (%" PRIu64 " more failures not logged since the last line)",
+                 suppressed);
+    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back: %s%s", n,
+          agg_store_errmsg(s->store), more);
+}
+
+/* Retention of the propensity log (decision_retention_s, decision_rows_max), in the batch's
+ * transaction and bounded by the batch's size. */
+static ldpb_err prune_decisions(agg_server *s, size_t n, uint64_t *deleted)
+{
+    uint64_t now = ldpb_seal_now_ms(), keep_ms = s->cfg->decision_retention_s * 1000u;
+    return agg_store_prune_decisions(s->store, now > keep_ms ? now - keep_ms : 0,
+                                     s->cfg->decision_rows_max, PRUNE_CHUNK + n, deleted);
+}
+
+/* Moves up to batch_max queued items into s->batch; their number. */
+static size_t take_batch(agg_server *s)
+{
+    pthread_mutex_lock(&s->queue_mu);
+    size_t n = s->q_count < s->cfg->batch_max ? s->q_count : (size_t)s->cfg->batch_max;
+    for (size_t i = 0; i < n; i++) {
+        s->batch[i] = s->q[(s->q_head + i) % s->q_cap];
+        s->q_reports -= s->batch[i].kind == ITEM_REPORT;
+    }
+    s->q_head = (s->q_head + n) % s->q_cap;
+    s->q_count -= n;
+    if (s->q_count)
+        s->q_waiting_since_us = mono_us();
+    pthread_mutex_unlock(&s->queue_mu);
+    return n;
+}
+
+/* Inside the open transaction: each item's row, and each report's status in batch_status (0 new,
+ * 1 duplicate, LDPB_EEXPIRED). */
+static ldpb_err write_rows(agg_server *s, size_t n, uint64_t *n_new, uint64_t *n_dup)
+{
+    ldpb_err err = LDPB_OK;
+    for (size_t i = 0; i < n && !err; i++) {
+        item *it = &s->batch[i];
+        agg_store_row row = row_of(s, it);
+        s->batch_status[i] = 0;
+        if (it->kind == ITEM_DECISION) {
+            err = agg_store_add_decision(s->store, &row);
+        } else if (it->expired) {
+            int exists = 0;
+            err = agg_store_has_report(s->store, it->id, AGG_TOKEN_BYTES, &exists);
+            s->batch_status[i] = exists ? 1 : LDPB_EEXPIRED;
+            *n_dup += exists;
+        } else {
+            int is_new = 0;
+            err = agg_store_add_report(s->store, &row, &is_new);
+            s->batch_status[i] = is_new ? 0 : 1;
+            *n_new += is_new;
+            *n_dup += !is_new;
+        }
+    }
+    return err;
+}
+
+/* One pass of the batch's new reports into `next`. A report the policy refuses gets its code in
+ * batch_status, its row is taken back and *again is set (the pass stops there). */
+static ldpb_err observe_pass(agg_server *s, size_t n, agg_policy_env *env, int *observed,
+                             uint64_t *n_new, int *again)
+{
+    ldpb_err err = LDPB_OK;
+    for (size_t i = 0; i < n && !err && !*again; i++) {
+        item *it = &s->batch[i];
+        if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
+            continue;
+        ldpb_err oe = s->contextual
+                          ? agg_ctx_policy_observe(s->next, env, it->tok.arm, it->x, it->value)
+                          : agg_policy_observe_with_propensity(s->next, env, it->tok.arm, it->value,
+                                                               it->tok.propensity);
+        if (oe == LDPB_ESTATE && s->contextual) {
+            /* Assigned before the horizon was reached, reported after: counted, not
+             * learned from (docs/aggregator.md, "Contextual policies"). */
+            logf_(s, AGG_LOG_WARN,
+                  "a report past the contextual policy's horizon is counted but not "
+                  "learned from");
+            oe = LDPB_OK;
+        }
+        if (!oe) {
+            *observed = 1;
+        } else if (oe == LDPB_ENOMEM) {
+            logf_(s, AGG_LOG_ERROR, "observing a report (arm %u): %s", (unsigned)it->tok.arm,
+                  ldpb_strerror(oe));
+            err = oe;
+        } else {
+            /* at most one line per error_log_interval_s: a client may resend it */
+            uint64_t more = 0;
+            if (log_limit_pass(&s->refusal_log, s->cfg->error_log_interval_s, &more))
+                logf_(s, AGG_LOG_WARN,
+                      "the policy refused a validated report (arm %u): %s; answered "
+                      "alone, not counted (%" PRIu64 " more since the last line)",
+                      (unsigned)it->tok.arm, ldpb_strerror(oe), more);
+            s->batch_status[i] = (int)oe;
+            (*n_new)--;
+            err = agg_store_remove_report(s->store, it->id, AGG_TOKEN_BYTES);
+            *again = 1;
+        }
+    }
+    return err;
+}
+
+/* The batch's new reports observed into `next`, a copy of the served state, with the committer's
+ * own generators (nothing a worker can read depends on its noise until the COMMIT), and `next`
+ * saved into save_buf. */
+static ldpb_err observe_batch(agg_server *s, size_t n, int *observed, uint64_t *n_new,
+                              uint64_t *n_dup, size_t *save_len)
+{
+    size_t snap_len = 0;
+    pthread_mutex_lock(&s->policy_mu);
+    ldpb_err err = save_policy(s->policy, &s->snap_buf, &s->snap_cap, &snap_len);
+    pthread_mutex_unlock(&s->policy_mu);
+    agg_policy_env env = {&s->next_rand, s->cfg->mode == AGG_MODE_CENTRAL ? s->next_noise : NULL};
+    /* A report the policy refuses (docs/aggregator.md, "A report the policy refuses") is
+     * answered alone and its row taken back; the copy restarts from the served state and the
+     * batch is observed again without it, so the copy is as if it had never been seen,
+     * whatever a refusing observe left behind (a noise draw, a counter), and the draws of
+     * the dropped pass are never released. Each pass drops one report: at most
+     * (refusals + 1) passes. Only running out of memory fails the batch (every report gets
+     * LDPB_EIO and is resent): it says nothing about the report. */
+    int again = 1;
+    while (!err && again) {
+        again = 0;
+        *observed = 0;
+        err = agg_policy_restore(s->next, s->snap_buf, snap_len);
+        if (!err)
+            err = observe_pass(s, n, &env, observed, n_new, &again);
+    }
+    /* A copy of a refused report later in the same batch was taken for a duplicate of it:
+     * it gets the same refusal, since nothing was counted. */
+    for (size_t i = 0; i < n && !err; i++) {
+        if (s->batch[i].kind != ITEM_REPORT || s->batch_status[i] != 1)
+            continue;
+        for (size_t j = 0; j < i; j++) {
+            int sj = s->batch_status[j];
+            if (s->batch[j].kind == ITEM_REPORT && sj > 1 && sj != LDPB_EEXPIRED &&
+                memcmp(s->batch[j].id, s->batch[i].id, AGG_TOKEN_BYTES) == 0) {
+                s->batch_status[i] = sj;
+                (*n_dup)--;
+                break;
+            }
+        }
+    }
+    if (!err)
+        err = save_policy(s->next, &s->save_buf, &s->save_cap, save_len);
+    return err;
+}
+
+/* After a successful COMMIT: publishes `next` if the batch changed it and updates the counters. */
+static void publish(agg_server *s, const agg_store_counters *c, int observed, uint64_t n_deleted,
+                    size_t n, uint64_t t0)
+{
+    s->committed = *c;
+    if (observed) {
+        /* Durable now: publish by swapping the instances, O(1) under the lock. The old served
+         * instance becomes `next`, overwritten by the next batch's copy. The served cursor
+         * restarts where the copy had it (as after a restart, to the saved one), so choices
+         * made during the commit may repeat once. */
+        pthread_mutex_lock(&s->policy_mu);
+        agg_policy *p = s->policy;
+        s->policy = s->next;
+        s->next = p;
+        s->policy_version = c->policy_version;
+        pthread_mutex_unlock(&s->policy_mu);
+    }
+    if (atomic_exchange(&s->commits_failing, 0)) {
+        logf_(s, AGG_LOG_WARN,
+              "commits succeed again: assignments resumed (%" PRIu64
+              " failures since the last logged one)",
+              s->commit_log.suppressed);
+        s->commit_log.suppressed = 0;
+    }
+    atomic_fetch_add(&s->n_decisions_deleted, n_deleted);
+    atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
+    atomic_store(&s->n_reports, c->reports);
+    atomic_store(&s->n_duplicates, c->duplicates);
+    atomic_fetch_add(&s->n_batches, 1);
+    atomic_fetch_add(&s->n_batch_items, n);
+    uint64_t took = mono_us() - t0;
+    atomic_fetch_add(&s->commit_us, took);
+    size_t bucket = 0;
+    while (bucket < AGG_COMMIT_BUCKETS && (double)took > agg_commit_bucket_us[bucket])
+        bucket++;
+    atomic_fetch_add(&s->commit_hist[bucket], 1);
+}
+
+size_t agg_server_commit_batch(agg_server *s)
+{
+    check_space(s);
+    /* While commits fail, an empty transaction probes whether they work again. */
+    int probe = atomic_load(&s->commits_failing);
+    size_t n = take_batch(s);
+    if (n == 0 && !probe)
+        return 0;
+
+    uint64_t t0 = mono_us();
+    uint64_t n_new = 0, n_dup = 0;
+    int observed = 0;
+    size_t save_len = 0;
+    ldpb_err err = agg_store_begin(s->store);
+    if (!err)
+        err = write_rows(s, n, &n_new, &n_dup);
+    if (!err && n_new == 0) {
+        /* Nothing to observe: the served state (its round-robin cursor included) is saved as it
+         * is, and nothing is published. */
+        pthread_mutex_lock(&s->policy_mu);
+        err = save_policy(s->policy, &s->save_buf, &s->save_cap, &save_len);
+        pthread_mutex_unlock(&s->policy_mu);
+    } else if (!err) {
+        err = observe_batch(s, n, &observed, &n_new, &n_dup, &save_len);
+    }
+    agg_store_counters c = s->committed;
+    c.policy_version += n_new;
+    c.reports += n_new;
+    c.duplicates += n_dup;
+    c.assignments = atomic_load(&s->n_assignments);
+    uint64_t n_deleted = 0;
+    if (!err)
+        err = prune_decisions(s, n, &n_deleted);
+    if (!err)
+        err = agg_store_put_state(s->store, s->save_buf, save_len, &c);
+    if (!err)
+        err = agg_store_commit(s->store);
+    if (err) {
+        /* `next` and its noise are dropped unreleased; the served state was never touched. */
+        note_commit_failure(s, n);
+        agg_store_rollback(s->store);
+        atomic_fetch_add(&s->n_commit_failures, 1);
+        answer_batch(s, n, 1);
+        return n;
+    }
+    publish(s, &c, observed, n_deleted, n, t0);
+    answer_batch(s, n, 0);
+    return n;
+}
+
+/* Under queue_mu: whether the committer should commit now (see DECISION_DELAY_MS). */
+static int commit_due(const agg_server *s)
+{
+    if (s->q_reports > 0 || s->q_count >= DECISION_BATCH || (s->committer_stop && s->q_count))
+        return 1;
+    return s->q_count > 0 && mono_us() >= s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
+}
+
+void *committer_main(void *arg)
+{
+    agg_server *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->queue_mu);
+        /* Wakes at HEALTH_CHECK_MS at the latest, so the free-space check and the probe of a
+         * failing commit run without traffic too (agg_server_commit_batch does both). */
+        uint64_t check_at = mono_us() + HEALTH_CHECK_MS * 1000u;
+        while (!commit_due(s) && !(s->committer_stop && s->q_count == 0) && mono_us() < check_at) {
+            uint64_t due = check_at;
+            if (s->q_count && s->q_waiting_since_us + DECISION_DELAY_MS * 1000u < due)
+                due = s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
+            struct timespec ts = {(time_t)(due / 1000000u), (long)(due % 1000000u) * 1000L};
+            pthread_cond_timedwait(&s->queue_cv, &s->queue_mu, &ts);
+        }
+        int done = s->q_count == 0 && s->committer_stop;
+        pthread_mutex_unlock(&s->queue_mu);
+        if (done)
+            break;
+        agg_server_commit_batch(s);
+    }
+    return NULL;
+}
