@@ -69,7 +69,8 @@ static void make_queue(const char *name, size_t n, const ldpb_client_mech *mechs
         die("rng");
     ldpb_client_opts o;
     ldpb_client_opts_init(&o);
-    o.server_url = "inproc://ldpb-report-queue-corpus";
+    o.server_url =
+        "ipc:///nonexistent/ldpb-report-queue-corpus"; /* never dialed: reports are only queued */
     memset(o.server_public_key, 9, sizeof o.server_public_key);
     o.queue_path = path_of(name, "");
     o.rng = rng;
