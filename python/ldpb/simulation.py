@@ -199,8 +199,9 @@ def simulate(preset: Optional[str] = None, *, seed: str = "1", threads: Optional
 
     Raises:
         InvalidArgument / OutOfRange: options the command refuses (its own message);
-        NotSupported: a preset with a runner of its own (sajed2019-nas, shariff2018,
-        smith2013-*).
+        NotSupported: a preset with a runner of its own that only ``ldpb sim`` runs
+        (sajed2019-nas, smith2013-*). shariff2018 runs here (options horizon, trials,
+        algorithms, epsilons; mechanism "none", k the actions per round).
 
     >>> r = ldpb.simulate("sajed2019-c1", trials=4, horizon=10**5)   # doctest: +SKIP
     >>> r.mean.shape, r.t[-1]                                        # doctest: +SKIP

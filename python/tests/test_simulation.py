@@ -42,6 +42,22 @@ def test_preset_equals_cli(tmp_path):
     check_equal_to_csv(r, rows)
 
 
+def test_shariff2018_equals_cli(tmp_path):
+    rows = cli_regret(tmp_path, "--preset", "shariff2018", "--trials", "2", "--horizon", "3000",
+                      "--seed", "py")
+    r = ldpb.simulate("shariff2018", trials=2, horizon=3000, seed="py", threads=1)
+    check_equal_to_csv(r, rows)
+    assert [c.algorithm for c in r.configs[:4]] == ["linucb", "jdp-linucb-wishart",
+                                                   "jdp-linucb-gaussian", "ldp-linucb-gaussian"]
+    assert r.configs[0].model == "nonprivate" and r.configs[3].model == "local"
+    assert r.configs[0].epsilon_value == float("inf") and r.configs[1].epsilon_value == 1.0
+    assert r.regret.shape == (len(r.configs), 2, len(r.t))
+    b = ldpb.simulate("shariff2018", trials=2, horizon=3000, seed="py", threads=2)
+    np.testing.assert_array_equal(r.regret, b.regret)
+    with pytest.raises(ldpb.InvalidArgument, match="k does not apply to preset shariff2018"):
+        ldpb.simulate("shariff2018", k=3)
+
+
 def test_custom_instance_equals_cli(tmp_path):
     rows = cli_regret(tmp_path, "--means", "0.9,0.8,0.5", "--algorithms",
                       "ucb1,ldp-ts-b,ldp-ucb-l,dp-se,exp3", "--mechanisms", "linear,laplace",
@@ -74,6 +90,7 @@ def test_presets_listed():
     names = ldpb.presets()
     assert "jiang2023" in names and "sajed2019-nas" in names
     assert ldpb.preset_runnable("jiang2023") and not ldpb.preset_runnable("sajed2019-nas")
+    assert ldpb.preset_runnable("shariff2018")
 
 
 def test_errors():
