@@ -247,8 +247,7 @@ static void ctxpolicy_steps(void **state)
             assert_int_equal(ldpb_ctxpolicy_add_report(q, z, 3), LDPB_EPROTO);
             double keep = z[0];
             z[0] = 1e9;
-            assert_int_equal(ldpb_ctxpolicy_add_report(q, z, (D + 1) * (D + 2) / 2),
-                             LDPB_EPROTO);
+            assert_int_equal(ldpb_ctxpolicy_add_report(q, z, (D + 1) * (D + 2) / 2), LDPB_EPROTO);
             z[0] = keep;
             assert_int_equal(ldpb_ctxpolicy_add_report(q, z, (D + 1) * (D + 2) / 2), LDPB_OK);
             assert_int_equal(ldpb_ctxpolicy_rounds(q), T + 1);
@@ -276,9 +275,8 @@ static void ctxpolicy_steps(void **state)
     assert_true(msg[0] != '\0');
     pp.d = 2;
     pp.delta = 1.5;
-    assert_int_not_equal(ldpb_ctxpolicy_new(&bad, "jdp-linucb-gaussian", &pp, NULL, msg,
-                                            sizeof msg),
-                         LDPB_OK);
+    assert_int_not_equal(
+        ldpb_ctxpolicy_new(&bad, "jdp-linucb-gaussian", &pp, NULL, msg, sizeof msg), LDPB_OK);
     assert_non_null(strstr(msg, "delta"));
     assert_string_equal(ldpb_ctxpolicy_name_at(3), "ldp-linucb-gaussian");
     assert_null(ldpb_ctxpolicy_name_at(4));
@@ -309,10 +307,8 @@ static void audit_verdicts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sim_batch_and_curves),
-        cmocka_unit_test(sim_errors),
-        cmocka_unit_test(policy_steps),
-        cmocka_unit_test(ctxpolicy_steps),
+        cmocka_unit_test(sim_batch_and_curves), cmocka_unit_test(sim_errors),
+        cmocka_unit_test(policy_steps),         cmocka_unit_test(ctxpolicy_steps),
         cmocka_unit_test(audit_verdicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -309,8 +309,8 @@ static ldpb_err check_poison_plan(ldpb_sim *s)
  * threads); the others are refused with the command's words (tools/cmd_sim_ctx.c). */
 static ldpb_err ctx_prepare(ldpb_sim *s)
 {
-    static const char *const unused[] = {"means", "laws",   "mechanisms", "k",   "kappa",
-                                         "gamma", "eps-arm", "tau",       "threshold"};
+    static const char *const unused[] = {"means", "laws",    "mechanisms", "k",        "kappa",
+                                         "gamma", "eps-arm", "tau",        "threshold"};
     for (size_t u = 0; u < sizeof unused / sizeof unused[0]; u++)
         for (size_t i = 0; i < N_PLAN_OPTS; i++)
             if (strcmp(plan_opts[i].name, unused[u]) == 0 && s->texts[i]) {

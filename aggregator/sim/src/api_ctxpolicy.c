@@ -182,8 +182,8 @@ static uint64_t local_rounds(const ldpb_ctxpolicy *p)
     return agg_ldp_linucb_reports(p->ldp);
 }
 
-static const kind_ops central_ops = {central_create,  central_choose, central_observe,
-                                     central_save,    central_restore, central_rounds};
+static const kind_ops central_ops = {central_create, central_choose,  central_observe,
+                                     central_save,   central_restore, central_rounds};
 static const kind_ops local_ops = {local_create, local_choose,  local_observe,
                                    local_save,   local_restore, local_rounds};
 
