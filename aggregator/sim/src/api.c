@@ -373,8 +373,10 @@ static ldpb_err ctx_run(ldpb_sim *s, const char *seed_text)
                      msg);
     s->seconds = simout_now_seconds() - start;
     if (err) {
-        snprintf(s->errmsg, sizeof s->errmsg, "simulation failed: %s",
-                 msg[0] ? msg : ldpb_strerror(err));
+        /* the runner's message is one line of at most SIMCTX_ERRMSG_MAX - 1 bytes; the prefix
+         * takes 19 of the handle's SIMPLAN_ERRMSG_MAX */
+        snprintf(s->errmsg, sizeof s->errmsg, "simulation failed: %.*s",
+                 (int)(sizeof s->errmsg - 20), msg[0] ? msg : ldpb_strerror(err));
         goto done;
     }
     for (size_t c = 0; c < nc; c++) {
