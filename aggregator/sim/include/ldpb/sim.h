@@ -230,7 +230,7 @@ LDPB_API void ldpb_ctxpolicy_free(ldpb_ctxpolicy *p);
 /* Chooses among n_actions rows of x (n_actions x d, row-major, finite, each of norm <= L): the
  * largest optimistic index, exact ties broken at random; *ties (may be NULL) gets the number of
  * rows that attained it (the choice's propensity is 1/ties). LDPB_EINVAL for NULL or non-finite
- * values, LDPB_ERANGE for n_actions out of range (0, or above 65536, 4096 for ldp-*) or a row
+ * values, LDPB_ERANGE for n_actions out of range (0, or above 65536) or a row
  * longer than L. */
 LDPB_API ldpb_err ldpb_ctxpolicy_choose(ldpb_ctxpolicy *p, const double *x, uint32_t n_actions,
                                         uint32_t *arm, uint32_t *ties);
