@@ -121,6 +121,12 @@ def test_c_side_refusals():
     p = ldpb.ContextualPolicy("linucb", d=2, horizon=10)
     with pytest.raises(ldpb.OutOfRange):
         p.choose([[2.0, 0.0], [0.0, 1.0]])  # a row longer than L = 1
+    for name in NAMES:
+        with pytest.raises(ldpb.OutOfRange):
+            ldpb.ContextualPolicy(name, d=2, horizon=10).observe([2.0, 0.0], 1.0)
+        with pytest.raises(ldpb.OutOfRange):  # L = 3 admits it
+            ldpb.ContextualPolicy(name, d=2, horizon=10, L=3).observe([3.5, 0.0], 1.0)
+        ldpb.ContextualPolicy(name, d=2, horizon=10, L=3).observe([2.0, 0.0], 1.0)
     assert [n for n, _ in ldpb.contextual_policies()] == NAMES
 
 
