@@ -34,7 +34,7 @@ from ._lib import LibraryNotFound
 from .mechanisms import (EPSILON_MAX, MECHANISMS, AuditResult, Mechanism, Rng, audit,
                          privatize)
 from .policies import ArmState, Policy, policies
-from .simulation import SimConfig, SimResult, presets, preset_runnable, simulate
+from .simulation import SimConfig, SimResult, SimTable, presets, preset_runnable, simulate
 
 __version__ = "0.1.0"
 
@@ -43,7 +43,7 @@ __all__ = [
     "Busy", "Client", "ContextualPolicy", "Corrupt", "CryptoError", "EPSILON_MAX", "Expired", "FlushStats",
     "IOFailure", "InvalidArgument", "LdpbError", "LibraryNotFound", "MECHANISMS", "Mechanism",
     "NotFound", "NotSupported", "OutOfMemory", "OutOfRange", "Policy", "ProtocolError",
-    "Replay", "Rng", "SimConfig", "SimResult", "StateError", "Status", "Timeout",
+    "Replay", "Rng", "SimConfig", "SimResult", "SimTable", "StateError", "Status", "Timeout",
     "TransportError", "VersionMismatch", "audit", "contextual_policies", "policies", "preset_runnable", "presets",
     "privatize", "simulate",
 ]

@@ -231,6 +231,7 @@ _SIM_PROTOS = {
     "ldpb_sim_regret": (_DP, [_P, c_size_t]),
     "ldpb_sim_curve": (_ERR, [_P, c_size_t, POINTER(_DP), POINTER(_DP), POINTER(_DP)]),
     "ldpb_sim_preset_name": (c_char_p, [c_size_t]),
+    "ldpb_sim_table": (c_char_p, [_P, POINTER(c_char_p)]),
     "ldpb_sim_preset_runnable": (c_int, [c_char_p]),
     "ldpb_policy_params_init": (None, [POINTER(PolicyParamsC)]),
     "ldpb_policy_new": (_ERR, [POINTER(_P), c_char_p, POINTER(PolicyParamsC), c_char_p,

@@ -101,8 +101,13 @@ static void sim_errors(void **state)
     char msg[320];
     assert_int_equal(run_with("preset", "nope", msg, sizeof msg), LDPB_EINVAL);
     assert_non_null(strstr(msg, "unknown preset 'nope'"));
-    assert_int_equal(run_with("preset", "sajed2019-nas", msg, sizeof msg), LDPB_ENOTSUP);
-    assert_non_null(strstr(msg, "ldpb sim --preset sajed2019-nas"));
+    assert_int_equal(run_with("preset", "smith2013-bandit", msg, sizeof msg), LDPB_ENOTSUP);
+    assert_non_null(strstr(msg, "ldpb sim --preset smith2013-bandit"));
+    /* sajed2019-nas runs, but takes no horizon (run_with sets one) */
+    assert_int_equal(run_with("preset", "sajed2019-nas", msg, sizeof msg), LDPB_EINVAL);
+    assert_non_null(strstr(msg, "horizon does not apply to preset sajed2019-nas"));
+    assert_int_equal(run_with("gaps", "0.1", msg, sizeof msg), LDPB_EINVAL);
+    assert_non_null(strstr(msg, "gaps applies to preset sajed2019-nas only"));
     assert_int_equal(run_with("frobnicate", "1", msg, sizeof msg), LDPB_EINVAL);
     assert_non_null(strstr(msg, "unknown option 'frobnicate'"));
     assert_int_equal(run_with("threads", "0", msg, sizeof msg), LDPB_ERANGE);
@@ -111,12 +116,41 @@ static void sim_errors(void **state)
     assert_int_equal(ldpb_sim_run(NULL), LDPB_EINVAL);
     assert_true(ldpb_sim_preset_runnable("jiang2023"));
     assert_true(ldpb_sim_preset_runnable("shariff2018"));
-    assert_false(ldpb_sim_preset_runnable("sajed2019-nas"));
+    assert_true(ldpb_sim_preset_runnable("sajed2019-nas"));
+    assert_false(ldpb_sim_preset_runnable("smith2013-experts"));
     size_t i = 0;
     int nas = 0;
     for (const char *n; (n = ldpb_sim_preset_name(i)) != NULL; i++)
         nas |= strcmp(n, "sajed2019-nas") == 0;
     assert_true(nas && i >= 15);
+}
+
+/* sajed2019-nas gives its table (the CSV `ldpb sim` writes; python_simulation compares the
+ * bytes with the command's) and no curves. */
+static void nas_table(void **state)
+{
+    (void)state;
+    ldpb_sim *s = NULL;
+    assert_int_equal(ldpb_sim_new(&s), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "preset", "sajed2019-nas"), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "trials", "5"), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "gaps", "0.4,0.8"), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "epsilons", "1"), LDPB_OK);
+    const char *name = "x";
+    assert_null(ldpb_sim_table(s, &name));
+    assert_null(name);
+    assert_int_equal(ldpb_sim_run(s), LDPB_OK);
+    const char *t = ldpb_sim_table(s, &name);
+    assert_non_null(t);
+    assert_string_equal(name, "stopping.csv");
+    assert_true(strncmp(t, "preset,algorithm,epsilon,gap,", 29) == 0);
+    size_t lines = 0;
+    for (const char *c = t; *c; c++)
+        lines += *c == '\n';
+    assert_int_equal(lines, 1 + 2 * 2); /* header, 2 algorithms x 2 gaps x 1 epsilon */
+    assert_int_equal(ldpb_sim_n_configs(s), 0);
+    assert_null(ldpb_sim_regret(s, 0));
+    ldpb_sim_free(s);
 }
 
 static void policy_steps(void **state)
@@ -307,8 +341,11 @@ static void audit_verdicts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sim_batch_and_curves), cmocka_unit_test(sim_errors),
-        cmocka_unit_test(policy_steps),         cmocka_unit_test(ctxpolicy_steps),
+        cmocka_unit_test(sim_batch_and_curves),
+        cmocka_unit_test(sim_errors),
+        cmocka_unit_test(nas_table),
+        cmocka_unit_test(policy_steps),
+        cmocka_unit_test(ctxpolicy_steps),
         cmocka_unit_test(audit_verdicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,6 +48,12 @@ struct ldpb_sim {
     simctx_plan ctxplan;
     double *ctx_eps;
     char ctx_title[SIMCTX_CFG_MAX][96];
+    /* sajed2019-nas (nas set): its grid (gaps: the text of its own option) and, once run, the
+     * text of the stopping.csv the command writes */
+    char *gaps;
+    int nas;
+    simnas_plan nasplan;
+    char *table;
 };
 
 /* The options of `ldpb sim` that shape the plan, by their command-line names. */
@@ -115,6 +121,10 @@ void ldpb_sim_free(ldpb_sim *s)
     free(s->ctx_eps);
     if (s->ctx)
         simctx_plan_fini(&s->ctxplan);
+    if (s->nas)
+        simnas_fini(&s->nasplan);
+    free(s->gaps);
+    free(s->table);
     simreport_fini(&s->report);
     simplan_fini(&s->plan);
     free(s);
@@ -166,6 +176,8 @@ ldpb_err ldpb_sim_set(ldpb_sim *s, const char *name, const char *value)
         return replace_text(&s->poison_fraction, value);
     if (strcmp(name, "poison-strategy") == 0)
         return replace_text(&s->poison_strategy, value);
+    if (strcmp(name, "gaps") == 0)
+        return replace_text(&s->gaps, value);
     for (size_t i = 0; i < N_PLAN_OPTS; i++) {
         if (strcmp(name, plan_opts[i].name) != 0)
             continue;
@@ -203,7 +215,7 @@ int ldpb_sim_preset_runnable(const char *name)
     for (size_t i = 0; name && i < n; i++)
         if (strcmp(info[i].name, name) == 0)
             return 1;
-    return name && strcmp(name, SIMCTX_PRESET) == 0;
+    return name && (strcmp(name, SIMCTX_PRESET) == 0 || strcmp(name, SIMNAS_PRESET) == 0);
 }
 
 const char *ldpb_sim_preset_name(size_t i)
@@ -305,30 +317,40 @@ static ldpb_err check_poison_plan(ldpb_sim *s)
 
 /* ---- shariff2018 ---------------------------------------------------------------------------- */
 
+/* A preset with a runner of its own takes the plan options `takes` names (a comma list) and
+ * seed and threads; any other set option is refused (as the command refuses it). */
+static ldpb_err check_unused(ldpb_sim *s, const char *preset, const char *takes)
+{
+    const char *bad = NULL;
+    for (size_t i = 0; i < N_PLAN_OPTS && !bad; i++) {
+        size_t n = strlen(plan_opts[i].name);
+        const char *at = strstr(takes, plan_opts[i].name);
+        int taken = at && (at == takes || at[-1] == ',') && (at[n] == ',' || at[n] == '\0');
+        if (s->texts[i] && i > 0 && !taken)
+            bad = plan_opts[i].name;
+    }
+    if (!bad && (s->poison_fraction || s->poison_strategy))
+        bad = "poison-fraction";
+    if (!bad && s->gaps && strcmp(preset, SIMNAS_PRESET) != 0)
+        bad = "gaps";
+    if (!bad)
+        return LDPB_OK;
+    snprintf(s->errmsg, sizeof s->errmsg, "%s does not apply to preset %s (it takes %s)", bad,
+             preset, takes);
+    return LDPB_EINVAL;
+}
+
 /* The options `ldpb sim --preset shariff2018` takes (horizon, trials, algorithms, epsilons, seed,
- * threads); the others are refused with the command's words (tools/cmd_sim_ctx.c). */
+ * threads); the others are refused as the command refuses them (tools/cmd_sim_ctx.c). */
 static ldpb_err ctx_prepare(ldpb_sim *s)
 {
-    static const char *const unused[] = {"means", "laws",    "mechanisms", "k",        "kappa",
-                                         "gamma", "eps-arm", "tau",        "threshold"};
-    for (size_t u = 0; u < sizeof unused / sizeof unused[0]; u++)
-        for (size_t i = 0; i < N_PLAN_OPTS; i++)
-            if (strcmp(plan_opts[i].name, unused[u]) == 0 && s->texts[i]) {
-                snprintf(s->errmsg, sizeof s->errmsg,
-                         "%s does not apply to preset %s (it takes horizon, trials, algorithms, "
-                         "epsilons)",
-                         unused[u], SIMCTX_PRESET);
-                return LDPB_EINVAL;
-            }
-    if (s->poison_fraction || s->poison_strategy) {
-        snprintf(s->errmsg, sizeof s->errmsg, "poison-fraction does not apply to preset %s",
-                 SIMCTX_PRESET);
-        return LDPB_EINVAL;
-    }
+    ldpb_err err = check_unused(s, SIMCTX_PRESET, "horizon,trials,algorithms,epsilons");
+    if (err)
+        return err;
     gsl_set_error_handler_off();
     char msg[SIMCTX_ERRMSG_MAX];
-    ldpb_err err = simctx_plan_build(&s->ctxplan, s->opts.horizon, s->opts.trials,
-                                     s->opts.algorithms, s->opts.epsilons, msg);
+    err = simctx_plan_build(&s->ctxplan, s->opts.horizon, s->opts.trials, s->opts.algorithms,
+                            s->opts.epsilons, msg);
     if (err) {
         snprintf(s->errmsg, sizeof s->errmsg, "%s", msg);
         return err;
@@ -400,6 +422,70 @@ done:
     return err;
 }
 
+/* ---- sajed2019-nas ------------------------------------------------------------------------- */
+
+static ldpb_err nas_prepare(ldpb_sim *s)
+{
+    ldpb_err err = check_unused(s, SIMNAS_PRESET, "trials,algorithms,epsilons,gaps");
+    if (err)
+        return err;
+    simnas_opts o = {s->opts.algorithms, s->opts.epsilons, s->gaps, s->opts.trials};
+    s->nas = 1; /* simnas_fini is safe after a failed build */
+    err = simnas_build(&s->nasplan, &o, s->errmsg);
+    if (err)
+        return err;
+    s->planned = 1;
+    s->errmsg[0] = '\0';
+    return LDPB_OK;
+}
+
+/* The run, reduced and written as `ldpb sim` writes stopping.csv (tools/cmd_sim.c). */
+static ldpb_err nas_run(ldpb_sim *s, const char *seed_text)
+{
+    const simnas_plan *pl = &s->nasplan;
+    simnas_trial *trials = calloc(pl->n_cell * (size_t)pl->trials, sizeof *trials);
+    simnas_stats *stats = calloc(pl->n_cell, sizeof *stats);
+    size_t len = 0;
+    FILE *f = NULL;
+    ldpb_err err = LDPB_ENOMEM;
+    if (!trials || !stats)
+        goto done;
+    uint8_t seed[LDPB_RNG_SEED_BYTES];
+    ldpb_rng_seed_from_text(seed, seed_text);
+    char msg[AGG_ERRMSG_MAX] = "";
+    double start = simout_now_seconds();
+    err = simnas_run(pl, seed, s->threads, trials, msg);
+    s->seconds = simout_now_seconds() - start;
+    if (err) {
+        snprintf(s->errmsg, sizeof s->errmsg, "simulation failed: %s",
+                 msg[0] ? msg : ldpb_strerror(err));
+        goto done;
+    }
+    err = simnas_reduce(pl, trials, stats);
+    if (err)
+        goto done;
+    err = LDPB_ENOMEM;
+    if (!(f = open_memstream(&s->table, &len)))
+        goto done;
+    int bad = simnas_write_csv(pl, stats, f);
+    if (fclose(f) == 0 && !bad)
+        err = LDPB_OK;
+done:
+    if (err == LDPB_ENOMEM)
+        snprintf(s->errmsg, sizeof s->errmsg, "%s", ldpb_strerror(err));
+    free(trials);
+    free(stats);
+    return err;
+}
+
+const char *ldpb_sim_table(const ldpb_sim *s, const char **file_name)
+{
+    int have = s && s->done && s->table;
+    if (file_name)
+        *file_name = have ? SIMNAS_CSV : NULL;
+    return have ? s->table : NULL;
+}
+
 ldpb_err ldpb_sim_prepare(ldpb_sim *s)
 {
     if (!s)
@@ -426,6 +512,12 @@ ldpb_err ldpb_sim_prepare(ldpb_sim *s)
     }
     if (preset && strcmp(preset, SIMCTX_PRESET) == 0)
         return ctx_prepare(s);
+    if (preset && strcmp(preset, SIMNAS_PRESET) == 0)
+        return nas_prepare(s);
+    if (s->gaps) {
+        snprintf(s->errmsg, sizeof s->errmsg, "gaps applies to preset %s only", SIMNAS_PRESET);
+        return LDPB_EINVAL;
+    }
     ldpb_err err = parse_poison(s);
     if (err)
         return err;
@@ -456,7 +548,9 @@ ldpb_err ldpb_sim_run(ldpb_sim *s)
     }
     gsl_set_error_handler_off();
     const char *seed_text = s->seed ? s->seed : SIMPLAN_DEFAULT_SEED;
-    ldpb_err err = s->ctx ? ctx_run(s, seed_text) : run_batch(s, seed_text);
+    ldpb_err err = s->ctx   ? ctx_run(s, seed_text)
+                   : s->nas ? nas_run(s, seed_text)
+                            : run_batch(s, seed_text);
     if (err == LDPB_OK) {
         s->done = 1;
         s->errmsg[0] = '\0';

@@ -40,7 +40,8 @@ LDPB_API void ldpb_sim_free(ldpb_sim *sim);
 
 /* Sets option `name` to the text `value` (copied; NULL unsets it), exactly as `ldpb sim --NAME
  * VALUE` would (docs/sim.md): preset, means, laws, algorithms, mechanisms, epsilons, k, horizon,
- * trials, kappa, gamma, eps-arm, tau, threshold, poison-fraction, poison-strategy, seed
+ * trials, kappa, gamma, eps-arm, tau, threshold, poison-fraction, poison-strategy, gaps
+ * (sajed2019-nas only), seed
  * (default "1": every simulation is seeded, the noise is simulated, never a secret) and threads
  * (default: the online CPUs; the results do not depend on it). The values are checked by
  * ldpb_sim_run. LDPB_EINVAL for NULL or an unknown name, LDPB_ESTATE after ldpb_sim_run,
@@ -57,9 +58,11 @@ typedef void (*ldpb_sim_progress_fn)(void *ctx, const ldpb_sim_progress *p);
 LDPB_API void ldpb_sim_set_progress(ldpb_sim *sim, ldpb_sim_progress_fn fn, void *ctx);
 
 /* Builds the plan from the options (cheap: nothing runs). Errors: LDPB_EINVAL or LDPB_ERANGE for
- * options `ldpb sim` refuses (the message says which), LDPB_ENOTSUP for the presets with runners
- * of their own (sajed2019-nas, shariff2018, smith2013-*: `ldpb sim` only), LDPB_ESTATE when
- * called twice, LDPB_ENOMEM. The message of any error is ldpb_sim_errmsg. */
+ * options `ldpb sim` refuses (the message says which), LDPB_ENOTSUP for the smith2013-* presets
+ * (`ldpb sim` only), LDPB_ESTATE when called twice, LDPB_ENOMEM. The message of any error is
+ * ldpb_sim_errmsg. shariff2018 takes horizon, trials, algorithms and epsilons and gives regret
+ * curves like the others; sajed2019-nas takes trials, algorithms, epsilons and gaps and gives a
+ * table (ldpb_sim_table) instead of curves. */
 LDPB_API ldpb_err ldpb_sim_prepare(ldpb_sim *sim);
 
 /* Runs every configuration x trial of the plan (preparing it first if needed, with the errors
@@ -100,6 +103,12 @@ LDPB_API const double *ldpb_sim_regret(const ldpb_sim *sim, size_t c);
  * LDPB_ESTATE before the run. */
 LDPB_API ldpb_err ldpb_sim_curve(const ldpb_sim *sim, size_t c, const double **mean,
                                  const double **ci_low, const double **ci_high);
+
+/* sajed2019-nas, after a successful ldpb_sim_run: the text of the CSV file `ldpb sim` writes for
+ * the same options and seed (byte for byte), and its name ("stopping.csv") in *file_name (may be
+ * NULL). NULL for the presets with regret curves (their accessors above are 0 / NULL for it).
+ * Owned by the handle. */
+LDPB_API const char *ldpb_sim_table(const ldpb_sim *sim, const char **file_name);
 
 /* The preset names `ldpb sim --preset` accepts, in its --help order (NULL past the end), and
  * whether ldpb_sim_run runs the preset (1) or only `ldpb sim` does (0). */
