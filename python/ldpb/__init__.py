@@ -10,6 +10,8 @@ Mechanisms (libldpb-client)
 Policies (libldpb-sim)
     :class:`Policy` drives any K-armed policy of the engine step by step (choose, observe,
     save, restore) in your own environment; :func:`policies` lists them.
+    :class:`ContextualPolicy` does the same for the contextual ones (linucb, jdp-linucb-*,
+    ldp-linucb-gaussian) with numpy feature arrays; :func:`contextual_policies` lists them.
 Simulation (libldpb-sim)
     :func:`simulate` runs a preset or custom instance of ``ldpb sim`` and returns the regret
     curves as numpy arrays (:class:`SimResult`; ``to_dataframe()`` with pandas, ``plot()`` with
@@ -22,6 +24,7 @@ libraries are found through ``LDPB_LIBRARY_PATH``, a build directory next to thi
 source, or the system (docs/python.md).
 """
 
+from .contextual import ContextualPolicy, contextual_policies
 from .client import ArmStatus, Assignment, Client, FlushStats, Status
 from .errors import (AuthError, BudgetExceeded, Busy, Corrupt, CryptoError, Expired,
                      InvalidArgument, IOFailure, LdpbError, NotFound, NotSupported, OutOfMemory,
@@ -31,16 +34,16 @@ from ._lib import LibraryNotFound
 from .mechanisms import (EPSILON_MAX, MECHANISMS, AuditResult, Mechanism, Rng, audit,
                          privatize)
 from .policies import ArmState, Policy, policies
-from .simulation import SimConfig, SimResult, presets, preset_runnable, simulate
+from .simulation import SimConfig, SimResult, SimTable, presets, preset_runnable, simulate
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArmState", "ArmStatus", "Assignment", "AuditResult", "AuthError", "BudgetExceeded",
-    "Busy", "Client", "Corrupt", "CryptoError", "EPSILON_MAX", "Expired", "FlushStats",
+    "Busy", "Client", "ContextualPolicy", "Corrupt", "CryptoError", "EPSILON_MAX", "Expired", "FlushStats",
     "IOFailure", "InvalidArgument", "LdpbError", "LibraryNotFound", "MECHANISMS", "Mechanism",
     "NotFound", "NotSupported", "OutOfMemory", "OutOfRange", "Policy", "ProtocolError",
-    "Replay", "Rng", "SimConfig", "SimResult", "StateError", "Status", "Timeout",
-    "TransportError", "VersionMismatch", "audit", "policies", "preset_runnable", "presets",
+    "Replay", "Rng", "SimConfig", "SimResult", "SimTable", "StateError", "Status", "Timeout",
+    "TransportError", "VersionMismatch", "audit", "contextual_policies", "policies", "preset_runnable", "presets",
     "privatize", "simulate",
 ]

@@ -140,6 +140,12 @@ class PolicyParamsC(ctypes.Structure):
                 ("threshold", c_double)]
 
 
+class CtxPolicyParamsC(ctypes.Structure):
+    _fields_ = [("d", c_uint32), ("horizon", c_uint64), ("epsilon", c_double),
+                ("delta", c_double), ("alpha", c_double), ("L", c_double), ("B", c_double),
+                ("S", c_double), ("sigma", c_double), ("rho", c_double)]
+
+
 class PolicyArmC(ctypes.Structure):
     _fields_ = [("pulls", c_uint64), ("estimate", c_double), ("ci_low", c_double),
                 ("ci_high", c_double), ("active", c_int)]
@@ -192,6 +198,9 @@ _CLIENT_PROTOS = {
     "ldpb_client_report_and_assign": (_ERR, [_P, POINTER(AssignmentC), c_double, _P, c_size_t,
                                              POINTER(AssignmentC), POINTER(c_int)]),
     "ldpb_client_queue_report": (_ERR, [_P, POINTER(AssignmentC), c_double]),
+    "ldpb_client_report_context": (_ERR, [_P, POINTER(AssignmentC), _P, c_size_t, c_double]),
+    "ldpb_client_assign_local": (_ERR, [_P, _P, c_uint32, c_uint32, POINTER(AssignmentC)]),
+    "ldpb_client_report_local": (_ERR, [_P, POINTER(AssignmentC), _P, c_uint32, c_double]),
     "ldpb_client_flush": (_ERR, [_P, c_size_t, POINTER(FlushStatsC)]),
     "ldpb_client_queued": (c_size_t, [_P]),
     "ldpb_client_status": (_ERR, [_P, POINTER(StatusC)]),
@@ -222,6 +231,7 @@ _SIM_PROTOS = {
     "ldpb_sim_regret": (_DP, [_P, c_size_t]),
     "ldpb_sim_curve": (_ERR, [_P, c_size_t, POINTER(_DP), POINTER(_DP), POINTER(_DP)]),
     "ldpb_sim_preset_name": (c_char_p, [c_size_t]),
+    "ldpb_sim_table": (c_char_p, [_P, POINTER(c_char_p)]),
     "ldpb_sim_preset_runnable": (c_int, [c_char_p]),
     "ldpb_policy_params_init": (None, [POINTER(PolicyParamsC)]),
     "ldpb_policy_new": (_ERR, [POINTER(_P), c_char_p, POINTER(PolicyParamsC), c_char_p,
@@ -239,6 +249,23 @@ _SIM_PROTOS = {
     "ldpb_policy_model": (c_char_p, [_P]),
     "ldpb_policy_name_at": (c_char_p, [c_size_t]),
     "ldpb_policy_model_of": (c_char_p, [c_char_p]),
+    "ldpb_ctxpolicy_params_init": (None, [POINTER(CtxPolicyParamsC)]),
+    "ldpb_ctxpolicy_new": (_ERR, [POINTER(_P), c_char_p, POINTER(CtxPolicyParamsC), c_char_p,
+                                 c_char_p, c_size_t]),
+    "ldpb_ctxpolicy_free": (None, [_P]),
+    "ldpb_ctxpolicy_choose": (_ERR, [_P, _DP, c_uint32, POINTER(c_uint32), POINTER(c_uint32)]),
+    "ldpb_ctxpolicy_observe": (_ERR, [_P, _DP, c_double]),
+    "ldpb_ctxpolicy_report_len": (c_size_t, [_P]),
+    "ldpb_ctxpolicy_privatize": (_ERR, [_P, _DP, c_double, _DP]),
+    "ldpb_ctxpolicy_add_report": (_ERR, [_P, _DP, c_size_t]),
+    "ldpb_ctxpolicy_save": (_ERR, [_P, _P, c_size_t, POINTER(c_size_t)]),
+    "ldpb_ctxpolicy_restore": (_ERR, [_P, _P, c_size_t]),
+    "ldpb_ctxpolicy_rounds": (c_uint64, [_P]),
+    "ldpb_ctxpolicy_d": (c_uint32, [_P]),
+    "ldpb_ctxpolicy_name": (c_char_p, [_P]),
+    "ldpb_ctxpolicy_model": (c_char_p, [_P]),
+    "ldpb_ctxpolicy_name_at": (c_char_p, [c_size_t]),
+    "ldpb_ctxpolicy_model_of": (c_char_p, [c_char_p]),
     "ldpb_audit_mech": (_ERR, [c_char_p, c_double, c_double, c_uint64, c_double, c_char_p,
                               POINTER(AuditResultC), c_char_p, c_size_t]),
 }

@@ -18,6 +18,9 @@ from .errors import InvalidArgument, raise_for
 
 PathLike = Union[str, "os.PathLike[str]"]
 CONTEXT_MAX = 256
+_FEATURES_MAX = 64  # report_context: LDPB_ERANGE beyond
+_LOCAL_ACTIONS_MAX = 4096  # LDPB_CLIENT_LOCAL_ACTIONS_MAX
+_LOCAL_D_MAX = 32  # LDPB_CTXSTAT_D_MAX
 
 
 class Assignment:
@@ -25,7 +28,8 @@ class Assignment:
     privatized (``mechanism``, ``epsilon``, ``kappa``). Pass it back to :meth:`Client.report`.
 
     Attributes: arm, mechanism (name), epsilon, kappa, propensity, expires_at_ms,
-    policy_version, id (bytes).
+    policy_version, id (bytes); for the local contextual mode (:meth:`Client.assign_local`)
+    also local_d, local_delta, local_feature_norm, local_reward_bound.
     """
 
     __slots__ = ("_c",)
@@ -73,6 +77,26 @@ class Assignment:
         """The opaque assignment id."""
         return bytes(self._c.id[: self._c.id_len])
 
+    @property
+    def local_d(self) -> int:
+        """Local contextual mode: the feature dimension of the model (0 otherwise)."""
+        return int(self._c.local_d)
+
+    @property
+    def local_delta(self) -> float:
+        """Local contextual mode: the delta each report spends (0 otherwise)."""
+        return float(self._c.local_delta)
+
+    @property
+    def local_feature_norm(self) -> float:
+        """Local contextual mode: the bound L on a feature row's norm (0 otherwise)."""
+        return float(self._c.local_feature_norm)
+
+    @property
+    def local_reward_bound(self) -> float:
+        """Local contextual mode: the bound B rewards are clipped to (0 otherwise)."""
+        return float(self._c.local_reward_bound)
+
     def __repr__(self) -> str:
         return (f"Assignment(arm={self.arm}, mechanism={self.mechanism!r}, "
                 f"epsilon={self.epsilon!r}, propensity={self.propensity!r})")
@@ -110,8 +134,10 @@ def _context(context: Any) -> Tuple[Any, int, Any]:
     if context is None:
         return None, 0, None
     arr = _check.float_array(context, "context")
+    if arr.ndim == 2:  # a contextual policy's (arms, d) features, sent row-major
+        arr = arr.reshape(-1)
     if arr.ndim != 1:
-        raise InvalidArgument("context must be one-dimensional")
+        raise InvalidArgument("context must be one-dimensional, or (arms, d) features")
     if arr.size > CONTEXT_MAX:
         raise _check.OutOfRange(f"context has {arr.size} values, at most {CONTEXT_MAX}")
     return arr.ctypes.data, arr.size, arr
@@ -137,6 +163,9 @@ class Client:
             (default: an ephemeral keypair).
         seed: ``None`` (default) draws privacy noise from the system's secure generator; a text
             makes it reproducible, **for simulations and tests only**.
+        lifetime_delta, per_report_delta_cap: the ledger's delta budget and per-report delta cap
+            (default 0: the local contextual mode's reports, which spend a delta, are refused
+            with BudgetExceeded until they are set).
 
     Use it as a context manager (``with ldpb.Client(...) as c:``) or call :meth:`close`.
     Not thread-safe: one Client per thread.
@@ -150,7 +179,8 @@ class Client:
                  timeout_ms: Optional[int] = None, attempts: Optional[int] = None,
                  queue: Optional[PathLike] = None,
                  client_key: Union[PathLike, bytes, None] = None,
-                 seed: Optional[str] = None) -> None:
+                 seed: Optional[str] = None, lifetime_delta: Optional[float] = None,
+                 per_report_delta_cap: Optional[float] = None) -> None:
         self._h: Optional[c_void_p] = None
         self._rng = None
         # Every argument is checked here, before the first C call.
@@ -184,6 +214,10 @@ class Client:
         elif client_key is not None:
             client_key_path = _check.text(os.fspath(client_key), "client_key")
         seed_text = None if seed is None else _check.text(seed, "seed").decode()
+        ldelta = None if lifetime_delta is None else \
+            _check.in_range(lifetime_delta, "lifetime_delta", 0.0, 1.0)
+        rdelta = None if per_report_delta_cap is None else \
+            _check.in_range(per_report_delta_cap, "per_report_delta_cap", 0.0, 1.0)
 
         lib = _lib.client()
         o = _lib.ClientOpts()
@@ -209,6 +243,10 @@ class Client:
             o.max_attempts = att
         o.queue_path = queue_path
         o.queue_in_memory = 1 if queue == ":memory:" else 0
+        if ldelta is not None:
+            o.lifetime_delta = ldelta
+        if rdelta is not None:
+            o.per_report_delta_cap = rdelta
         sk = None
         if client_key is not None:
             sk = (c_uint8 * _lib.CLIENT_KEY_BYTES)()
@@ -309,6 +347,71 @@ class Client:
         if err:
             return None, True
         return Assignment(nxt), bool(acked.value)
+
+    # -- contextual policies ----------------------------------------------------------------
+    def report_context(self, assignment: Assignment, features: Sequence[float],
+                       reward: float) -> None:
+        """Reports ``reward`` for an assignment of a contextual policy (linucb, jdp-linucb-*),
+        resending ``features``, the ``d`` values of the assigned arm's row of the context given
+        to :meth:`assign` (exactly: the assignment id binds them; other values raise NotFound).
+        Only that row is sent.
+
+        Raises InvalidArgument (not one-dimensional, NaN), OutOfRange (more than 64 values),
+        and the errors of :meth:`report`."""
+        if not isinstance(assignment, Assignment):
+            raise TypeError("assignment must come from Client.assign")
+        x = _check.float_array(features, "features")
+        if x.ndim != 1 or x.size == 0:
+            raise InvalidArgument("features must be a non-empty one-dimensional array (the "
+                                  "assigned arm's row)")
+        if x.size > _FEATURES_MAX:
+            raise _check.OutOfRange(f"features has {x.size} values, at most {_FEATURES_MAX}")
+        r = _check.real(reward, "reward")
+        self._check(_lib.client().ldpb_client_report_context(
+            self._handle(), byref(assignment._c), x.ctypes.data, x.size, r), "report_context")
+
+    def assign_local(self, features: Any) -> Assignment:
+        """The local contextual mode (aggregator policy ldp-linucb-gaussian): fetches the
+        aggregator's model and chooses on the device among the rows of ``features`` (an
+        ``(n, d)`` array, every row of norm at most the aggregator's bound L); the features are
+        not sent. The returned assignment's ``arm`` is the device's choice, ``propensity``
+        1/ties. Spends nothing.
+
+        Raises InvalidArgument (shape, NaN; d other than the aggregator's), OutOfRange (a row
+        longer than L, too many rows), BudgetExceeded (no delta budget, or epsilon/delta above
+        the caps), ProtocolError (an aggregator not in the local contextual mode)."""
+        x = _check.float_array(features, "features")
+        if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+            raise InvalidArgument(f"features must have shape (n, d), n and d >= 1, not "
+                                  f"{x.shape}")
+        if x.shape[0] > _LOCAL_ACTIONS_MAX:
+            raise _check.OutOfRange(f"features has {x.shape[0]} rows, at most "
+                                    f"{_LOCAL_ACTIONS_MAX}")
+        if x.shape[1] > _LOCAL_D_MAX:
+            raise _check.OutOfRange(f"features has d = {x.shape[1]}, at most {_LOCAL_D_MAX}")
+        a = _lib.AssignmentC()
+        self._check(_lib.client().ldpb_client_assign_local(
+            self._handle(), x.ctypes.data, x.shape[0], x.shape[1], byref(a)), "assign_local")
+        return Assignment(a)
+
+    def report_local(self, assignment: Assignment, x_chosen: Sequence[float],
+                     reward: float) -> None:
+        """Reports a round of the local contextual mode: the statistics of ``(x_chosen,
+        reward)`` (the chosen row, ``d`` values; the reward rescaled with ``reward_range``) are
+        privatized on the device through the ledger, which charges the assignment's epsilon and
+        delta first, and only they are sent. A repeat resends the stored values.
+
+        Raises InvalidArgument (not a local assignment, wrong d, NaN), OutOfRange (x_chosen
+        longer than L: nothing spent), and the errors of :meth:`report`."""
+        if not isinstance(assignment, Assignment):
+            raise TypeError("assignment must come from Client.assign_local")
+        x = _check.float_array(x_chosen, "x_chosen")
+        if x.ndim != 1 or x.size == 0 or x.size > _LOCAL_D_MAX:
+            raise InvalidArgument(f"x_chosen must be one-dimensional with 1..{_LOCAL_D_MAX} "
+                                  f"values, not shape {x.shape}")
+        r = _check.real(reward, "reward")
+        self._check(_lib.client().ldpb_client_report_local(
+            self._handle(), byref(assignment._c), x.ctypes.data, x.size, r), "report_local")
 
     def queue_report(self, assignment: Assignment, reward: float) -> None:
         """Privatizes ``reward`` through the ledger and queues the report for :meth:`flush`

@@ -9,11 +9,13 @@ as the command): its noise is simulated, never a secret.
 
 from __future__ import annotations
 
+import csv
 import ctypes
+import io
 import math
 import numbers
-from ctypes import POINTER, byref, c_uint64, c_void_p
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
+from ctypes import POINTER, byref, c_char_p, c_uint64, c_void_p
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -21,7 +23,7 @@ from . import _check, _lib
 from .errors import raise_for
 
 _OPTIONS = ("preset", "means", "laws", "algorithms", "mechanisms", "epsilons", "k", "horizon",
-            "trials", "kappa", "gamma", "eps_arm", "tau", "threshold")
+            "trials", "kappa", "gamma", "eps_arm", "tau", "threshold", "gaps")
 
 
 def presets() -> List[str]:
@@ -182,8 +184,55 @@ class SimResult:
         return ax
 
 
+class SimTable:
+    """The result of a preset whose output is a table, not regret curves (sajed2019-nas): the
+    CSV file ``ldpb sim`` writes for the same options and seed, byte for byte, and its columns.
+
+    Attributes:
+        name: the file's name ("stopping.csv").
+        csv: its text.
+        header: the column names, in order.
+        columns: each column as a numpy array (float64 where every value is a number, else
+            str); ``table["mean_samples"]`` is ``table.columns["mean_samples"]``.
+        seconds: wall time of the run; options: the option texts it ran with.
+    """
+
+    def __init__(self, name: str, text: str, seconds: float, options: Dict[str, str]) -> None:
+        self.name = name
+        self.csv = text
+        self.seconds = seconds
+        self.options = options
+        rows = list(csv.reader(io.StringIO(text)))
+        self.header: List[str] = rows[0] if rows else []
+        self.columns: Dict[str, np.ndarray] = {}
+        for j, h in enumerate(self.header):
+            vals = [r[j] for r in rows[1:]]
+            try:
+                self.columns[h] = np.array([float(v) for v in vals], dtype=np.float64)
+            except ValueError:
+                self.columns[h] = np.array(vals, dtype=str)
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self.columns[column]
+
+    def __len__(self) -> int:
+        return len(self.columns[self.header[0]]) if self.header else 0
+
+    def __repr__(self) -> str:
+        return f"SimTable({self.name!r}, {len(self)} rows, columns {self.header})"
+
+    def to_dataframe(self) -> Any:
+        """The table as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise ImportError("SimTable.to_dataframe() needs pandas (python3-pandas)") from e
+        return pd.read_csv(io.StringIO(self.csv))
+
+
 def simulate(preset: Optional[str] = None, *, seed: str = "1", threads: Optional[int] = None,
-             progress: Optional[Callable[[float], None]] = None, **options: Any) -> SimResult:
+             progress: Optional[Callable[[float], None]] = None,
+             **options: Any) -> Union[SimResult, SimTable]:
     """Runs a preset or a custom instance of ``ldpb sim`` and returns its regret curves.
 
     Args:
@@ -194,13 +243,16 @@ def simulate(preset: Optional[str] = None, *, seed: str = "1", threads: Optional
         progress: called now and then with the share of the work done, in [0, 1].
         **options: the other options of ``ldpb sim`` by their names, ``-`` written ``_``:
             means, laws, algorithms, mechanisms, epsilons, k, horizon, trials, kappa, gamma,
-            eps_arm, tau, threshold. Lists may be Python sequences (``epsilons=[0.5, 1]``) or
-            the command's comma-separated texts.
+            eps_arm, tau, threshold, gaps (sajed2019-nas). Lists may be Python sequences
+            (``epsilons=[0.5, 1]``) or the command's comma-separated texts.
 
     Raises:
         InvalidArgument / OutOfRange: options the command refuses (its own message);
-        NotSupported: a preset with a runner of its own (sajed2019-nas, shariff2018,
-        smith2013-*).
+        NotSupported: the smith2013-* presets, which only ``ldpb sim`` runs.
+
+    shariff2018 gives a :class:`SimResult` like the others (options horizon, trials,
+    algorithms, epsilons; mechanism "none", k the actions per round). sajed2019-nas (options
+    trials, algorithms, epsilons, gaps) gives a :class:`SimTable`: its stopping.csv.
 
     >>> r = ldpb.simulate("sajed2019-c1", trials=4, horizon=10**5)   # doctest: +SKIP
     >>> r.mean.shape, r.t[-1]                                        # doctest: +SKIP
@@ -235,6 +287,11 @@ def simulate(preset: Optional[str] = None, *, seed: str = "1", threads: Optional
             lib.ldpb_sim_set_progress(h, cb, None)
         err = lib.ldpb_sim_run(h)
         raise_for(err, "simulate", lib.ldpb_sim_errmsg(h).decode(errors="replace"))
+        name = c_char_p()
+        table = lib.ldpb_sim_table(h, byref(name))
+        if table is not None:
+            return SimTable(name.value.decode(), table.decode(), float(lib.ldpb_sim_seconds(h)),
+                            dict(texts))
         return _collect(lib, h, texts)
     finally:
         lib.ldpb_sim_free(h)

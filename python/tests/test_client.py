@@ -1,14 +1,17 @@
 """The client from Python against a real ldpb-aggregator (an ldp-ts-b daemon, linear
 mechanism, epsilon 1, 3 arms): assign, report, report_and_assign, queue and flush, status, the
-ledger on disk, and errors mapped from ldpb_err with the library's detail message."""
+ledger on disk, and errors mapped from ldpb_err with the library's detail message; and the
+contextual calls against a linucb daemon (assign with features, report_context) and an
+ldp-linucb-gaussian one (assign_local, report_local)."""
 
 import os
 
+import numpy as np
 import pytest
 
 import ldpb
 from ldpb import _lib
-from conftest import Trap, run_ldpb
+from conftest import Daemon, Trap, run_ldpb
 
 
 def test_assign_report_status(daemon, tmp_path):
@@ -101,3 +104,82 @@ def test_bad_arguments(daemon, monkeypatch):
         with pytest.raises(ldpb.NotFound) as e:
             c.report(b, 1.0)
         assert e.value.code == 15 and e.value.detail
+
+
+def test_contextual_assign_and_report_context(tmp_path):
+    d = Daemon(str(tmp_path), policy="linucb", arms=3,
+               extra=("--mode", "nonprivate", "--allow-nonprivate", "--d", "2", "--horizon",
+                      "1000"))
+    try:
+        x = np.array([[0.6, 0.0], [0.0, 0.8], [0.5, 0.5]])
+        with ldpb.Client(d.url, d.pub, allow_raw=True) as c:
+            for _ in range(4):
+                a = c.assign(x)  # the (arms, d) features, sent row-major
+                assert a.mechanism == "raw" and 0 <= a.arm < 3 and a.local_d == 0
+                c.report_context(a, x[a.arm], 1.0 if a.arm == 1 else 0.0)
+            a = c.assign(x.ravel())  # the flat form is the same request
+            with pytest.raises(ldpb.NotFound) as e:
+                c.report_context(a, x[a.arm] + 0.125, 1.0)  # not the row assigned
+            assert e.value.detail
+            st = c.status()
+            assert st.policy == "linucb" and st.reports == 4
+            with pytest.raises(ldpb.InvalidArgument, match="one-dimensional"):
+                c.report_context(a, x, 1.0)
+            with pytest.raises(ldpb.InvalidArgument, match="finite"):
+                c.report_context(a, [0.1, float("nan")], 1.0)
+    finally:
+        assert d.stop() == 0
+
+
+def test_local_contextual_mode(tmp_path):
+    d = Daemon(str(tmp_path), policy="ldp-linucb-gaussian", arms=3,
+               extra=("--mode", "local", "--d", "2", "--epsilon", "1", "--delta", "1e-6",
+                      "--horizon", "1000"))
+    try:
+        x = np.array([[0.6, 0.0], [0.0, 0.8], [0.5, 0.5], [-0.7, 0.1]])
+        with ldpb.Client(d.url, d.pub, seed="local", lifetime_delta=1e-3,
+                         per_report_delta_cap=1e-5) as c:
+            for i in range(3):
+                a = c.assign_local(x)
+                assert a.mechanism == "gaussian-stats" and 0 <= a.arm < 4
+                assert a.local_d == 2 and a.local_delta == 1e-6
+                assert a.local_feature_norm == 1.0 and a.local_reward_bound == 1.0
+                assert 0 < a.propensity <= 1
+                c.report_local(a, x[a.arm], 1.0)
+            assert c.spent == 3.0
+            st = c.status()
+            assert st.policy == "ldp-linucb-gaussian" and st.model == "local"
+            assert st.reports == 3
+            with pytest.raises(ldpb.OutOfRange):
+                c.assign_local([[2.0, 0.0], [0.0, 1.0]])  # a row longer than L = 1
+            with pytest.raises(ldpb.InvalidArgument):
+                c.assign_local(np.zeros((3, 5)))  # d other than the aggregator's
+            a = c.assign_local(x)
+            with pytest.raises(ldpb.InvalidArgument, match="x_chosen"):
+                c.report_local(a, x, 1.0)
+            with pytest.raises(ldpb.InvalidArgument):
+                c.report(a, 1.0)  # local reports only go through report_local
+        # a device without a delta budget cannot take part
+        with ldpb.Client(d.url, d.pub) as c:
+            with pytest.raises(ldpb.BudgetExceeded):
+                c.assign_local(x)
+    finally:
+        assert d.stop() == 0
+
+
+def test_contextual_calls_check_arguments_before_any_c_call(monkeypatch, tmp_path):
+    monkeypatch.setattr(_lib, "_libs", {"client": Trap(), "sim": Trap()})
+    c = ldpb.Client.__new__(ldpb.Client)
+    c._h, c._rng = None, None
+    with pytest.raises(ldpb.InvalidArgument, match=r"shape \(n, d\)"):
+        c.assign_local(np.zeros(4))
+    with pytest.raises(ldpb.InvalidArgument, match="finite"):
+        c.assign_local([[0.1, float("inf")]])
+    with pytest.raises(ldpb.OutOfRange, match="rows"):
+        c.assign_local(np.zeros((4097, 2)))
+    with pytest.raises(TypeError):
+        c.report_local(object(), [0.1], 1.0)
+    with pytest.raises(TypeError):
+        c.report_context(object(), [0.1], 1.0)
+    with pytest.raises(ldpb.OutOfRange, match="lifetime_delta"):
+        ldpb.Client("ipc:///nowhere", bytes(32), lifetime_delta=2.0)

@@ -81,3 +81,24 @@ def test_policy_handles():
         with ldpb.Policy("dp-se", 4, horizon=1000, seed="h") as p:
             p.observe(p.choose(), 1.0)
     flat(step)
+
+
+def test_contextual_policy_loop():
+    p = ldpb.ContextualPolicy("ldp-linucb-gaussian", d=3, horizon=N + WARMUP, seed="leak")
+    x = np.linspace(-0.5, 0.5, 12).reshape(4, 3)
+
+    def step(i):
+        a = p.choose(x)
+        p.observe(x[a], float(i & 1))
+        if i % 1000 == 0:
+            p.restore(p.save())
+    flat(step)
+
+
+def test_contextual_policy_handles():
+    x = np.linspace(-0.5, 0.5, 12).reshape(4, 3)
+
+    def step(i):
+        with ldpb.ContextualPolicy("jdp-linucb-gaussian", d=3, horizon=100, seed="h") as p:
+            p.observe(x[p.choose(x)], 1.0)
+    flat(step)

@@ -42,6 +42,40 @@ def test_preset_equals_cli(tmp_path):
     check_equal_to_csv(r, rows)
 
 
+def test_shariff2018_equals_cli(tmp_path):
+    rows = cli_regret(tmp_path, "--preset", "shariff2018", "--trials", "2", "--horizon", "3000",
+                      "--seed", "py")
+    r = ldpb.simulate("shariff2018", trials=2, horizon=3000, seed="py", threads=1)
+    check_equal_to_csv(r, rows)
+    assert [c.algorithm for c in r.configs[:4]] == ["linucb", "jdp-linucb-wishart",
+                                                   "jdp-linucb-gaussian", "ldp-linucb-gaussian"]
+    assert r.configs[0].model == "nonprivate" and r.configs[3].model == "local"
+    assert r.configs[0].epsilon_value == float("inf") and r.configs[1].epsilon_value == 1.0
+    assert r.regret.shape == (len(r.configs), 2, len(r.t))
+    b = ldpb.simulate("shariff2018", trials=2, horizon=3000, seed="py", threads=2)
+    np.testing.assert_array_equal(r.regret, b.regret)
+    with pytest.raises(ldpb.InvalidArgument, match="k does not apply to preset shariff2018"):
+        ldpb.simulate("shariff2018", k=3)
+
+
+def test_sajed2019_nas_table_equals_cli(tmp_path):
+    out = tmp_path / "nas"
+    run_ldpb("sim", "--preset", "sajed2019-nas", "--trials", "30", "--gaps", "0.4,0.8",
+             "--epsilons", "0.5,1", "--seed", "py", "--out", str(out), "--no-plots", "--quiet",
+             "--threads", "2")
+    with open(out / "stopping.csv") as f:
+        want = f.read()
+    t = ldpb.simulate("sajed2019-nas", trials=30, gaps=[0.4, 0.8], epsilons=[0.5, 1], seed="py",
+                      threads=1)
+    assert isinstance(t, ldpb.SimTable) and t.name == "stopping.csv"
+    assert t.csv == want
+    assert len(t) == 2 * 2 * 2 and t.header[:4] == ["preset", "algorithm", "epsilon", "gap"]
+    assert t["mean_samples"].dtype == np.float64 and (t["mean_samples"] > 0).all()
+    assert set(t["algorithm"]) == {"dp-nas", "dp-exp-nas"}
+    with pytest.raises(ldpb.InvalidArgument, match="horizon does not apply"):
+        ldpb.simulate("sajed2019-nas", horizon=100)
+
+
 def test_custom_instance_equals_cli(tmp_path):
     rows = cli_regret(tmp_path, "--means", "0.9,0.8,0.5", "--algorithms",
                       "ucb1,ldp-ts-b,ldp-ucb-l,dp-se,exp3", "--mechanisms", "linear,laplace",
@@ -73,14 +107,17 @@ def test_progress_callback():
 def test_presets_listed():
     names = ldpb.presets()
     assert "jiang2023" in names and "sajed2019-nas" in names
-    assert ldpb.preset_runnable("jiang2023") and not ldpb.preset_runnable("sajed2019-nas")
+    assert ldpb.preset_runnable("jiang2023") and not ldpb.preset_runnable("smith2013-bandit")
+    assert ldpb.preset_runnable("shariff2018") and ldpb.preset_runnable("sajed2019-nas")
 
 
 def test_errors():
     with pytest.raises(ldpb.InvalidArgument, match="unknown preset 'nope'"):
         ldpb.simulate("nope")
-    with pytest.raises(ldpb.NotSupported, match="ldpb sim --preset sajed2019-nas"):
-        ldpb.simulate("sajed2019-nas")
+    with pytest.raises(ldpb.NotSupported, match="ldpb sim --preset smith2013-bandit"):
+        ldpb.simulate("smith2013-bandit")
+    with pytest.raises(ldpb.InvalidArgument, match="gaps applies to preset sajed2019-nas only"):
+        ldpb.simulate("jiang2023", gaps=[0.1])
     with pytest.raises(ldpb.LdpbError) as e:
         ldpb.simulate(means=[0.9, 0.5], algorithms="ucb1", horizon=0)
     assert e.value.detail

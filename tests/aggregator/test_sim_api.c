@@ -101,8 +101,13 @@ static void sim_errors(void **state)
     char msg[320];
     assert_int_equal(run_with("preset", "nope", msg, sizeof msg), LDPB_EINVAL);
     assert_non_null(strstr(msg, "unknown preset 'nope'"));
-    assert_int_equal(run_with("preset", "sajed2019-nas", msg, sizeof msg), LDPB_ENOTSUP);
-    assert_non_null(strstr(msg, "ldpb sim --preset sajed2019-nas"));
+    assert_int_equal(run_with("preset", "smith2013-bandit", msg, sizeof msg), LDPB_ENOTSUP);
+    assert_non_null(strstr(msg, "ldpb sim --preset smith2013-bandit"));
+    /* sajed2019-nas runs, but takes no horizon (run_with sets one) */
+    assert_int_equal(run_with("preset", "sajed2019-nas", msg, sizeof msg), LDPB_EINVAL);
+    assert_non_null(strstr(msg, "horizon does not apply to preset sajed2019-nas"));
+    assert_int_equal(run_with("gaps", "0.1", msg, sizeof msg), LDPB_EINVAL);
+    assert_non_null(strstr(msg, "gaps applies to preset sajed2019-nas only"));
     assert_int_equal(run_with("frobnicate", "1", msg, sizeof msg), LDPB_EINVAL);
     assert_non_null(strstr(msg, "unknown option 'frobnicate'"));
     assert_int_equal(run_with("threads", "0", msg, sizeof msg), LDPB_ERANGE);
@@ -110,12 +115,42 @@ static void sim_errors(void **state)
     assert_int_equal(ldpb_sim_new(NULL), LDPB_EINVAL);
     assert_int_equal(ldpb_sim_run(NULL), LDPB_EINVAL);
     assert_true(ldpb_sim_preset_runnable("jiang2023"));
-    assert_false(ldpb_sim_preset_runnable("shariff2018"));
+    assert_true(ldpb_sim_preset_runnable("shariff2018"));
+    assert_true(ldpb_sim_preset_runnable("sajed2019-nas"));
+    assert_false(ldpb_sim_preset_runnable("smith2013-experts"));
     size_t i = 0;
     int nas = 0;
     for (const char *n; (n = ldpb_sim_preset_name(i)) != NULL; i++)
         nas |= strcmp(n, "sajed2019-nas") == 0;
     assert_true(nas && i >= 15);
+}
+
+/* sajed2019-nas gives its table (the CSV `ldpb sim` writes; python_simulation compares the
+ * bytes with the command's) and no curves. */
+static void nas_table(void **state)
+{
+    (void)state;
+    ldpb_sim *s = NULL;
+    assert_int_equal(ldpb_sim_new(&s), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "preset", "sajed2019-nas"), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "trials", "5"), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "gaps", "0.4,0.8"), LDPB_OK);
+    assert_int_equal(ldpb_sim_set(s, "epsilons", "1"), LDPB_OK);
+    const char *name = "x";
+    assert_null(ldpb_sim_table(s, &name));
+    assert_null(name);
+    assert_int_equal(ldpb_sim_run(s), LDPB_OK);
+    const char *t = ldpb_sim_table(s, &name);
+    assert_non_null(t);
+    assert_string_equal(name, "stopping.csv");
+    assert_true(strncmp(t, "preset,algorithm,epsilon,gap,", 29) == 0);
+    size_t lines = 0;
+    for (const char *c = t; *c; c++)
+        lines += *c == '\n';
+    assert_int_equal(lines, 1 + 2 * 2); /* header, 2 algorithms x 2 gaps x 1 epsilon */
+    assert_int_equal(ldpb_sim_n_configs(s), 0);
+    assert_null(ldpb_sim_regret(s, 0));
+    ldpb_sim_free(s);
 }
 
 static void policy_steps(void **state)
@@ -175,6 +210,113 @@ static void policy_steps(void **state)
     assert_string_equal(ldpb_policy_name_at(0), "ucb1");
 }
 
+/* Every contextual policy through the public API: a seeded run twice gives the same decisions
+ * and state, save/restore round-trips, bad input is refused without a crash. */
+static void ctxpolicy_steps(void **state)
+{
+    (void)state;
+    enum { D = 3, K = 5, T = 60 };
+    const char *names[] = {"linucb", "jdp-linucb-wishart", "jdp-linucb-gaussian",
+                           "ldp-linucb-gaussian"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ldpb_ctxpolicy_params pp;
+        ldpb_ctxpolicy_params_init(&pp);
+        pp.d = D;
+        pp.horizon = T + 1;
+        char msg[256];
+        ldpb_ctxpolicy *p[2] = {NULL, NULL}, *q = NULL;
+        for (int r = 0; r < 2; r++)
+            assert_int_equal(ldpb_ctxpolicy_new(&p[r], names[i], &pp, "s", msg, sizeof msg),
+                             LDPB_OK);
+        assert_int_equal(ldpb_ctxpolicy_new(&q, names[i], &pp, NULL, msg, sizeof msg), LDPB_OK);
+        assert_string_equal(ldpb_ctxpolicy_name(q), names[i]);
+        assert_string_equal(ldpb_ctxpolicy_model(q), ldpb_ctxpolicy_model_of(names[i]));
+        assert_int_equal(ldpb_ctxpolicy_d(q), D);
+        uint64_t lcg = 12345;
+        for (int t = 0; t < T; t++) {
+            double x[K * D];
+            for (int j = 0; j < K * D; j++) {
+                lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+                x[j] = ((double)(lcg >> 11) / 9007199254740992.0 - 0.5) / 2.0; /* |x| < 0.5 */
+            }
+            uint32_t arm[2], ties;
+            for (int r = 0; r < 2; r++) {
+                assert_int_equal(ldpb_ctxpolicy_choose(p[r], x, K, &arm[r], &ties), LDPB_OK);
+                assert_true(arm[r] < K && ties >= 1);
+                double y = x[arm[r] * D] > 0 ? 1.0 : -1.0;
+                assert_int_equal(ldpb_ctxpolicy_observe(p[r], x + arm[r] * D, y), LDPB_OK);
+            }
+            assert_int_equal(arm[0], arm[1]);
+        }
+        assert_int_equal(ldpb_ctxpolicy_rounds(p[0]), T);
+        size_t len = 0, len2 = 0;
+        assert_int_equal(ldpb_ctxpolicy_save(p[0], NULL, 0, &len), LDPB_ERANGE);
+        uint8_t *a = malloc(len), *b = malloc(len);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_int_equal(ldpb_ctxpolicy_save(p[0], a, len, &len), LDPB_OK);
+        assert_int_equal(ldpb_ctxpolicy_save(p[1], b, len, &len2), LDPB_OK);
+        assert_int_equal(len, len2);
+        assert_memory_equal(a, b, len);
+        assert_int_equal(ldpb_ctxpolicy_restore(q, a, len), LDPB_OK);
+        assert_int_equal(ldpb_ctxpolicy_rounds(q), T);
+        assert_int_equal(ldpb_ctxpolicy_save(q, b, len, &len2), LDPB_OK);
+        assert_memory_equal(a, b, len);
+        assert_int_equal(ldpb_ctxpolicy_restore(q, a, len / 2), LDPB_ECORRUPT);
+        free(a);
+        free(b);
+
+        double x[K * D] = {0}, z[64];
+        x[1] = NAN;
+        uint32_t arm;
+        assert_int_equal(ldpb_ctxpolicy_choose(q, x, K, &arm, NULL), LDPB_EINVAL);
+        x[1] = 2.0; /* longer than L = 1 */
+        assert_int_equal(ldpb_ctxpolicy_choose(q, x, K, &arm, NULL), LDPB_ERANGE);
+        assert_int_equal(ldpb_ctxpolicy_choose(q, x, 0, &arm, NULL), LDPB_ERANGE);
+        assert_int_equal(ldpb_ctxpolicy_observe(q, x + D, NAN), LDPB_EINVAL);
+        int local = strcmp(names[i], "ldp-linucb-gaussian") == 0;
+        assert_int_equal(ldpb_ctxpolicy_report_len(q), local ? (D + 1) * (D + 2) / 2 : 0);
+        if (local) {
+            assert_int_equal(ldpb_ctxpolicy_privatize(q, x + D, 0.5, z), LDPB_OK);
+            assert_int_equal(ldpb_ctxpolicy_add_report(q, z, 3), LDPB_EPROTO);
+            double keep = z[0];
+            z[0] = 1e9;
+            assert_int_equal(ldpb_ctxpolicy_add_report(q, z, (D + 1) * (D + 2) / 2), LDPB_EPROTO);
+            z[0] = keep;
+            assert_int_equal(ldpb_ctxpolicy_add_report(q, z, (D + 1) * (D + 2) / 2), LDPB_OK);
+            assert_int_equal(ldpb_ctxpolicy_rounds(q), T + 1);
+        } else {
+            assert_int_equal(ldpb_ctxpolicy_privatize(q, x + D, 0.5, z), LDPB_ENOTSUP);
+            assert_int_equal(ldpb_ctxpolicy_add_report(q, z, 1), LDPB_ENOTSUP);
+            assert_int_equal(ldpb_ctxpolicy_observe(q, x + D, 0.5), LDPB_OK);
+        }
+        /* the horizon is reached: one more is refused */
+        assert_int_equal(ldpb_ctxpolicy_observe(q, x + D, 0.5), LDPB_ESTATE);
+        for (int r = 0; r < 2; r++)
+            ldpb_ctxpolicy_free(p[r]);
+        ldpb_ctxpolicy_free(q);
+    }
+    ldpb_ctxpolicy_free(NULL);
+    ldpb_ctxpolicy_params pp;
+    ldpb_ctxpolicy_params_init(&pp);
+    char msg[256];
+    ldpb_ctxpolicy *bad = (ldpb_ctxpolicy *)&bad;
+    assert_int_equal(ldpb_ctxpolicy_new(&bad, "ucb1", &pp, NULL, msg, sizeof msg), LDPB_EINVAL);
+    assert_null(bad);
+    assert_string_equal(msg, "unknown contextual policy 'ucb1'");
+    pp.horizon = 10; /* d 0 */
+    assert_int_not_equal(ldpb_ctxpolicy_new(&bad, "linucb", &pp, NULL, msg, sizeof msg), LDPB_OK);
+    assert_true(msg[0] != '\0');
+    pp.d = 2;
+    pp.delta = 1.5;
+    assert_int_not_equal(
+        ldpb_ctxpolicy_new(&bad, "jdp-linucb-gaussian", &pp, NULL, msg, sizeof msg), LDPB_OK);
+    assert_non_null(strstr(msg, "delta"));
+    assert_string_equal(ldpb_ctxpolicy_name_at(3), "ldp-linucb-gaussian");
+    assert_null(ldpb_ctxpolicy_name_at(4));
+    assert_null(ldpb_ctxpolicy_model_of("ucb1"));
+}
+
 static void audit_verdicts(void **state)
 {
     (void)state;
@@ -201,7 +343,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sim_batch_and_curves),
         cmocka_unit_test(sim_errors),
+        cmocka_unit_test(nas_table),
         cmocka_unit_test(policy_steps),
+        cmocka_unit_test(ctxpolicy_steps),
         cmocka_unit_test(audit_verdicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

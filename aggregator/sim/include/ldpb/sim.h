@@ -4,6 +4,7 @@
  *                    (the same numbers as the command for the same seed: it calls this API);
  *   - ldpb_policy_*  every K-armed policy of the engine step by step (choose, observe, save,
  *                    restore), for researchers who bring their own environment;
+ *   - ldpb_ctxpolicy_* the contextual ones (linucb, jdp-linucb-*, ldp-linucb-gaussian), likewise;
  *   - ldpb_audit_*   the empirical privacy audit of `ldpb audit` on a production mechanism.
  * The mechanisms, generators and the client are in libldpb-client (ldpb/ldpb.h). Handles are
  * opaque and not thread-safe; distinct handles may be used from distinct threads. Nothing here
@@ -39,7 +40,8 @@ LDPB_API void ldpb_sim_free(ldpb_sim *sim);
 
 /* Sets option `name` to the text `value` (copied; NULL unsets it), exactly as `ldpb sim --NAME
  * VALUE` would (docs/sim.md): preset, means, laws, algorithms, mechanisms, epsilons, k, horizon,
- * trials, kappa, gamma, eps-arm, tau, threshold, poison-fraction, poison-strategy, seed
+ * trials, kappa, gamma, eps-arm, tau, threshold, poison-fraction, poison-strategy, gaps
+ * (sajed2019-nas only), seed
  * (default "1": every simulation is seeded, the noise is simulated, never a secret) and threads
  * (default: the online CPUs; the results do not depend on it). The values are checked by
  * ldpb_sim_run. LDPB_EINVAL for NULL or an unknown name, LDPB_ESTATE after ldpb_sim_run,
@@ -56,9 +58,11 @@ typedef void (*ldpb_sim_progress_fn)(void *ctx, const ldpb_sim_progress *p);
 LDPB_API void ldpb_sim_set_progress(ldpb_sim *sim, ldpb_sim_progress_fn fn, void *ctx);
 
 /* Builds the plan from the options (cheap: nothing runs). Errors: LDPB_EINVAL or LDPB_ERANGE for
- * options `ldpb sim` refuses (the message says which), LDPB_ENOTSUP for the presets with runners
- * of their own (sajed2019-nas, shariff2018, smith2013-*: `ldpb sim` only), LDPB_ESTATE when
- * called twice, LDPB_ENOMEM. The message of any error is ldpb_sim_errmsg. */
+ * options `ldpb sim` refuses (the message says which), LDPB_ENOTSUP for the smith2013-* presets
+ * (`ldpb sim` only), LDPB_ESTATE when called twice, LDPB_ENOMEM. The message of any error is
+ * ldpb_sim_errmsg. shariff2018 takes horizon, trials, algorithms and epsilons and gives regret
+ * curves like the others; sajed2019-nas takes trials, algorithms, epsilons and gaps and gives a
+ * table (ldpb_sim_table) instead of curves. */
 LDPB_API ldpb_err ldpb_sim_prepare(ldpb_sim *sim);
 
 /* Runs every configuration x trial of the plan (preparing it first if needed, with the errors
@@ -99,6 +103,12 @@ LDPB_API const double *ldpb_sim_regret(const ldpb_sim *sim, size_t c);
  * LDPB_ESTATE before the run. */
 LDPB_API ldpb_err ldpb_sim_curve(const ldpb_sim *sim, size_t c, const double **mean,
                                  const double **ci_low, const double **ci_high);
+
+/* sajed2019-nas, after a successful ldpb_sim_run: the text of the CSV file `ldpb sim` writes for
+ * the same options and seed (byte for byte), and its name ("stopping.csv") in *file_name (may be
+ * NULL). NULL for the presets with regret curves (their accessors above are 0 / NULL for it).
+ * Owned by the handle. */
+LDPB_API const char *ldpb_sim_table(const ldpb_sim *sim, const char **file_name);
 
 /* The preset names `ldpb sim --preset` accepts, in its --help order (NULL past the end), and
  * whether ldpb_sim_run runs the preset (1) or only `ldpb sim` does (0). */
@@ -182,6 +192,90 @@ LDPB_API const char *ldpb_policy_model(const ldpb_policy *p);
  * (NULL for an unknown name). */
 LDPB_API const char *ldpb_policy_name_at(size_t i);
 LDPB_API const char *ldpb_policy_model_of(const char *name);
+
+/* ------------------------------------------------------------- contextual policies, by step */
+
+/* The contextual policies of the engine (docs/aggregator.md, "Contextual policies"), driven by a
+ * caller that owns the environment: every round brings n actions' feature vectors (n x d,
+ * row-major) and the policy learns from the chosen one's vector and reward.
+ *   linucb               non-private LinUCB (ridge rho)
+ *   jdp-linucb-wishart   joint-DP LinUCB, Wishart tree noise (Shariff & Sheffet 2018, sec. 4.1)
+ *   jdp-linucb-gaussian  joint-DP LinUCB, Gaussian tree noise (SS18 sec. 4.2), the served grid
+ *                        release with exact discrete Gaussian nodes, as the daemon runs it
+ *   ldp-linucb-gaussian  the local contextual mode: choose() is the device's step (the model the
+ *                        aggregator hands out, loaded into ldpb_ctxmodel), observe() privatizes
+ *                        (x, y) as a device does (ldpb_ctxstat) and adds the report, and
+ *                        ldpb_ctxpolicy_privatize / ldpb_ctxpolicy_add_report split those two
+ *                        steps for a caller that brings its own devices' reports. */
+typedef struct ldpb_ctxpolicy ldpb_ctxpolicy;
+
+/* The parameters, with the daemon's names and defaults (docs/aggregator.md). */
+typedef struct ldpb_ctxpolicy_params {
+    uint32_t d;       /* feature dimension, >= 1 (required; at most 64, 32 for ldp-*) */
+    uint64_t horizon; /* rounds (reports for ldp-*), >= 1 (required) */
+    double epsilon;   /* JDP epsilon (jdp-*), each report's epsilon (ldp-*); default 1 */
+    double delta;     /* JDP delta in (0, 1) (jdp-*), each report's delta (ldp-*, (0, 0.1]);
+                         default 0.1 */
+    double alpha;     /* failure probability of the confidence sets; 0 (default) means 1/horizon */
+    double L;         /* bound on every action's norm (longer rows are refused); default 1 */
+    double B;         /* ldp-*: devices clip rewards to [-B, B]; default 1 */
+    double S;         /* bound on ||theta*||; default 1 */
+    double sigma;     /* sub-Gaussian parameter of the reward noise; default 1 */
+    double rho;       /* linucb's ridge regulariser; default 1 */
+} ldpb_ctxpolicy_params;
+
+LDPB_API void ldpb_ctxpolicy_params_init(ldpb_ctxpolicy_params *p);
+
+/* The contextual policy called `name` (above). Tie breaks, tree noise and the device noise of
+ * ldp-* come from the system's secure generator, or, when `seed` is not NULL, from one generator
+ * seeded with that text (simulations only). Errors as ldpb_policy_new: LDPB_EINVAL for an unknown
+ * name, LDPB_ERANGE (or LDPB_EINVAL) for a parameter the policy refuses, with its message. */
+LDPB_API ldpb_err ldpb_ctxpolicy_new(ldpb_ctxpolicy **out, const char *name,
+                                     const ldpb_ctxpolicy_params *params, const char *seed,
+                                     char *errmsg, size_t errlen);
+/* Accepts NULL. */
+LDPB_API void ldpb_ctxpolicy_free(ldpb_ctxpolicy *p);
+
+/* Chooses among n_actions rows of x (n_actions x d, row-major, finite, each of norm <= L): the
+ * largest optimistic index, exact ties broken at random; *ties (may be NULL) gets the number of
+ * rows that attained it (the choice's propensity is 1/ties). LDPB_EINVAL for NULL or non-finite
+ * values, LDPB_ERANGE for n_actions out of range (0, or above 65536) or a row
+ * longer than L. */
+LDPB_API ldpb_err ldpb_ctxpolicy_choose(ldpb_ctxpolicy *p, const double *x, uint32_t n_actions,
+                                        uint32_t *arm, uint32_t *ties);
+
+/* Observes the chosen row x_arm (d values) and its reward y (finite). ldp-*: the statistics of
+ * (x_arm, y) are privatized with the policy's generator, as a device would, and added. LDPB_ESTATE
+ * after `horizon` observations, LDPB_EINVAL / LDPB_ERANGE as choose. */
+LDPB_API ldpb_err ldpb_ctxpolicy_observe(ldpb_ctxpolicy *p, const double *x_arm, double y);
+
+/* ldp-* only (LDPB_ENOTSUP otherwise): the values one report carries
+ * ((d + 1)(d + 2)/2, ldpb/ctxstat.h's packing), the device step (privatize (x, y) into
+ * out[ldpb_ctxpolicy_report_len]) and the aggregator step (add a report z of n values:
+ * LDPB_EPROTO for one ldpb_ctxstat_check refuses, LDPB_ESTATE after `horizon` reports). observe()
+ * is privatize then add_report. */
+LDPB_API size_t ldpb_ctxpolicy_report_len(const ldpb_ctxpolicy *p);
+LDPB_API ldpb_err ldpb_ctxpolicy_privatize(ldpb_ctxpolicy *p, const double *x, double y,
+                                           double *out);
+LDPB_API ldpb_err ldpb_ctxpolicy_add_report(ldpb_ctxpolicy *p, const double *z, size_t n);
+
+/* The state as bytes (the formats of linucb.h and ldp_linucb.h, as the daemon keeps them inside
+ * its own): LDPB_ERANGE with *len the size needed when buf is NULL or cap too small. restore
+ * replaces the state of a policy created with the same name and parameters; LDPB_ECORRUPT for
+ * bytes that are not one. The generator is not part of the state. */
+LDPB_API ldpb_err ldpb_ctxpolicy_save(const ldpb_ctxpolicy *p, uint8_t *buf, size_t cap,
+                                      size_t *len);
+LDPB_API ldpb_err ldpb_ctxpolicy_restore(ldpb_ctxpolicy *p, const uint8_t *buf, size_t len);
+
+/* Observations (reports for ldp-*) counted so far. */
+LDPB_API uint64_t ldpb_ctxpolicy_rounds(const ldpb_ctxpolicy *p);
+LDPB_API uint32_t ldpb_ctxpolicy_d(const ldpb_ctxpolicy *p);
+LDPB_API const char *ldpb_ctxpolicy_name(const ldpb_ctxpolicy *p);
+/* "local", "central" or "nonprivate". */
+LDPB_API const char *ldpb_ctxpolicy_model(const ldpb_ctxpolicy *p);
+/* The names, in the order above (NULL past the end), and the model of one (NULL if unknown). */
+LDPB_API const char *ldpb_ctxpolicy_name_at(size_t i);
+LDPB_API const char *ldpb_ctxpolicy_model_of(const char *name);
 
 /* ---------------------------------------------------------------------------------- audit */
 
