@@ -19,6 +19,7 @@
 #include "ldpb/seal.h"
 #include "metrics.h"
 #include "policy.h"
+#include "store.h"
 #include "ctx_policy.h"
 #include "ldpb/wire.h"
 
@@ -72,6 +73,10 @@ static const option options[] = {
      "nanomsg URL to serve on (ipc://PATH, tcp://HOST:PORT); repeat for several (required)"},
     {"state_dir", OPT_STR, OFF(state_dir), NULL, 0, 0, 0, NULL, "DIR",
      "directory of the SQLite state (created if missing) (required)"},
+    {"store", OPT_STR, OFF(store), "sqlite:", 0, 0, 0, NULL, "URL",
+     "where the state is kept: sqlite: (state_dir/aggregator.db) or postgresql://... (a "
+     "PostgreSQL database, libpq's URI; state_dir still holds the lock, the state_id marker and "
+     "the replay log)"},
     {"key", OPT_STR, OFF(key), NULL, 0, 0, 0, NULL, "FILE",
      "the aggregator's secret key file, from `ldpb keygen` (mode 0600) (required)"},
     {"arms", OPT_U32, OFF(params.k), NULL, 2, AGG_POLICY_K_MAX, 0, NULL, "K",
@@ -362,6 +367,7 @@ void agg_config_fini(agg_config *cfg)
     for (size_t i = 0; i < cfg->n_listen; i++)
         free(cfg->listen[i]);
     free(cfg->state_dir);
+    free(cfg->store);
     free(cfg->key);
     free(cfg->policy);
     free(cfg->allowlist);
@@ -639,6 +645,11 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
 {
     if (!cfg->state_dir) {
         say(err, "state_dir is required (--state-dir DIR)");
+        return LDPB_EINVAL;
+    }
+    char store_err[AGG_STORE_ERRMAX];
+    if (agg_store_check_url(cfg->store, store_err) != LDPB_OK) {
+        say(err, "store: %s", store_err);
         return LDPB_EINVAL;
     }
     if (cfg->export_csv && cfg->backup) {

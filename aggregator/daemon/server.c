@@ -1986,8 +1986,9 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     /* The meta compares only what the policy reads: a state saved under another value of an
      * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
      * state. */
-    agg_store_meta meta = {cfg->policy, agg_mode_name(cfg->mode), cfg->params,
-                           agg_policy_reads(s->policy->ops, &cfg->params), cfg->new_state};
+    agg_store_meta meta = {cfg->policy,    agg_mode_name(cfg->mode),
+                           cfg->params,    agg_policy_reads(s->policy->ops, &cfg->params),
+                           cfg->new_state, cfg->store};
     char smsg[AGG_STORE_ERRMAX] = "";
     err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
     if (err) {

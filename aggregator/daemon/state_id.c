@@ -68,57 +68,9 @@ static int read_marker(const char *dir, uint8_t id[AGG_STATE_ID_BYTES], char *er
     return 1;
 }
 
-/* The database's identity: 1 read (and *legacy), 0 none, -1 on failure. */
-static int read_row(sqlite3 *db, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, char *errmsg,
-                    size_t errcap)
-{
-    sqlite3_stmt *st = NULL;
-    int got = -1;
-    if (sqlite3_prepare_v2(db, "SELECT state_id, legacy_tokens FROM identity WHERE id = 1", -1, &st,
-                           NULL) != SQLITE_OK) {
-        ldpb_detailf(errmsg, errcap, "reading the identity: %s", sqlite3_errmsg(db));
-        return -1;
-    }
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) {
-        got = 0;
-    } else if (rc != SQLITE_ROW) {
-        ldpb_detailf(errmsg, errcap, "reading the identity: %s", sqlite3_errmsg(db));
-    } else if (sqlite3_column_bytes(st, 0) != AGG_STATE_ID_BYTES) {
-        ldpb_detailf(errmsg, errcap, "the identity row holds %d bytes, not %u",
-                     sqlite3_column_bytes(st, 0), AGG_STATE_ID_BYTES);
-    } else {
-        memcpy(id, sqlite3_column_blob(st, 0), AGG_STATE_ID_BYTES);
-        *legacy = sqlite3_column_int(st, 1) != 0;
-        got = 1;
-    }
-    sqlite3_finalize(st);
-    return got;
-}
-
-static ldpb_err insert_row(sqlite3 *db, const agg_state_ident *ident, char *errmsg, size_t errcap)
-{
-    sqlite3_stmt *st = NULL;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int rc = sqlite3_prepare_v2(db,
-                                "INSERT INTO identity(id, state_id, legacy_tokens, created_at_ms)"
-                                " VALUES (1, ?1, ?2, ?3)",
-                                -1, &st, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_blob(st, 1, ident->id, AGG_STATE_ID_BYTES, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, ident->legacy_tokens);
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-    }
-    if (rc != SQLITE_OK)
-        ldpb_detailf(errmsg, errcap, "writing the identity: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return rc == SQLITE_OK ? LDPB_OK : LDPB_EIO;
-}
-
-ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int new_state,
-                             agg_state_ident *out, char *errmsg, size_t errcap)
+ldpb_err agg_state_id_settle_rows(const agg_state_id_rows *rows, void *ctx, const char *dir,
+                                  int holds_state, int new_state, agg_state_ident *out,
+                                  char *errmsg, size_t errcap)
 {
     memset(out, 0, sizeof *out);
     uint8_t marker[AGG_STATE_ID_BYTES];
@@ -126,7 +78,7 @@ ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int 
     int have_m = read_marker(dir, marker, errmsg, errcap);
     if (have_m < 0)
         return LDPB_ECORRUPT;
-    int have_d = read_row(db, out->id, &out->legacy_tokens, errmsg, errcap);
+    int have_d = rows->read(ctx, out->id, &out->legacy_tokens, errmsg, errcap);
     if (have_d < 0)
         return LDPB_ECORRUPT;
     if (have_m)
@@ -180,7 +132,10 @@ ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int 
     randombytes_buf(out->id, AGG_STATE_ID_BYTES);
     out->legacy_tokens = holds_state; /* only a state of an older version issued v1/v2 tokens */
     out->write_marker = 1;
-    ldpb_err err = insert_row(db, out, errmsg, errcap);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ldpb_err err =
+        rows->insert(ctx, out, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, errmsg, errcap);
     if (err)
         return err;
     agg_state_id_hex(out->id, hd);
@@ -197,6 +152,65 @@ ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int 
     else
         ldpb_detailf(out->note, sizeof out->note, "state %s: a new state", hd);
     return LDPB_OK;
+}
+
+/* The database's identity: 1 read (and *legacy), 0 none, -1 on failure. */
+static int sqlite_read_row(void *ctx, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, char *errmsg,
+                           size_t errcap)
+{
+    sqlite3 *db = ctx;
+    sqlite3_stmt *st = NULL;
+    int got = -1;
+    if (sqlite3_prepare_v2(db, "SELECT state_id, legacy_tokens FROM identity WHERE id = 1", -1, &st,
+                           NULL) != SQLITE_OK) {
+        ldpb_detailf(errmsg, errcap, "reading the identity: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        got = 0;
+    } else if (rc != SQLITE_ROW) {
+        ldpb_detailf(errmsg, errcap, "reading the identity: %s", sqlite3_errmsg(db));
+    } else if (sqlite3_column_bytes(st, 0) != AGG_STATE_ID_BYTES) {
+        ldpb_detailf(errmsg, errcap, "the identity row holds %d bytes, not %u",
+                     sqlite3_column_bytes(st, 0), AGG_STATE_ID_BYTES);
+    } else {
+        memcpy(id, sqlite3_column_blob(st, 0), AGG_STATE_ID_BYTES);
+        *legacy = sqlite3_column_int(st, 1) != 0;
+        got = 1;
+    }
+    sqlite3_finalize(st);
+    return got;
+}
+
+static ldpb_err sqlite_insert_row(void *ctx, const agg_state_ident *ident, int64_t created_ms,
+                                  char *errmsg, size_t errcap)
+{
+    sqlite3 *db = ctx;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "INSERT INTO identity(id, state_id, legacy_tokens, created_at_ms)"
+                                " VALUES (1, ?1, ?2, ?3)",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_blob(st, 1, ident->id, AGG_STATE_ID_BYTES, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, ident->legacy_tokens);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)created_ms);
+        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    if (rc != SQLITE_OK)
+        ldpb_detailf(errmsg, errcap, "writing the identity: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? LDPB_OK : LDPB_EIO;
+}
+
+static const agg_state_id_rows sqlite_rows = {sqlite_read_row, sqlite_insert_row};
+
+ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int new_state,
+                             agg_state_ident *out, char *errmsg, size_t errcap)
+{
+    return agg_state_id_settle_rows(&sqlite_rows, db, dir, holds_state, new_state, out, errmsg,
+                                    errcap);
 }
 
 ldpb_err agg_state_id_record(const char *dir, agg_state_ident *ident, char *errmsg, size_t errcap)

@@ -20,7 +20,6 @@
 #include <cmocka.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
-#include <sqlite3.h>
 
 #include "harness.h"
 #include "ldpb/client.h"
@@ -59,25 +58,31 @@ static void assert_serving(dt_client *c)
     dt_reply_clear(&r);
 }
 
-/* Counted reports per arm in the daemon's database. */
+/* Counted reports per arm in the daemon's store, whichever the backend: the rows of its
+ * propensity log (`--export-csv`, which reads the store only) that have a reported_at_ms. */
 static void db_counts(const dt_daemon *d, uint64_t *counts, uint32_t k)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/aggregator.db", d->state_dir);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(
-        sqlite3_prepare_v2(db, "SELECT arm, count(*) FROM reports GROUP BY arm", -1, &st, NULL),
-        SQLITE_OK);
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/counts.csv", d->dir);
+    unlink(path);
+    const char *args[] = {"--config", d->conf, "--export-csv", path, NULL};
+    assert_int_equal(dt_daemon_run(d, args, err, sizeof err), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
     memset(counts, 0, k * sizeof *counts);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t arm = sqlite3_column_int64(st, 0);
-        assert_true(arm >= 0 && arm < (int64_t)k);
-        counts[arm] = (uint64_t)sqlite3_column_int64(st, 1);
+    char line[512];
+    assert_non_null(fgets(line, sizeof line, f)); /* the header */
+    while (fgets(line, sizeof line, f)) {
+        /* assignment_id,arm,...,reported_at_ms: the arm is field 2, reported_at_ms the last */
+        char *comma = strchr(line, ',');
+        assert_non_null(comma);
+        long arm = strtol(comma + 1, NULL, 10);
+        assert_true(arm >= 0 && arm < (long)k);
+        char *last = strrchr(line, ',');
+        if (last[1] != '\n' && last[1] != '\0')
+            counts[arm]++;
     }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    fclose(f);
 }
 
 /* ---- one daemon shared by the request tests ---------------------------------------------- */
