@@ -1044,7 +1044,8 @@ static void test_state_mismatch_and_lock(void **state)
     /* the propensity log exports: a header and one row per decision (two were reported) */
     char csv[256];
     snprintf(csv, sizeof csv, "%s/log.csv", d.dir);
-    const char *exp[] = {"--export-csv", csv, "--state-dir", d.state_dir, NULL};
+    const char *exp[] = {"--export-csv", csv, "--state-dir", d.state_dir,
+                         d.store[0] ? "--store" : NULL, d.store, NULL};
     assert_int_equal(dt_daemon_run(&d, exp, err, sizeof err), 0);
     FILE *f = fopen(csv, "r");
     assert_non_null(f);
@@ -1060,6 +1061,58 @@ static void test_state_mismatch_and_lock(void **state)
     fclose(f);
     assert_true(rows >= 2);
     assert_int_equal(with_value, 2);
+    dt_daemon_cleanup(&d);
+}
+
+/* A store that cannot be used is a configuration error (exit 2, a clear message) and the start
+ * writes nothing: an unknown scheme, an unreachable database, and (on PostgreSQL) a database of
+ * another schema version, with --check-config and without. */
+static void test_store_errors(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    assert_int_equal(dt_daemon_init(&d), 0);
+    assert_int_equal(dt_daemon_write_config(&d, base_extra), 0);
+    char err[4096];
+    struct stat st;
+    const char *bad[] = {"--config", d.conf, "--store", "mysql://x/y", "--check-config", NULL};
+    assert_int_equal(dt_daemon_run(&d, bad, err, sizeof err), 2);
+    assert_non_null(strstr(err, "store: store URL 'mysql://x/y': unknown scheme"));
+    static const char gone[] = "postgresql:///x?host=/nonexistent&connect_timeout=2";
+    const char *unreachable[] = {"--config", d.conf, "--store", gone, NULL};
+    assert_int_equal(dt_daemon_run(&d, unreachable, err, sizeof err), 2);
+    assert_non_null(strstr(err, "the PostgreSQL store cannot be reached"));
+    assert_int_equal(stat(d.state_dir, &st), -1); /* nothing left behind */
+    const char *check[] = {"--config", d.conf, "--store", gone, "--check-config", NULL};
+    assert_int_equal(dt_daemon_run(&d, check, err, sizeof err), 2);
+    assert_non_null(strstr(err, "the PostgreSQL store cannot be reached"));
+    if (d.store[0]) {
+        /* A state with a report, so its meta rows are written. */
+        assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+        dt_client c;
+        assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
+        assert_serving(&c);
+        dt_client_close(&c);
+        assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd,
+                 "psql -q -v ON_ERROR_STOP=1 '%s' -c \"UPDATE meta SET value = '99' WHERE key ="
+                 " 'schema_version'\"",
+                 d.store);
+        assert_int_equal(system(cmd), 0);
+        /* The schema_version row was there to change. */
+        snprintf(cmd, sizeof cmd,
+                 "psql -Atq '%s' -c \"SELECT count(*) FROM meta WHERE key = 'schema_version' AND"
+                 " value = '99'\" | grep -qx 1",
+                 d.store);
+        assert_int_equal(system(cmd), 0);
+        const char *again[] = {"--config", d.conf, "--check-config", NULL};
+        assert_int_equal(dt_daemon_run(&d, again, err, sizeof err), 2);
+        assert_non_null(strstr(err, "has schema version 99"));
+        const char *start[] = {"--config", d.conf, NULL};
+        assert_int_equal(dt_daemon_run(&d, start, err, sizeof err), 2);
+        assert_non_null(strstr(err, "has schema version 99"));
+    }
     dt_daemon_cleanup(&d);
 }
 
@@ -1083,6 +1136,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_unservable_mechanism),
         cmocka_unit_test(test_state_mismatch_and_lock),
+        cmocka_unit_test(test_store_errors),
     };
     int failed =
         cmocka_run_group_tests_name("daemon: shared", shared_tests, start_shared, stop_shared);
