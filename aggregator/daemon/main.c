@@ -113,6 +113,10 @@ static int export_csv(const agg_config *cfg)
 static int backup(const agg_config *cfg)
 {
     store_fill x = {cfg, ""};
+    if (agg_store_backup_check(cfg->store, x.err) != LDPB_OK) {
+        fprintf(stderr, "ldpb-aggregator: %s\n", x.err);
+        return 2; /* a usage error: nothing was written */
+    }
     ldpb_durable_opts o = {0600, 1, NULL, NULL};
     return write_whole(cfg->backup, &o, backup_fill, &x, "exists (a backup never replaces a file)");
 }

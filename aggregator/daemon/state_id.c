@@ -94,10 +94,10 @@ ldpb_err agg_state_id_settle_rows(const agg_state_id_rows *rows, void *ctx, cons
         agg_state_id_hex(out->id, hd);
         if (have_m && sodium_memcmp(marker, out->id, AGG_STATE_ID_BYTES) != 0) {
             ldpb_detailf(errmsg, errcap,
-                         "state_dir %s: aggregator.db holds state %s but the file %s names "
+                         "state_dir %s: %s holds state %s but the file %s names "
                          "state %s: the database was replaced by another state's. If this "
                          "database is meant to be here, delete %s/%s and start again",
-                         dir, hd, AGG_STATE_ID_FILE, hm, dir, AGG_STATE_ID_FILE);
+                         dir, rows->db_name, hd, AGG_STATE_ID_FILE, hm, dir, AGG_STATE_ID_FILE);
             return LDPB_ESTATE;
         }
         out->write_marker = !have_m;
@@ -107,24 +107,25 @@ ldpb_err agg_state_id_settle_rows(const agg_state_id_rows *rows, void *ctx, cons
     }
     if (!holds_state && have_m && !new_state) {
         ldpb_detailf(errmsg, errcap,
-                     "state_dir %s: aggregator.db is missing or empty, but the directory held "
+                     "state_dir %s: %s is missing or empty, but the directory held "
                      "state %s (its %s file remains): starting afresh would count again every "
                      "report acked before. Restore the database from a backup, or start once "
                      "with --new-state to begin a new state (the old state's assignments are "
                      "then refused)",
-                     dir, hm, AGG_STATE_ID_FILE);
+                     dir, rows->db_name, hm, AGG_STATE_ID_FILE);
         return LDPB_ESTATE;
     }
     if (holds_state && have_m) {
         /* No version before identities wrote the marker: this database lost the commit that
          * held its identity, so it may have lost later ones too. */
         ldpb_detailf(errmsg, errcap,
-                     "state_dir %s: aggregator.db holds reports but not the identity of state %s "
-                     "named by its %s file: it lost its latest commits (was aggregator.db-wal "
-                     "deleted?), and acked reports with them. Restore the database from a "
-                     "backup; or, to go on with what it holds as a new state, delete %s/%s (the "
-                     "old state's assignments are then refused)",
-                     dir, hm, AGG_STATE_ID_FILE, dir, AGG_STATE_ID_FILE);
+                     "state_dir %s: %s holds reports but not the identity of state %s "
+                     "named by its %s file: it lost its latest commits (%s), and acked reports "
+                     "with them. Restore the database from a backup; or, to go on with what it "
+                     "holds as a new state, delete %s/%s (the old state's assignments are then "
+                     "refused)",
+                     dir, rows->db_name, hm, AGG_STATE_ID_FILE, rows->loss_hint, dir,
+                     AGG_STATE_ID_FILE);
         return LDPB_ESTATE;
     }
     if (sodium_init() < 0)
@@ -204,7 +205,8 @@ static ldpb_err sqlite_insert_row(void *ctx, const agg_state_ident *ident, int64
     return rc == SQLITE_OK ? LDPB_OK : LDPB_EIO;
 }
 
-static const agg_state_id_rows sqlite_rows = {sqlite_read_row, sqlite_insert_row};
+static const agg_state_id_rows sqlite_rows = {sqlite_read_row, sqlite_insert_row, "aggregator.db",
+                                              "was aggregator.db-wal deleted?"};
 
 ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int new_state,
                              agg_state_ident *out, char *errmsg, size_t errcap)

@@ -51,6 +51,8 @@ typedef struct agg_state_id_rows {
                 size_t errcap);
     ldpb_err (*insert)(void *ctx, const agg_state_ident *ident, int64_t created_ms, char *errmsg,
                        size_t errcap);
+    const char *db_name;   /* for the messages: "aggregator.db" */
+    const char *loss_hint; /* how such a database loses commits: "was aggregator.db-wal deleted?" */
 } agg_state_id_rows;
 
 /* The rules above, over the identity row that `rows` reads and writes for `ctx`. */

@@ -376,11 +376,23 @@ ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg)
     return agg_store_export_csv_url(NULL, dir, out, errmsg);
 }
 
-ldpb_err agg_store_backup_url(const char *url, const char *dir, const char *dest, char *errmsg)
+ldpb_err agg_store_backup_check(const char *url, char *errmsg)
 {
     errmsg[0] = '\0';
     const agg_store_ops *ops = backend_of(url, errmsg);
-    return ops ? ops->backup(url, dir, dest, errmsg) : LDPB_EINVAL;
+    if (!ops)
+        return LDPB_EINVAL;
+    if (!ops->backup) {
+        say(errmsg, "%s", ops->no_backup);
+        return LDPB_ENOTSUP;
+    }
+    return LDPB_OK;
+}
+
+ldpb_err agg_store_backup_url(const char *url, const char *dir, const char *dest, char *errmsg)
+{
+    ldpb_err err = agg_store_backup_check(url, errmsg);
+    return err ? err : backend_of(url, errmsg)->backup(url, dir, dest, errmsg);
 }
 
 ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg)

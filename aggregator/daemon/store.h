@@ -163,8 +163,10 @@ ldpb_err agg_store_export_csv_url(const char *url, const char *dir, FILE *out, c
 ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg);
 
 /* The same for the store `url` (NULL: SQLite in `dir`). A PostgreSQL store is backed up with
- * PostgreSQL's own tools (pg_dump, or base backups and WAL archiving): LDPB_EINVAL, with a
- * message saying so (docs/aggregator.md). */
+ * PostgreSQL's own tools (pg_dump, or base backups and WAL archiving): LDPB_ENOTSUP, with a
+ * message saying so (docs/aggregator.md); agg_store_backup_check tells it beforehand (LDPB_OK,
+ * LDPB_ENOTSUP, LDPB_EINVAL for an unknown scheme). */
 ldpb_err agg_store_backup_url(const char *url, const char *dir, const char *dest, char *errmsg);
+ldpb_err agg_store_backup_check(const char *url, char *errmsg);
 
 #endif

@@ -46,7 +46,9 @@ typedef struct agg_store_ops {
     /* counts[] zeroed by the caller. */
     ldpb_err (*arm_counts)(agg_store *s, uint64_t *counts, uint32_t k);
     ldpb_err (*export_csv)(const char *url, const char *dir, FILE *out, char *errmsg);
+    /* NULL where the backend's own tools back it up: `no_backup` says which. */
     ldpb_err (*backup)(const char *url, const char *dir, const char *dest, char *errmsg);
+    const char *no_backup;
 } agg_store_ops;
 
 extern const agg_store_ops agg_store_sqlite_ops;

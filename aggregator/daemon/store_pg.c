@@ -600,7 +600,8 @@ static ldpb_err pg_id_insert(void *ctx, const agg_state_ident *ident, int64_t cr
     return err;
 }
 
-static const agg_state_id_rows pg_id_rows = {pg_id_read, pg_id_insert};
+static const agg_state_id_rows pg_id_rows = {pg_id_read, pg_id_insert, "the PostgreSQL database",
+                                             "was it restored from an older backup, or replaced?"};
 
 /* Connects to `url`; LDPB_EINVAL (the configured store cannot be reached or logged into) with
  * the server's reason. The password, if the URL has one, is never echoed. */
@@ -770,20 +771,6 @@ done:
     return err;
 }
 
-/* PostgreSQL's tools do this better than a copy by us could: pg_dump takes a consistent snapshot
- * beside the running daemon, and base backups with WAL archiving give point-in-time recovery. */
-static ldpb_err pg_backup(const char *url, const char *dir, const char *dest, char *errmsg)
-{
-    (void)url;
-    (void)dir;
-    (void)dest;
-    say(errmsg,
-        "--backup copies the SQLite store only; back a PostgreSQL store up with PostgreSQL's "
-        "tools: pg_dump --format=custom (a consistent snapshot beside the running daemon), or "
-        "base backups with WAL archiving (docs/aggregator.md, \"The PostgreSQL store\")");
-    return LDPB_EINVAL;
-}
-
 const agg_store_ops agg_store_pg_ops = {
     .scheme = "postgresql",
     .open = pg_open,
@@ -802,5 +789,12 @@ const agg_store_ops agg_store_pg_ops = {
     .put_state = pg_put_state,
     .arm_counts = pg_arm_counts,
     .export_csv = pg_export_csv,
-    .backup = pg_backup,
+    /* PostgreSQL's tools do this better than a copy by us could: pg_dump takes a consistent
+     * snapshot beside the running daemon, base backups with WAL archiving give point-in-time
+     * recovery. */
+    .backup = NULL,
+    .no_backup = "--backup copies the SQLite store only; back a PostgreSQL store up with "
+                 "PostgreSQL's tools: pg_dump --format=custom (a consistent snapshot beside the "
+                 "running daemon), or base backups with WAL archiving (docs/aggregator.md, \"The "
+                 "store: SQLite or PostgreSQL\")",
 };

@@ -1044,8 +1044,9 @@ static void test_state_mismatch_and_lock(void **state)
     /* the propensity log exports: a header and one row per decision (two were reported) */
     char csv[256];
     snprintf(csv, sizeof csv, "%s/log.csv", d.dir);
-    const char *exp[] = {"--export-csv", csv, "--state-dir", d.state_dir,
-                         d.store[0] ? "--store" : NULL, d.store, NULL};
+    const char *exp[] = {
+        "--export-csv", csv, "--state-dir", d.state_dir, d.store[0] ? "--store" : NULL,
+        d.store,        NULL};
     assert_int_equal(dt_daemon_run(&d, exp, err, sizeof err), 0);
     FILE *f = fopen(csv, "r");
     assert_non_null(f);
@@ -1112,6 +1113,13 @@ static void test_store_errors(void **state)
         const char *start[] = {"--config", d.conf, NULL};
         assert_int_equal(dt_daemon_run(&d, start, err, sizeof err), 2);
         assert_non_null(strstr(err, "has schema version 99"));
+        /* --backup of a PostgreSQL store is pg_dump's job: refused, nothing written. */
+        char dest[256];
+        snprintf(dest, sizeof dest, "%s/backup.db", d.dir);
+        const char *backup[] = {"--config", d.conf, "--backup", dest, NULL};
+        assert_int_equal(dt_daemon_run(&d, backup, err, sizeof err), 2);
+        assert_non_null(strstr(err, "pg_dump"));
+        assert_int_equal(stat(dest, &st), -1);
     }
     dt_daemon_cleanup(&d);
 }

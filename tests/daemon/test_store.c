@@ -294,6 +294,42 @@ static void test_export(void **state)
     remove_tree(f->dir);
 }
 
+/* A database emptied under a state_dir whose state_id marker remains: refused (a new state
+ * would count again every report acked before) unless new_state (--new-state). */
+static void test_lost_database(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store *s = open_ok(f);
+    write_batch(s);
+    agg_store_close(s);
+    if (f->url[0]) {
+        PGconn *c = PQconnectdb(f->url);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        PGresult *r = PQexec(c, "DROP TABLE meta, state, reports, decisions, identity");
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        PQfinish(c);
+    } else {
+        static const char *const names[] = {"", "-wal", "-shm"};
+        for (size_t i = 0; i < 3; i++) {
+            char p[160];
+            snprintf(p, sizeof p, "%s/%s%s", f->state, AGG_STORE_DB_NAME, names[i]);
+            unlink(p);
+        }
+    }
+    agg_store_meta m = meta_of(f, K);
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
+    assert_non_null(strstr(msg, f->url[0] ? "the PostgreSQL database is missing or empty"
+                                          : "aggregator.db is missing or empty"));
+    m.new_state = 1;
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_non_null(strstr(agg_store_state_note(s), "a new state (--new-state)"));
+    agg_store_close(s);
+    remove_tree(f->dir);
+}
+
 static void test_bad_url(void **state)
 {
     fixture *f = *state;
@@ -462,8 +498,11 @@ static void test_pg_backup(void **state)
     fixture *f = *state;
     char msg[AGG_STORE_ERRMAX], dest[128];
     snprintf(dest, sizeof dest, "/tmp/ldpb-test-store-backup-%d", (int)getpid());
-    assert_int_equal(agg_store_backup_url(f->url, "/nonexistent", dest, msg), LDPB_EINVAL);
+    assert_int_equal(agg_store_backup_check(f->url, msg), LDPB_ENOTSUP);
     assert_non_null(strstr(msg, "pg_dump"));
+    assert_int_equal(agg_store_backup_url(f->url, "/nonexistent", dest, msg), LDPB_ENOTSUP);
+    assert_non_null(strstr(msg, "pg_dump"));
+    assert_int_equal(agg_store_backup_check(NULL, msg), LDPB_OK);
     assert_int_not_equal(access(dest, F_OK), 0);
 }
 
@@ -472,7 +511,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest common[] = {
         cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_rollback),
         cmocka_unit_test(test_prune),     cmocka_unit_test(test_export),
-        cmocka_unit_test(test_bad_url),
+        cmocka_unit_test(test_bad_url),   cmocka_unit_test(test_lost_database),
     };
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_wrong_schema),
