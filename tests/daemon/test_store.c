@@ -493,6 +493,77 @@ static void test_pg_reconnect(void **state)
     remove_tree(f->dir);
 }
 
+/* A commit hook that ends the store's session from the server just before its COMMIT: the
+ * COMMIT's answer is lost with the connection. */
+static PGconn *killer;
+
+static int kill_before_commit(void *ctx)
+{
+    (void)ctx;
+    PGresult *r = PQexec(killer, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                 " WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    PQclear(r);
+    return ok ? 0 : 1;
+}
+
+static ldpb_err one_report(agg_store *s, uint8_t tag, const agg_store_counters *c)
+{
+    agg_store_row r = row(tag, 0, 5, 1);
+    int is_new = 0;
+    ldpb_err e = agg_store_begin(s);
+    if (!e)
+        e = agg_store_add_report(s, &r, &is_new);
+    if (!e)
+        e = agg_store_put_state(s, (const uint8_t *)"abcd", 4, c);
+    if (!e)
+        e = agg_store_commit(s);
+    if (e)
+        agg_store_rollback(s);
+    return e;
+}
+
+/* A COMMIT in doubt: the connection is lost during it. Where it did not happen (the state's
+ * generation is the old one) the next transaction goes on; where it did (simulated by raising
+ * the generation as that COMMIT would have), every transaction fails until a restart, which
+ * loads the state as the database has it. */
+static void test_pg_commit_in_doubt(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store *s = open_ok(f);
+    write_batch(s);
+    killer = admin(f);
+    agg_store_set_commit_hook(s, kill_before_commit, NULL);
+    agg_store_counters c5 = {5, 5, 1, 6};
+    assert_int_equal(one_report(s, 30, &c5), LDPB_EIO);
+    agg_store_set_commit_hook(s, NULL, NULL);
+    /* The server had not received the COMMIT: not committed, and the store goes on. */
+    assert_int_equal(one_report(s, 30, &c5), LDPB_OK);
+    assert_int_equal(count(killer, "SELECT count(*) FROM reports"), 5);
+
+    agg_store_set_commit_hook(s, kill_before_commit, NULL);
+    agg_store_counters c6 = {6, 6, 1, 6};
+    assert_int_equal(one_report(s, 31, &c6), LDPB_EIO);
+    agg_store_set_commit_hook(s, NULL, NULL);
+    sql(killer, "UPDATE state SET generation = generation + 1");
+    assert_int_equal(agg_store_begin(s), LDPB_EIO);
+    assert_non_null(strstr(agg_store_errmsg(s), "went through: restart ldpb-aggregator"));
+    assert_int_equal(agg_store_begin(s), LDPB_EIO); /* and stays so */
+    agg_store_close(s);
+    s = open_ok(f);
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    agg_store_counters got;
+    assert_int_equal(agg_store_load(s, &blob, &len, &got), LDPB_OK);
+    free(blob);
+    assert_int_equal(got.reports, 5);
+    assert_int_equal(one_report(s, 31, &c6), LDPB_OK);
+    agg_store_close(s);
+    PQfinish(killer);
+    remove_tree(f->dir);
+}
+
 static void test_pg_backup(void **state)
 {
     fixture *f = *state;
@@ -516,7 +587,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_wrong_schema),
         cmocka_unit_test(test_pg_one_node),    cmocka_unit_test(test_pg_reconnect),
-        cmocka_unit_test(test_pg_backup),
+        cmocka_unit_test(test_pg_backup),      cmocka_unit_test(test_pg_commit_in_doubt),
     };
     int failed = cmocka_run_group_tests_name("store: sqlite", common, setup_sqlite, NULL);
     if (argc > 1 && strcmp(argv[1], "postgres") == 0) {
