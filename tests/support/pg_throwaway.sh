@@ -6,6 +6,8 @@
 #   pg_throwaway.sh start STATEFILE   start one; STATEFILE gets the directory's path
 #   pg_throwaway.sh url STATEFILE DB  create database DB (dropped first if it exists) and print
 #                                     its URL (postgresql:///DB?host=SOCKETDIR&user=postgres)
+#   pg_throwaway.sh bounce STATEFILE S  stop it (fast: sessions are ended), wait S seconds, start
+#                                     it again (the tests of a database going away under load)
 #   pg_throwaway.sh stop STATEFILE    stop it and delete the directory and STATEFILE
 #
 # The binaries are Debian's (/usr/lib/postgresql/VERSION/bin, the newest), or $LDPB_PG_BIN. Their
@@ -27,7 +29,7 @@ as_pg() {
 
 cmd=${1:-}
 state=${2:-}
-[ -n "$cmd" ] && [ -n "$state" ] || die "usage: pg_throwaway.sh start|url|stop STATEFILE [DB]"
+[ -n "$cmd" ] && [ -n "$state" ] || die "usage: pg_throwaway.sh start|url|bounce|stop STATEFILE [ARG]"
 
 case "$cmd" in
 start)
@@ -52,6 +54,15 @@ start)
   fi
   echo "$dir" >"$state"
   ;;
+bounce)
+  [ -f "$state" ] || die "no throwaway PostgreSQL: $state is missing (start it first)"
+  dir=$(cat "$state")
+  as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null
+  sleep "${3:-1}"
+  as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/data/server.log" \
+    -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c max_connections=50" \
+    start >/dev/null
+  ;;
 url)
   db=${3:-}
   [[ "$db" =~ ^[a-z_][a-z0-9_]{0,40}$ ]] || die "url: a database name [a-z_][a-z0-9_]* expected"
@@ -72,6 +83,6 @@ stop)
   rm -f "$state"
   ;;
 *)
-  die "unknown command '$cmd' (start, url, stop)"
+  die "unknown command '$cmd' (start, url, bounce, stop)"
   ;;
 esac
