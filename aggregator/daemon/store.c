@@ -18,18 +18,21 @@
 
 static const agg_store_ops *const backends[] = {&agg_store_sqlite_ops, &agg_store_pg_ops};
 
+static int scheme_is(const char *name, const char *url, size_t n)
+{
+    return name && strlen(name) == n && strncmp(url, name, n) == 0;
+}
+
 /* The backend of `url` (NULL or "" is SQLite); NULL with `errmsg` for another scheme. The scheme
- * ends at the first ':'; "postgres" is libpq's other spelling of "postgresql". */
+ * ends at the first ':'. */
 static const agg_store_ops *backend_of(const char *url, char *errmsg)
 {
     if (!url || !url[0])
         return &agg_store_sqlite_ops;
     const char *colon = strchr(url, ':');
     size_t n = colon ? (size_t)(colon - url) : 0;
-    if (n == 8 && strncmp(url, "postgres", 8) == 0)
-        return &agg_store_pg_ops;
     for (size_t i = 0; colon && i < sizeof backends / sizeof backends[0]; i++)
-        if (strlen(backends[i]->scheme) == n && strncmp(url, backends[i]->scheme, n) == 0)
+        if (scheme_is(backends[i]->scheme, url, n) || scheme_is(backends[i]->alias, url, n))
             return backends[i];
     say(errmsg,
         "store URL '%.64s': unknown scheme (sqlite: for state_dir/%s, or "

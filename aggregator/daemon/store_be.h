@@ -20,6 +20,7 @@ typedef struct agg_meta_row {
 
 typedef struct agg_store_ops {
     const char *scheme; /* the URL's scheme, "sqlite" or "postgresql" */
+    const char *alias;  /* another spelling of it ("postgres", as libpq accepts), or NULL */
     /* Connects, brings the schema to AGG_STORE_SCHEMA_VERSION (or refuses another version), and
      * in one transaction checks the meta (agg_store_settle_meta) and settles the identity
      * (state_id.h) into s->ident; then sets s->decision_rows. Runs with the state directory

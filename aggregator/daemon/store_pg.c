@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -32,7 +33,8 @@
 #define say agg_store_say
 
 /* pg_try_advisory_lock's key: "ldpbaggr" read as a big-endian integer. */
-#define PG_LOCK_KEY "7810475985062594418"
+#define PG_LOCK_KEY     "7810475985062594418"
+#define PG_LOCK_WAIT_MS 3000
 
 typedef struct pg_store {
     PGconn *conn;
@@ -192,13 +194,21 @@ static ldpb_err session_setup(agg_store *s)
                        PGRES_COMMAND_OK, NULL, "setting up the session");
     if (err)
         return err;
-    PGresult *r = NULL;
-    err = run(s, "SELECT pg_try_advisory_lock(" PG_LOCK_KEY ")", PGRES_TUPLES_OK, &r,
-              "taking the advisory lock");
-    if (err)
-        return err;
-    int held = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-    PQclear(r);
+    /* The session of a daemon that just exited (or was killed) ends on the server a moment
+     * after its socket closes, and only then is its lock released: a restart waits for that,
+     * up to PG_LOCK_WAIT_MS. */
+    int held = 0;
+    for (int waited = 0; !held && waited <= PG_LOCK_WAIT_MS; waited += 50) {
+        if (waited > 0)
+            nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+        PGresult *r = NULL;
+        err = run(s, "SELECT pg_try_advisory_lock(" PG_LOCK_KEY ")", PGRES_TUPLES_OK, &r,
+                  "taking the advisory lock");
+        if (err)
+            return err;
+        held = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
+    }
     if (!held) {
         say(s->errmsg,
             "the database is in use by another ldpb-aggregator (it holds the advisory lock %s); "
@@ -693,7 +703,11 @@ static void pg_close(agg_store *s)
     pg_store *b = BE(s);
     if (!b)
         return;
-    PQfinish(b->conn); /* ends the session, and with it the advisory lock */
+    /* Released here, not by the session's end, which the server sees only a moment after the
+     * socket closes: a restart right after finds the lock free. */
+    if (PQstatus(b->conn) == CONNECTION_OK && PQtransactionStatus(b->conn) == PQTRANS_IDLE)
+        PQclear(PQexec(b->conn, "SELECT pg_advisory_unlock_all()"));
+    PQfinish(b->conn);
     free(b->url);
     free(b);
     s->be = NULL;
@@ -773,6 +787,7 @@ done:
 
 const agg_store_ops agg_store_pg_ops = {
     .scheme = "postgresql",
+    .alias = "postgres",
     .open = pg_open,
     .close = pg_close,
     .load = pg_load,
