@@ -8,6 +8,8 @@ packages=(
   clang libclang-rt-dev clang-format
   libsodium-dev libnanomsg-dev libprotobuf-c-dev protobuf-c-compiler
   libgsl-dev libsqlite3-dev libcmocka-dev libmicrohttpd-dev libinih-dev
+  libpq-dev # the PostgreSQL store (--store postgresql://...)
+  postgresql # its tests: tests/support/pg_throwaway.sh runs a throwaway server, no service
   gnuplot-nox python3 python3-numpy procps
   python3-pytest python3-pip python3-setuptools python3-pandas python3-matplotlib # python/ and its tests
   default-jdk-headless junit5 # the Java binding (java/) and its JUnit 5 tests
@@ -36,4 +38,9 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 # and disabled again.
 if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now prometheus.service >&2 2>/dev/null || true
+fi
+# Likewise Debian's postgresql creates and starts a cluster where systemd runs; the tests start
+# their own throwaway server, so a service this script brought is stopped and disabled again.
+if [[ " ${missing[*]} " == *" postgresql "* ]] && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now postgresql.service >&2 2>/dev/null || true
 fi

@@ -20,6 +20,7 @@
 #include "ldpb/transport.h"
 #include "metrics.h"
 #include "policy.h"
+#include "store.h"
 #include "ctx_policy.h"
 #include "ldpb/wire.h"
 
@@ -77,6 +78,10 @@ static const option options[] = {
      "each with its own listener (required)"},
     {"state_dir", OPT_STR, OFF(state_dir), NULL, 0, 0, 0, NULL, "DIR",
      "directory of the SQLite state (created if missing) (required)"},
+    {"store", OPT_STR, OFF(store), "sqlite:", 0, 0, 0, NULL, "URL",
+     "where the state is kept: sqlite: (state_dir/aggregator.db) or postgresql://... (a "
+     "PostgreSQL database, libpq's URI; state_dir still holds the lock, the state_id marker and "
+     "the replay log)"},
     {"key", OPT_STR, OFF(key), NULL, 0, 0, 0, NULL, "FILE",
      "the aggregator's secret key file, from `ldpb keygen` (mode 0600) (required)"},
     {"arms", OPT_U32, OFF(params.k), NULL, 2, AGG_POLICY_K_MAX, 0, NULL, "K",
@@ -375,6 +380,7 @@ void agg_config_fini(agg_config *cfg)
     for (size_t i = 0; i < cfg->n_listen; i++)
         free(cfg->listen[i]);
     free(cfg->state_dir);
+    free(cfg->store);
     free(cfg->key);
     free(cfg->policy);
     free(cfg->allowlist);
@@ -654,6 +660,11 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
         say(err, "state_dir is required (--state-dir DIR)");
         return LDPB_EINVAL;
     }
+    char store_err[AGG_STORE_ERRMAX];
+    if (agg_store_check_url(cfg->store, store_err) != LDPB_OK) {
+        say(err, "store: %s", store_err);
+        return LDPB_EINVAL;
+    }
     if (cfg->export_csv && cfg->backup) {
         say(err, "--export-csv and --backup are separate runs: give one of them");
         return LDPB_EINVAL;
@@ -785,7 +796,8 @@ void agg_config_help(FILE *out)
           "       ldpb-aggregator --backup FILE --state-dir DIR\n"
           "\n"
           "The ldpb aggregator service: answers assignment and report requests on nanomsg\n"
-          "URLs, keeps its state durable in SQLite (WAL) under the state directory, and acks a\n"
+          "URLs, keeps its state durable in SQLite (WAL) under the state directory, or in\n"
+          "PostgreSQL (--store postgresql://...), and acks a\n"
           "report only once it is committed. SIGTERM or SIGINT drain and exit 0.\n"
           "\n"
           "Every option can be set in the config file as `name = value` and overridden on the\n"

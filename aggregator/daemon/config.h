@@ -41,6 +41,7 @@ typedef struct agg_config {
     char *listen[AGG_LISTEN_MAX];
     size_t n_listen;
     char *state_dir;
+    char *store; /* --store URL: "sqlite:" (the default) or "postgresql://..." (store.h) */
     char *key;
     char *policy;
     /* The policy's parameters: options arms (params.k), mechanism, epsilon, kappa, horizon,

@@ -60,7 +60,7 @@ static ldpb_err export_fill(void *ctx, int fd, const char *tmp_path)
             close(own);
         return LDPB_EIO;
     }
-    ldpb_err e = agg_store_export_csv(x->cfg->state_dir, out, x->err);
+    ldpb_err e = agg_store_export_csv_url(x->cfg->store, x->cfg->state_dir, out, x->err);
     if (fflush(out) != 0 && !e)
         e = LDPB_EIO;
     if (fclose(out) != 0 && !e)
@@ -73,7 +73,7 @@ static ldpb_err backup_fill(void *ctx, int fd, const char *tmp_path)
 {
     (void)fd;
     store_fill *x = ctx;
-    return agg_store_backup(x->cfg->state_dir, tmp_path, x->err);
+    return agg_store_backup_url(x->cfg->store, x->cfg->state_dir, tmp_path, x->err);
 }
 
 /* Writes `target` through the durable write and prints a failure: the store's message if it gave
@@ -99,7 +99,7 @@ static int export_csv(const agg_config *cfg)
 {
     store_fill x = {cfg, ""};
     if (strcmp(cfg->export_csv, "-") == 0) {
-        ldpb_err e = agg_store_export_csv(cfg->state_dir, stdout, x.err);
+        ldpb_err e = agg_store_export_csv_url(cfg->store, cfg->state_dir, stdout, x.err);
         if (e)
             fprintf(stderr, "ldpb-aggregator: %s\n", x.err);
         return e ? 1 : 0;
@@ -113,6 +113,10 @@ static int export_csv(const agg_config *cfg)
 static int backup(const agg_config *cfg)
 {
     store_fill x = {cfg, ""};
+    if (agg_store_backup_check(cfg->store, x.err) != LDPB_OK) {
+        fprintf(stderr, "ldpb-aggregator: %s\n", x.err);
+        return 2; /* a usage error: nothing was written */
+    }
     ldpb_durable_opts o = {0600, 1, NULL, NULL};
     return write_whole(cfg->backup, &o, backup_fill, &x, "exists (a backup never replaces a file)");
 }

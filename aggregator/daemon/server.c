@@ -262,8 +262,9 @@ static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
     /* The meta compares only what the policy reads: a state saved under another value of an
      * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
      * state. */
-    agg_store_meta meta = {cfg->policy, agg_mode_name(cfg->mode), cfg->params,
-                           agg_policy_reads(s->policy->ops, &cfg->params), cfg->new_state};
+    agg_store_meta meta = {cfg->policy,    agg_mode_name(cfg->mode),
+                           cfg->params,    agg_policy_reads(s->policy->ops, &cfg->params),
+                           cfg->new_state, cfg->store};
     char smsg[AGG_STORE_ERRMAX] = "";
     ldpb_err err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
     if (err) {

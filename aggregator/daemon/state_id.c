@@ -68,10 +68,98 @@ static int read_marker(const char *dir, uint8_t id[AGG_STATE_ID_BYTES], char *er
     return 1;
 }
 
-/* The database's identity: 1 read (and *legacy), 0 none, -1 on failure. */
-static int read_row(sqlite3 *db, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, char *errmsg,
-                    size_t errcap)
+ldpb_err agg_state_id_settle_rows(const agg_state_id_rows *rows, void *ctx, const char *dir,
+                                  int holds_state, int new_state, agg_state_ident *out,
+                                  char *errmsg, size_t errcap)
 {
+    memset(out, 0, sizeof *out);
+    uint8_t marker[AGG_STATE_ID_BYTES];
+    char hd[2 * AGG_STATE_ID_BYTES + 1], hm[2 * AGG_STATE_ID_BYTES + 1];
+    int have_m = read_marker(dir, marker, errmsg, errcap);
+    if (have_m < 0)
+        return LDPB_ECORRUPT;
+    int have_d = rows->read(ctx, out->id, &out->legacy_tokens, errmsg, errcap);
+    if (have_d < 0)
+        return LDPB_ECORRUPT;
+    if (have_m)
+        agg_state_id_hex(marker, hm);
+    if (new_state && (have_d || holds_state)) {
+        ldpb_detailf(errmsg, errcap,
+                     "--new-state: state_dir %s holds a state already; --new-state only starts "
+                     "a state where the database is missing or empty (drop the flag)",
+                     dir);
+        return LDPB_ESTATE;
+    }
+    if (have_d) {
+        agg_state_id_hex(out->id, hd);
+        if (have_m && sodium_memcmp(marker, out->id, AGG_STATE_ID_BYTES) != 0) {
+            ldpb_detailf(errmsg, errcap,
+                         "state_dir %s: %s holds state %s but the file %s names "
+                         "state %s: the database was replaced by another state's. If this "
+                         "database is meant to be here, delete %s/%s and start again",
+                         dir, rows->db_name, hd, AGG_STATE_ID_FILE, hm, dir, AGG_STATE_ID_FILE);
+            return LDPB_ESTATE;
+        }
+        out->write_marker = !have_m;
+        ldpb_detailf(out->note, sizeof out->note, "state %s%s", hd,
+                     have_m ? "" : " (its state_id file was missing: written again)");
+        return LDPB_OK;
+    }
+    if (!holds_state && have_m && !new_state) {
+        ldpb_detailf(errmsg, errcap,
+                     "state_dir %s: %s is missing or empty, but the directory held "
+                     "state %s (its %s file remains): starting afresh would count again every "
+                     "report acked before. Restore the database from a backup, or start once "
+                     "with --new-state to begin a new state (the old state's assignments are "
+                     "then refused)",
+                     dir, rows->db_name, hm, AGG_STATE_ID_FILE);
+        return LDPB_ESTATE;
+    }
+    if (holds_state && have_m) {
+        /* No version before identities wrote the marker: this database lost the commit that
+         * held its identity, so it may have lost later ones too. */
+        ldpb_detailf(errmsg, errcap,
+                     "state_dir %s: %s holds reports but not the identity of state %s "
+                     "named by its %s file: it lost its latest commits (%s), and acked reports "
+                     "with them. Restore the database from a backup; or, to go on with what it "
+                     "holds as a new state, delete %s/%s (the old state's assignments are then "
+                     "refused)",
+                     dir, rows->db_name, hm, AGG_STATE_ID_FILE, rows->loss_hint, dir,
+                     AGG_STATE_ID_FILE);
+        return LDPB_ESTATE;
+    }
+    if (sodium_init() < 0)
+        return LDPB_ECRYPTO;
+    randombytes_buf(out->id, AGG_STATE_ID_BYTES);
+    out->legacy_tokens = holds_state; /* only a state of an older version issued v1/v2 tokens */
+    out->write_marker = 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ldpb_err err =
+        rows->insert(ctx, out, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, errmsg, errcap);
+    if (err)
+        return err;
+    agg_state_id_hex(out->id, hd);
+    if (holds_state)
+        ldpb_detailf(out->note, sizeof out->note,
+                     "state %s: identity created for a state written by an older version "
+                     "(its assignments stay valid until they expire)",
+                     hd);
+    else if (have_m)
+        ldpb_detailf(out->note, sizeof out->note,
+                     "state %s: a new state (--new-state), replacing state %s, whose "
+                     "assignments are refused from now on",
+                     hd, hm);
+    else
+        ldpb_detailf(out->note, sizeof out->note, "state %s: a new state", hd);
+    return LDPB_OK;
+}
+
+/* The database's identity: 1 read (and *legacy), 0 none, -1 on failure. */
+static int sqlite_read_row(void *ctx, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, char *errmsg,
+                           size_t errcap)
+{
+    sqlite3 *db = ctx;
     sqlite3_stmt *st = NULL;
     int got = -1;
     if (sqlite3_prepare_v2(db, "SELECT state_id, legacy_tokens FROM identity WHERE id = 1", -1, &st,
@@ -96,11 +184,11 @@ static int read_row(sqlite3 *db, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, ch
     return got;
 }
 
-static ldpb_err insert_row(sqlite3 *db, const agg_state_ident *ident, char *errmsg, size_t errcap)
+static ldpb_err sqlite_insert_row(void *ctx, const agg_state_ident *ident, int64_t created_ms,
+                                  char *errmsg, size_t errcap)
 {
+    sqlite3 *db = ctx;
     sqlite3_stmt *st = NULL;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     int rc = sqlite3_prepare_v2(db,
                                 "INSERT INTO identity(id, state_id, legacy_tokens, created_at_ms)"
                                 " VALUES (1, ?1, ?2, ?3)",
@@ -108,7 +196,7 @@ static ldpb_err insert_row(sqlite3 *db, const agg_state_ident *ident, char *errm
     if (rc == SQLITE_OK) {
         sqlite3_bind_blob(st, 1, ident->id, AGG_STATE_ID_BYTES, SQLITE_STATIC);
         sqlite3_bind_int(st, 2, ident->legacy_tokens);
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)created_ms);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
     if (rc != SQLITE_OK)
@@ -117,86 +205,14 @@ static ldpb_err insert_row(sqlite3 *db, const agg_state_ident *ident, char *errm
     return rc == SQLITE_OK ? LDPB_OK : LDPB_EIO;
 }
 
+static const agg_state_id_rows sqlite_rows = {sqlite_read_row, sqlite_insert_row, "aggregator.db",
+                                              "was aggregator.db-wal deleted?"};
+
 ldpb_err agg_state_id_settle(sqlite3 *db, const char *dir, int holds_state, int new_state,
                              agg_state_ident *out, char *errmsg, size_t errcap)
 {
-    memset(out, 0, sizeof *out);
-    uint8_t marker[AGG_STATE_ID_BYTES];
-    char hd[2 * AGG_STATE_ID_BYTES + 1], hm[2 * AGG_STATE_ID_BYTES + 1];
-    int have_m = read_marker(dir, marker, errmsg, errcap);
-    if (have_m < 0)
-        return LDPB_ECORRUPT;
-    int have_d = read_row(db, out->id, &out->legacy_tokens, errmsg, errcap);
-    if (have_d < 0)
-        return LDPB_ECORRUPT;
-    if (have_m)
-        agg_state_id_hex(marker, hm);
-    if (new_state && (have_d || holds_state)) {
-        ldpb_detailf(errmsg, errcap,
-                     "--new-state: state_dir %s holds a state already; --new-state only starts "
-                     "a state where the database is missing or empty (drop the flag)",
-                     dir);
-        return LDPB_ESTATE;
-    }
-    if (have_d) {
-        agg_state_id_hex(out->id, hd);
-        if (have_m && sodium_memcmp(marker, out->id, AGG_STATE_ID_BYTES) != 0) {
-            ldpb_detailf(errmsg, errcap,
-                         "state_dir %s: aggregator.db holds state %s but the file %s names "
-                         "state %s: the database was replaced by another state's. If this "
-                         "database is meant to be here, delete %s/%s and start again",
-                         dir, hd, AGG_STATE_ID_FILE, hm, dir, AGG_STATE_ID_FILE);
-            return LDPB_ESTATE;
-        }
-        out->write_marker = !have_m;
-        ldpb_detailf(out->note, sizeof out->note, "state %s%s", hd,
-                     have_m ? "" : " (its state_id file was missing: written again)");
-        return LDPB_OK;
-    }
-    if (!holds_state && have_m && !new_state) {
-        ldpb_detailf(errmsg, errcap,
-                     "state_dir %s: aggregator.db is missing or empty, but the directory held "
-                     "state %s (its %s file remains): starting afresh would count again every "
-                     "report acked before. Restore the database from a backup, or start once "
-                     "with --new-state to begin a new state (the old state's assignments are "
-                     "then refused)",
-                     dir, hm, AGG_STATE_ID_FILE);
-        return LDPB_ESTATE;
-    }
-    if (holds_state && have_m) {
-        /* No version before identities wrote the marker: this database lost the commit that
-         * held its identity, so it may have lost later ones too. */
-        ldpb_detailf(errmsg, errcap,
-                     "state_dir %s: aggregator.db holds reports but not the identity of state %s "
-                     "named by its %s file: it lost its latest commits (was aggregator.db-wal "
-                     "deleted?), and acked reports with them. Restore the database from a "
-                     "backup; or, to go on with what it holds as a new state, delete %s/%s (the "
-                     "old state's assignments are then refused)",
-                     dir, hm, AGG_STATE_ID_FILE, dir, AGG_STATE_ID_FILE);
-        return LDPB_ESTATE;
-    }
-    if (sodium_init() < 0)
-        return LDPB_ECRYPTO;
-    randombytes_buf(out->id, AGG_STATE_ID_BYTES);
-    out->legacy_tokens = holds_state; /* only a state of an older version issued v1/v2 tokens */
-    out->write_marker = 1;
-    ldpb_err err = insert_row(db, out, errmsg, errcap);
-    if (err)
-        return err;
-    agg_state_id_hex(out->id, hd);
-    if (holds_state)
-        ldpb_detailf(out->note, sizeof out->note,
-                     "state %s: identity created for a state written by an older version "
-                     "(its assignments stay valid until they expire)",
-                     hd);
-    else if (have_m)
-        ldpb_detailf(out->note, sizeof out->note,
-                     "state %s: a new state (--new-state), replacing state %s, whose "
-                     "assignments are refused from now on",
-                     hd, hm);
-    else
-        ldpb_detailf(out->note, sizeof out->note, "state %s: a new state", hd);
-    return LDPB_OK;
+    return agg_state_id_settle_rows(&sqlite_rows, db, dir, holds_state, new_state, out, errmsg,
+                                    errcap);
 }
 
 ldpb_err agg_state_id_record(const char *dir, agg_state_ident *ident, char *errmsg, size_t errcap)

@@ -43,6 +43,23 @@ typedef struct agg_state_ident {
     char note[AGG_STATE_ID_NOTE]; /* one line for the log: what happened to the identity */
 } agg_state_ident;
 
+/* Where a store keeps its identity row (one per backend, store.h): `read` gives 1 and the row,
+ * 0 when there is none, -1 on failure (with `errmsg`); `insert` writes the row of `ident`. Both
+ * run inside the caller's open write transaction. */
+typedef struct agg_state_id_rows {
+    int (*read)(void *ctx, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, char *errmsg,
+                size_t errcap);
+    ldpb_err (*insert)(void *ctx, const agg_state_ident *ident, int64_t created_ms, char *errmsg,
+                       size_t errcap);
+    const char *db_name;   /* for the messages: "aggregator.db" */
+    const char *loss_hint; /* how such a database loses commits: "was aggregator.db-wal deleted?" */
+} agg_state_id_rows;
+
+/* The rules above, over the identity row that `rows` reads and writes for `ctx`. */
+ldpb_err agg_state_id_settle_rows(const agg_state_id_rows *rows, void *ctx, const char *dir,
+                                  int holds_state, int new_state, agg_state_ident *out,
+                                  char *errmsg, size_t errcap);
+
 /* Reads or creates the identity inside the caller's open write transaction on `db`, whose schema
  * has the table `identity`; `holds_state` says whether the database has meta or data rows.
  * Errors: LDPB_ESTATE (rules above; `errmsg`, `errcap` bytes, says what and what to do),

@@ -1,5 +1,8 @@
-/* The aggregator's durable state: one SQLite database (WAL, synchronous=FULL) in the state
- * directory. Tables (docs/aggregator.md lists every column):
+/* The aggregator's durable state, behind one seam with a backend per store URL scheme
+ * (store_be.h): "sqlite:" (the default), one SQLite database (WAL, synchronous=FULL) in the state
+ * directory, state_dir/aggregator.db; "postgresql://..." (libpq's URI), a PostgreSQL database
+ * (synchronous_commit on). Either way the state directory holds the lock, the identity marker and
+ * the replay log. Tables (docs/aggregator.md lists every column):
  *   meta       the configuration the state belongs to (schema version, policy, K, mechanism,
  *              epsilon, kappa, mode, horizon, beta, gamma, eps_arm); a restart with another
  * configuration is refused state      one row: the policy's saved state, its version (reports
@@ -34,7 +37,15 @@ typedef struct agg_store_meta {
     agg_policy_config params;
     unsigned reads; /* AGG_PARAM_* bits the policy reads: agg_policy_reads() */
     int new_state;  /* --new-state: the operator starts a new state where the database is gone */
+    const char *store_url; /* --store: NULL or "sqlite:" for SQLite, "postgresql://..." */
 } agg_store_meta;
+
+/* Whether `url` names a store backend ("sqlite:", "postgresql://...", "postgres://..."), without
+ * connecting. LDPB_EINVAL with `errmsg` (AGG_STORE_ERRMAX bytes). */
+ldpb_err agg_store_check_url(const char *url, char *errmsg);
+
+/* The scheme of the open store's backend: "sqlite" or "postgresql". */
+const char *agg_store_backend(const agg_store *s);
 
 typedef struct agg_store_counters {
     uint64_t policy_version; /* reports counted by the policy state */
@@ -130,7 +141,7 @@ ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
  * outside [0, k). */
 ldpb_err agg_store_arm_counts(agg_store *s, uint64_t *counts, uint32_t k);
 
-/* The last SQLite error message. */
+/* The last error message of the backend. */
 const char *agg_store_errmsg(const agg_store *s);
 
 /* Writes the propensity log of the state in `dir` as CSV to `out` (docs/aggregator.md: columns
@@ -141,10 +152,21 @@ const char *agg_store_errmsg(const agg_store *s);
  * writes the state. Errors: LDPB_EIO, LDPB_ECORRUPT. */
 ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg);
 
+/* The same for the store `url` (NULL: SQLite in `dir`); PostgreSQL reads in one REPEATABLE READ
+ * READ ONLY transaction. */
+ldpb_err agg_store_export_csv_url(const char *url, const char *dir, FILE *out, char *errmsg);
+
 /* Copies the state in `dir` into the SQLite database `dest` (an empty or new file) with SQLite's
  * online backup API: a consistent snapshot taken beside a running daemon (read-only on the
  * source). `dest` is left in WAL mode, ready to be a state_dir's aggregator.db. Errors: LDPB_EIO,
  * LDPB_ECORRUPT (not an aggregator state). */
 ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg);
+
+/* The same for the store `url` (NULL: SQLite in `dir`). A PostgreSQL store is backed up with
+ * PostgreSQL's own tools (pg_dump, or base backups and WAL archiving): LDPB_ENOTSUP, with a
+ * message saying so (docs/aggregator.md); agg_store_backup_check tells it beforehand (LDPB_OK,
+ * LDPB_ENOTSUP, LDPB_EINVAL for an unknown scheme). */
+ldpb_err agg_store_backup_url(const char *url, const char *dir, const char *dest, char *errmsg);
+ldpb_err agg_store_backup_check(const char *url, char *errmsg);
 
 #endif

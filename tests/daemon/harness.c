@@ -50,6 +50,26 @@ int dt_free_port(void)
     return port;
 }
 
+int dt_pg_database(const char *name, char *url, size_t cap)
+{
+    const char *state = getenv("LDPB_TEST_PG_STATE"), *script = getenv("LDPB_TEST_PG_SCRIPT");
+    if (!state || !script)
+        return -1;
+    char cmd[1024];
+    if ((size_t)snprintf(cmd, sizeof cmd, "bash '%s' url '%s' '%s'", script, state, name) >=
+        sizeof cmd)
+        return -1;
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    int got = fgets(url, (int)cap, p) != NULL;
+    int st = pclose(p);
+    if (!got || st != 0)
+        return -1;
+    url[strcspn(url, "\n")] = '\0';
+    return 0;
+}
+
 int dt_daemon_init(dt_daemon *d)
 {
     memset(d, 0, sizeof *d);
@@ -65,6 +85,23 @@ int dt_daemon_init(dt_daemon *d)
     if (port < 0)
         return -1;
     snprintf(d->tcp_url, sizeof d->tcp_url, "tcp://127.0.0.1:%d", port);
+    if (getenv("LDPB_TEST_PG_STATE")) {
+        /* A database per daemon, named after its directory (mkdtemp's letters; PostgreSQL folds
+         * unquoted names to lower case). */
+        char name[64] = "dt_";
+        size_t n = strlen(name);
+        for (const char *c = strrchr(d->dir, '-') + 1; *c && n < sizeof name - 2; c++) {
+            if (*c >= 'A' && *c <= 'Z') {
+                name[n++] = '_'; /* "_a" for 'A': no two directories share a name */
+                name[n++] = (char)(*c - 'A' + 'a');
+            } else {
+                name[n++] = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ? *c : 'x';
+            }
+        }
+        name[n] = '\0';
+        if (dt_pg_database(name, d->store, sizeof d->store) != 0)
+            return -1;
+    }
     if (ldpb_keypair_generate(&d->server) != LDPB_OK)
         return -1;
     char detail[LDPB_DETAIL_BYTES];
@@ -84,8 +121,10 @@ int dt_daemon_write_config(dt_daemon *d, const char *extra)
             "listen = %s\n"
             "state_dir = %s\n"
             "key = %s\n"
+            "%s%s%s"
             "%s\n",
-            d->ipc_url, d->tcp_url, d->state_dir, d->key, extra ? extra : "");
+            d->ipc_url, d->tcp_url, d->state_dir, d->key, d->store[0] ? "store = " : "", d->store,
+            d->store[0] ? "\n" : "", extra ? extra : "");
     return fclose(f) == 0 ? 0 : -1;
 }
 

@@ -22,12 +22,23 @@ typedef struct dt_daemon {
     char tcp_url[64];
     ldpb_keypair server;
     pid_t pid;
+    char store[512]; /* the store URL written into the config; empty: SQLite (the default) */
 } dt_daemon;
 
-/* Creates the directory and the server key. Returns 0 on success. */
+/* When the environment has LDPB_TEST_PG_STATE (the state file of tests/support/pg_throwaway.sh)
+ * and LDPB_TEST_PG_SCRIPT (that script), dt_daemon_init creates a fresh database on that
+ * throwaway PostgreSQL for the daemon and dt_daemon_write_config sets `store` to it: the same
+ * test then runs on the PostgreSQL backend. */
+
+/* Creates the directory and the server key (and the database, above). Returns 0 on success. */
 int dt_daemon_init(dt_daemon *d);
 
-/* Writes the config file: listen on ipc + tcp (a free port), state_dir, key, then `extra`
+/* A fresh database `name` ([a-z_][a-z0-9_]*) on the throwaway PostgreSQL of the environment
+ * (above): its URL into `url`. 0 on success, -1 without that environment or on failure. */
+int dt_pg_database(const char *name, char *url, size_t cap);
+
+/* Writes the config file: listen on ipc + tcp (a free port), state_dir, key, store (above), then
+ * `extra`
  * (more "key = value" lines, may be NULL). */
 int dt_daemon_write_config(dt_daemon *d, const char *extra);
 

@@ -176,6 +176,14 @@ static void test_check(void **state)
     assert_non_null(strstr(r, "not a URL of a transport this build has (tcp://, ipc://)"));
     assert_int_equal(agg_config_set(&c, "listen", "ipc:///x", 1, r), LDPB_OK);
     assert_int_equal(agg_config_check(&c, r), LDPB_OK);
+    /* The store URL: sqlite: by default; another scheme is refused before anything starts. */
+    assert_string_equal(c.store, "sqlite:");
+    assert_int_equal(agg_config_set(&c, "store", "mysql://db/x", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "store: store URL 'mysql://db/x': unknown scheme"));
+    assert_int_equal(agg_config_set(&c, "store", "postgresql://db.internal/ldpb", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "store", "sqlite:", 1, r), LDPB_OK);
     assert_int_equal(agg_config_set(&c, "policy", "nope", 1, r), LDPB_OK);
     assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
     assert_non_null(strstr(r, "unknown policy 'nope' (known: "));

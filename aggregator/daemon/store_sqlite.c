@@ -1,0 +1,691 @@
+/* The SQLite backend of the store (store.h, store_be.h): one database, aggregator.db, in the
+ * state directory (WAL, synchronous=FULL: the WAL is fsynced at every commit). Every statement is
+ * prepared once; a batch is one transaction of INSERT OR IGNOREs plus the policy state row, so its
+ * COMMIT makes the reports and the state that counts them durable together. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "state_id.h"
+#include "store_be.h"
+
+typedef struct sq_store {
+    sqlite3 *db;
+    sqlite3_stmt *begin, *commit, *rollback;
+    sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
+    sqlite3_stmt *prune_expired, *prune_oldest;
+} sq_store;
+
+#define say   agg_store_say
+#define BE(s) ((sq_store *)(s)->be)
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta("
+    " key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS state("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), policy_state BLOB NOT NULL,"
+    " policy_version INTEGER NOT NULL, reports INTEGER NOT NULL, duplicates INTEGER NOT NULL,"
+    " assignments INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reports("
+    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
+    " value REAL NOT NULL, expires_at_ms INTEGER NOT NULL, reported_at_ms INTEGER NOT NULL)"
+    " WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS decisions("
+    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
+    " issued_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    /* Retention deletes the oldest decisions first, a chunk per transaction: without this index
+     * every chunk would scan the whole table. */
+    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);"
+    /* The state's identity (state_id.h). A database of an older version gets the table (empty)
+     * at its first open here and an identity by migration. */
+    "CREATE TABLE IF NOT EXISTS identity("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);";
+
+static ldpb_err sql_fail(agg_store *s, const char *what)
+{
+    say(s->errmsg, "%s: %s", what, sqlite3_errmsg(BE(s)->db));
+    return LDPB_EIO;
+}
+
+static ldpb_err exec(agg_store *s, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(BE(s)->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        say(s->errmsg, "%s", msg ? msg : sqlite3_errmsg(BE(s)->db));
+        sqlite3_free(msg);
+        return LDPB_EIO;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err prepare(agg_store *s, sqlite3_stmt **st, const char *sql)
+{
+    if (sqlite3_prepare_v3(BE(s)->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+        return sql_fail(s, "prepare");
+    return LDPB_OK;
+}
+
+/* Runs a prepared statement that returns no rows, then resets it. */
+static ldpb_err step_done(agg_store *s, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE)
+        return sql_fail(s, what);
+    return LDPB_OK;
+}
+
+static void sq_close(agg_store *s)
+{
+    sq_store *b = BE(s);
+    if (!b)
+        return;
+    sqlite3_finalize(b->begin);
+    sqlite3_finalize(b->commit);
+    sqlite3_finalize(b->rollback);
+    sqlite3_finalize(b->add_report);
+    sqlite3_finalize(b->has_report);
+    sqlite3_finalize(b->add_decision);
+    sqlite3_finalize(b->put_state);
+    sqlite3_finalize(b->prune_expired);
+    sqlite3_finalize(b->prune_oldest);
+    sqlite3_close(b->db); /* checkpoints the WAL */
+    free(b);
+    s->be = NULL;
+}
+
+/* The first integer of a one-row, one-column query; -1 on failure. */
+static sqlite3_int64 query_count(agg_store *s, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (prepare(s, &st, sql))
+        return -1;
+    sqlite3_int64 n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* The committed size of `decisions`, counted once at open; the transactions keep it current. */
+static ldpb_err count_decisions(agg_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, "SELECT count(*) FROM decisions");
+    if (err)
+        return err;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        s->decision_rows = (uint64_t)sqlite3_column_int64(st, 0);
+    else
+        err = sql_fail(s, "counting decisions");
+    sqlite3_finalize(st);
+    return err;
+}
+
+/* Creates the database file 0600, or brings an existing one (and a -wal or -shm left beside it)
+ * to 0600, before SQLite opens it: SQLite creates its -wal and -shm files with the database
+ * file's permissions, so the reports never become readable by group or others through a
+ * permissive umask or directory. A symbolic link or a non-regular file is refused. */
+static ldpb_err make_private(const char *path, int create, char *errmsg)
+{
+    int fd = open(
+        path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (create ? O_CREAT : 0),
+        0600);
+    if (fd < 0) {
+        if (!create && errno == ENOENT)
+            return LDPB_OK;
+        int link = errno == ELOOP;
+        say(errmsg, "%s: cannot open: %s", path, link ? "it is a symbolic link" : strerror(errno));
+        return link ? LDPB_EINVAL : LDPB_EIO;
+    }
+    ldpb_err err = LDPB_OK;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        say(errmsg, "%s: cannot stat: %s", path, strerror(errno));
+        err = LDPB_EIO;
+    } else if (!S_ISREG(st.st_mode)) {
+        say(errmsg, "%s: not a regular file", path);
+        err = LDPB_EINVAL;
+    } else if ((st.st_mode & 0777) != 0600 && fchmod(fd, 0600) != 0) {
+        say(errmsg, "%s: cannot make it mode 0600: %s", path, strerror(errno));
+        err = LDPB_EIO;
+    }
+    close(fd);
+    return err;
+}
+
+static int64_t sq_count_meta(agg_store *s)
+{
+    int64_t n = query_count(s, "SELECT count(*) FROM meta");
+    if (n < 0)
+        sql_fail(s, "reading meta");
+    return n;
+}
+
+static int64_t sq_count_data(agg_store *s)
+{
+    int64_t n = query_count(s, "SELECT (SELECT count(*) FROM state) +"
+                               " (SELECT count(*) FROM reports) +"
+                               " (SELECT count(*) FROM decisions)");
+    if (n < 0)
+        sql_fail(s, "reading the state");
+    return n;
+}
+
+static int sq_get_meta(agg_store *s, const char *key, char *value, size_t cap)
+{
+    sqlite3_stmt *st = NULL;
+    if (prepare(s, &st, "SELECT value FROM meta WHERE key = ?1"))
+        return -1;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), got = -1;
+    if (rc == SQLITE_ROW) {
+        const char *have = (const char *)sqlite3_column_text(st, 0);
+        snprintf(value, cap, "%s", have ? have : "NULL");
+        got = 1;
+    } else if (rc == SQLITE_DONE) {
+        got = 0;
+    } else {
+        sql_fail(s, "reading meta");
+    }
+    sqlite3_finalize(st);
+    return got;
+}
+
+static const agg_meta_reader sq_meta_reader = {sq_count_meta, sq_count_data, sq_get_meta};
+
+/* The statements of the batches, prepared once. */
+static ldpb_err prepare_all(agg_store *s)
+{
+    sq_store *b = BE(s);
+    ldpb_err err = prepare(s, &b->begin, "BEGIN");
+    if (!err)
+        err = prepare(s, &b->commit, "COMMIT");
+    if (!err)
+        err = prepare(s, &b->rollback, "ROLLBACK");
+    if (!err)
+        err = prepare(s, &b->add_report,
+                      "INSERT OR IGNORE INTO reports(assignment_id, arm, mechanism, epsilon,"
+                      " propensity, policy_version, value, expires_at_ms, reported_at_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    if (!err)
+        err = prepare(s, &b->has_report, "SELECT 1 FROM reports WHERE assignment_id = ?1");
+    if (!err)
+        err = prepare(s, &b->add_decision,
+                      "INSERT OR IGNORE INTO decisions(assignment_id, arm, mechanism, epsilon,"
+                      " propensity, policy_version, issued_at_ms, expires_at_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    if (!err)
+        err = prepare(s, &b->put_state,
+                      "INSERT OR REPLACE INTO state(id, policy_state, policy_version, reports,"
+                      " duplicates, assignments, updated_at_ms)"
+                      " VALUES (1, ?1, ?2, ?3, ?4, ?5, CAST((julianday('now') - 2440587.5) * "
+                      "86400000.0 AS INTEGER))");
+    if (!err)
+        err = prepare(s, &b->prune_expired,
+                      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
+                      " decisions WHERE expires_at_ms < ?1 ORDER BY expires_at_ms LIMIT ?2)");
+    if (!err)
+        err = prepare(s, &b->prune_oldest,
+                      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
+                      " decisions ORDER BY expires_at_ms LIMIT ?1)");
+    if (!err)
+        err = count_decisions(s);
+    return err;
+}
+
+/* The URL is "sqlite:" (or "sqlite:" followed by nothing else): the database is always
+ * state_dir/aggregator.db, beside the files that belong to it (lock, state_id, replay log). */
+static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const agg_store_meta *meta,
+                        char *errmsg)
+{
+    (void)url;
+    sq_store *b = calloc(1, sizeof *b);
+    if (!b)
+        return LDPB_ENOMEM;
+    s->be = b;
+    char path[4096];
+    ldpb_err err;
+    static const char *const sidecars[] = {"-wal", "-shm"};
+    for (size_t i = 0; i < 2; i++) {
+        if ((size_t)snprintf(path, sizeof path, "%s/%s%s", dir, AGG_STORE_DB_NAME, sidecars[i]) >=
+            sizeof path) {
+            say(errmsg, "state_dir %s: path too long", dir);
+            return LDPB_EINVAL;
+        }
+        err = make_private(path, 0, errmsg);
+        if (err)
+            return err;
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME);
+    err = make_private(path, 1, errmsg);
+    if (err)
+        return err;
+    if (sqlite3_open_v2(path, &b->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                        NULL) != SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", path, b->db ? sqlite3_errmsg(b->db) : "out of memory");
+        return LDPB_EIO;
+    }
+    sqlite3_extended_result_codes(b->db, 1);
+    if (exec(s, "PRAGMA journal_mode=WAL") || exec(s, "PRAGMA synchronous=FULL") ||
+        exec(s, "PRAGMA busy_timeout=5000") || exec(s, "BEGIN IMMEDIATE")) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        return LDPB_EIO;
+    }
+    if (exec(s, schema_sql)) {
+        say(errmsg, "%s: cannot create the schema: %s", path, s->errmsg);
+        exec(s, "ROLLBACK");
+        return LDPB_EIO;
+    }
+    err = agg_store_settle_meta(s, &sq_meta_reader, meta, errmsg);
+    if (!err)
+        err = agg_state_id_settle(b->db, dir, s->pending_meta == NULL, meta->new_state, &s->ident,
+                                  errmsg, AGG_STORE_ERRMAX);
+    if (err) {
+        exec(s, "ROLLBACK");
+        return err;
+    }
+    if (exec(s, "COMMIT")) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        return LDPB_EIO;
+    }
+    /* After the COMMIT: a marker without its database would read as a lost database. */
+    err = agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
+    if (err)
+        return err;
+    err = prepare_all(s);
+    if (err)
+        say(errmsg, "%s: %s", path, s->errmsg);
+    return err;
+}
+
+static ldpb_err sq_load(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c)
+{
+    *blob = NULL;
+    *len = 0;
+    memset(c, 0, sizeof *c);
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st,
+                           "SELECT policy_state, policy_version, reports, duplicates, assignments,"
+                           " (SELECT count(*) FROM reports) FROM state WHERE id = 1");
+    if (err)
+        return err;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_stmt *cnt = NULL;
+        err = prepare(s, &cnt, "SELECT count(*) FROM reports");
+        if (!err && sqlite3_step(cnt) == SQLITE_ROW && sqlite3_column_int64(cnt, 0) != 0) {
+            say(s->errmsg, "reports are stored but the policy state is missing");
+            err = LDPB_ECORRUPT;
+        }
+        sqlite3_finalize(cnt);
+        sqlite3_finalize(st);
+        return err;
+    }
+    if (rc != SQLITE_ROW) {
+        err = sql_fail(s, "reading the state");
+        goto done;
+    }
+    sqlite3_int64 v[5];
+    for (int i = 0; i < 5; i++) {
+        v[i] = sqlite3_column_int64(st, i + 1);
+        if (v[i] < 0) {
+            say(s->errmsg, "negative counter in the state row");
+            err = LDPB_ECORRUPT;
+            goto done;
+        }
+    }
+    if (v[0] != v[1] || v[1] != v[4]) {
+        say(s->errmsg,
+            "the state counts %lld reports (policy version %lld) but the reports table has "
+            "%lld",
+            (long long)v[1], (long long)v[0], (long long)v[4]);
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    c->policy_version = (uint64_t)v[0];
+    c->reports = (uint64_t)v[1];
+    c->duplicates = (uint64_t)v[2];
+    c->assignments = (uint64_t)v[3];
+    int n = sqlite3_column_bytes(st, 0);
+    const void *p = sqlite3_column_blob(st, 0);
+    if (n <= 0 || !p) {
+        say(s->errmsg, "the policy state is empty");
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    *blob = malloc((size_t)n);
+    if (!*blob) {
+        err = LDPB_ENOMEM;
+        goto done;
+    }
+    memcpy(*blob, p, (size_t)n);
+    *len = (size_t)n;
+done:
+    sqlite3_finalize(st);
+    return err;
+}
+
+/* Inserts meta rows in the open transaction. */
+static ldpb_err sq_write_meta(agg_store *s, const agg_meta_row *rows, size_t n)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, "INSERT INTO meta(key, value) VALUES (?1, ?2)");
+    for (size_t i = 0; i < n && !err; i++) {
+        sqlite3_bind_text(st, 1, rows[i].key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, rows[i].value, -1, SQLITE_STATIC);
+        err = step_done(s, st, "writing meta");
+    }
+    sqlite3_finalize(st);
+    return err;
+}
+
+static ldpb_err sq_begin(agg_store *s)
+{
+    return step_done(s, BE(s)->begin, "BEGIN");
+}
+
+static ldpb_err sq_commit(agg_store *s)
+{
+    return step_done(s, BE(s)->commit, "COMMIT");
+}
+
+static void sq_rollback(agg_store *s)
+{
+    if (sqlite3_get_autocommit(BE(s)->db))
+        return; /* SQLite already rolled the transaction back */
+    (void)step_done(s, BE(s)->rollback, "ROLLBACK");
+}
+
+static ldpb_err sq_add_report(agg_store *s, const agg_store_row *r, int *is_new)
+{
+    sqlite3_stmt *st = BE(s)->add_report;
+    sqlite3_bind_blob(st, 1, r->id, (int)r->id_len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, r->arm);
+    sqlite3_bind_text(st, 3, r->mechanism, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, r->epsilon);
+    sqlite3_bind_double(st, 5, r->propensity);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)r->policy_version);
+    sqlite3_bind_double(st, 7, r->value);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)r->expires_at_ms);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->at_ms);
+    ldpb_err err = step_done(s, st, "inserting a report");
+    *is_new = !err && sqlite3_changes(BE(s)->db) == 1;
+    return err;
+}
+
+static ldpb_err sq_has_report(agg_store *s, const uint8_t *id, size_t id_len, int *exists)
+{
+    sqlite3_stmt *st = BE(s)->has_report;
+    sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_fail(s, "looking up a report");
+    *exists = rc == SQLITE_ROW;
+    return LDPB_OK;
+}
+
+/* Prepared on each call: it runs only when a policy refuses a report, which is rare. */
+static ldpb_err sq_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(BE(s)->db, "DELETE FROM reports WHERE assignment_id = ?1", -1, &st,
+                           NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return sql_fail(s, "prepare");
+    }
+    sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
+    ldpb_err err = sqlite3_step(st) == SQLITE_DONE ? LDPB_OK : sql_fail(s, "removing a report");
+    sqlite3_finalize(st);
+    return err;
+}
+
+static ldpb_err sq_add_decision(agg_store *s, const agg_store_row *d, uint64_t *added)
+{
+    sqlite3_stmt *st = BE(s)->add_decision;
+    sqlite3_bind_blob(st, 1, d->id, (int)d->id_len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, d->arm);
+    sqlite3_bind_text(st, 3, d->mechanism, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 4, d->epsilon);
+    sqlite3_bind_double(st, 5, d->propensity);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)d->policy_version);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)d->at_ms);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)d->expires_at_ms);
+    ldpb_err err = step_done(s, st, "logging a decision");
+    *added = err ? 0 : (uint64_t)sqlite3_changes(BE(s)->db);
+    return err;
+}
+
+static sqlite3_int64 to_i64(uint64_t v)
+{
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
+}
+
+/* Runs a prepared DELETE and returns the rows it removed in *n. */
+static ldpb_err prune_step(agg_store *s, sqlite3_stmt *st, uint64_t *n)
+{
+    ldpb_err err = step_done(s, st, "deleting old decisions");
+    *n = err ? 0 : (uint64_t)sqlite3_changes(BE(s)->db);
+    return err;
+}
+
+static ldpb_err sq_prune_expired(agg_store *s, uint64_t before_ms, uint64_t limit, uint64_t *n)
+{
+    sqlite3_bind_int64(BE(s)->prune_expired, 1, to_i64(before_ms));
+    sqlite3_bind_int64(BE(s)->prune_expired, 2, to_i64(limit));
+    return prune_step(s, BE(s)->prune_expired, n);
+}
+
+static ldpb_err sq_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
+{
+    sqlite3_bind_int64(BE(s)->prune_oldest, 1, to_i64(count));
+    return prune_step(s, BE(s)->prune_oldest, n);
+}
+
+static ldpb_err sq_put_state(agg_store *s, const uint8_t *blob, size_t len,
+                             const agg_store_counters *c)
+{
+    sqlite3_stmt *st = BE(s)->put_state;
+    sqlite3_bind_blob64(st, 1, blob, len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)c->policy_version);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->reports);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->duplicates);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->assignments);
+    return step_done(s, st, "writing the policy state");
+}
+
+static ldpb_err sq_arm_counts(agg_store *s, uint64_t *counts, uint32_t k)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, "SELECT arm, count(*) FROM reports GROUP BY arm");
+    if (err)
+        return err;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 arm = sqlite3_column_int64(st, 0);
+        if (arm < 0 || arm >= (sqlite3_int64)k) {
+            say(s->errmsg, "a stored report has arm %lld outside [0, %u)", (long long)arm, k);
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        counts[arm] = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = sql_fail(s, "counting reports");
+    sqlite3_finalize(st);
+    return err;
+}
+
+/* ---- export ------------------------------------------------------------------------------ */
+
+static void csv_num(FILE *out, sqlite3_stmt *st, int col, int is_real)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        return;
+    if (is_real)
+        fprintf(out, "%.17g", sqlite3_column_double(st, col));
+    else
+        fprintf(out, "%lld", (long long)sqlite3_column_int64(st, col));
+}
+
+static ldpb_err sq_export_csv(const char *url, const char *dir, FILE *out, char *errmsg)
+{
+    (void)url;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME) >= sizeof path) {
+        say(errmsg, "state_dir %s: path too long", dir);
+        return LDPB_EINVAL;
+    }
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = LDPB_EIO;
+    /* Read-only: a read-write connection that closes last checkpoints the WAL into the
+     * database, so exporting a live (or killed) daemon's state would write it. */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        goto done;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    static const char sql[] =
+        "SELECT d.assignment_id, d.arm, d.propensity, d.policy_version, d.mechanism, d.epsilon,"
+        " r.value, d.issued_at_ms, d.expires_at_ms, r.reported_at_ms"
+        " FROM decisions d LEFT JOIN reports r ON r.assignment_id = d.assignment_id"
+        " UNION ALL "
+        "SELECT r.assignment_id, r.arm, r.propensity, r.policy_version, r.mechanism, r.epsilon,"
+        " r.value, NULL, r.expires_at_ms, r.reported_at_ms FROM reports r"
+        " WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.assignment_id = r.assignment_id)"
+        " ORDER BY 9, 1";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: not an ldpb-aggregator state: %s", path, sqlite3_errmsg(db));
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    fputs("assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,issued_at_ms,"
+          "expires_at_ms,reported_at_ms\n",
+          out);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const uint8_t *id = sqlite3_column_blob(st, 0);
+        int n = sqlite3_column_bytes(st, 0);
+        for (int i = 0; i < n; i++)
+            fprintf(out, "%02x", id[i]);
+        const unsigned char *mech = sqlite3_column_text(st, 4);
+        fprintf(out, ",%lld,%.17g,%lld,%s,%.17g,", (long long)sqlite3_column_int64(st, 1),
+                sqlite3_column_double(st, 2), (long long)sqlite3_column_int64(st, 3),
+                mech ? (const char *)mech : "", sqlite3_column_double(st, 5));
+        csv_num(out, st, 6, 1);
+        fputc(',', out);
+        csv_num(out, st, 7, 0);
+        fputc(',', out);
+        csv_num(out, st, 8, 0);
+        fputc(',', out);
+        csv_num(out, st, 9, 0);
+        fputc('\n', out);
+    }
+    if (rc != SQLITE_DONE) {
+        say(errmsg, "%s: %s", path, sqlite3_errmsg(db));
+        goto done;
+    }
+    if (fflush(out) != 0 || ferror(out)) {
+        say(errmsg, "writing the CSV failed: %s", strerror(errno));
+        goto done;
+    }
+    err = LDPB_OK;
+done:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return err;
+}
+
+/* ---- backup ------------------------------------------------------------------------------ */
+
+static ldpb_err sq_backup(const char *url, const char *dir, const char *dest, char *errmsg)
+{
+    (void)url;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME) >= sizeof path) {
+        say(errmsg, "state_dir %s: path too long", dir);
+        return LDPB_EINVAL;
+    }
+    sqlite3 *src = NULL, *dst = NULL;
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = LDPB_EIO;
+    if (sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", path, src ? sqlite3_errmsg(src) : "out of memory");
+        goto done;
+    }
+    sqlite3_busy_timeout(src, 5000);
+    /* Refuse what is not an aggregator state before copying it. */
+    if (sqlite3_prepare_v2(src, "SELECT count(*) FROM meta", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) == 0) {
+        say(errmsg, "%s: not an ldpb-aggregator state: %s", path, sqlite3_errmsg(src));
+        err = LDPB_ECORRUPT;
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_open_v2(dest, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        say(errmsg, "%s: cannot open: %s", dest, dst ? sqlite3_errmsg(dst) : "out of memory");
+        goto done;
+    }
+    /* One step copies every page under one read transaction of the source: a consistent
+     * snapshot, and in WAL mode the daemon's commits go on meanwhile. */
+    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+    if (!b) {
+        say(errmsg, "%s: cannot start the backup: %s", dest, sqlite3_errmsg(dst));
+        goto done;
+    }
+    int rc = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        say(errmsg, "backup of %s failed: %s", path, sqlite3_errstr(rc));
+        goto done;
+    }
+    if (sqlite3_exec(dst, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: %s", dest, sqlite3_errmsg(dst));
+        goto done;
+    }
+    err = LDPB_OK;
+done:
+    sqlite3_finalize(st);
+    if (dst && sqlite3_close(dst) != SQLITE_OK && !err) {
+        say(errmsg, "%s: cannot close", dest);
+        err = LDPB_EIO;
+    }
+    sqlite3_close(src);
+    return err;
+}
+
+const agg_store_ops agg_store_sqlite_ops = {
+    .scheme = "sqlite",
+    .open = sq_open,
+    .close = sq_close,
+    .load = sq_load,
+    .begin = sq_begin,
+    .write_meta = sq_write_meta,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .add_report = sq_add_report,
+    .has_report = sq_has_report,
+    .remove_report = sq_remove_report,
+    .add_decision = sq_add_decision,
+    .prune_expired = sq_prune_expired,
+    .prune_oldest = sq_prune_oldest,
+    .put_state = sq_put_state,
+    .arm_counts = sq_arm_counts,
+    .export_csv = sq_export_csv,
+    .backup = sq_backup,
+};
