@@ -222,12 +222,14 @@ static ldpb_err wishart_grid(const agg_linucb_config *cfg, agg_linucb_constants 
                                  name, dg, cfg->delta * WG_SHARE);
     /* each released node is within g/2 of the ideal one entrywise: the m nodes of a release
      * move its eigenvalues by at most m q g / 2 (Frobenius norm), so Prop. 9's bounds widen
-     * by that much */
+     * by that much, and gamma (a bound on the noise vector's V^-1 norm) by the vector's move,
+     * at most m g sqrt(d) / 2 in norm, over sqrt(rho_min) */
     c->rho_min -= m * q * g / 2.0;
     c->rho_max += m * q * g / 2.0;
     if (!(c->rho_min > 0.0))
         return agg_policy_refuse(errmsg, LDPB_ERANGE,
                                  "%s: the grid step %g leaves no positive rho_min", name, g);
+    c->gamma += m * g * sqrt(q - 1.0) / (2.0 * sqrt(c->rho_min));
     return LDPB_OK;
 }
 
