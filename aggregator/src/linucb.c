@@ -189,7 +189,7 @@ static ldpb_err wishart_grid(const agg_linucb_config *cfg, agg_linucb_constants 
     const double gd = h * h;
     /* the node grid: the largest power of two <= Ltilde^2 sqrt(k) / 16 (its rounding adds a
      * variance g^2 / 12 per node, below 1/3072 of the sample's), at least gd; doubled while
-     * delta_grid exceeds delta / 1024, up to Ltilde^2 sqrt(k - q - 1): every entry's density is
+     * delta_grid exceeds delta WG_SHARE, up to Ltilde^2 sqrt(k - q - 1): every entry's density is
      * at most 1 / (Ltilde^2 sqrt(k - q - 1)), and the window bound needs it at most 1 / g */
     frexp(lt2 * sqrt(k) / 16.0, &e2);
     double g = fmax(ldexp(1.0, e2 - 1), gd);
