@@ -766,7 +766,7 @@ static void exact_wishart_order_and_low_bits(void **state)
  * same release, and the restore refuses untrusted integers the mechanism cannot produce: a node
  * data sum at a level whose bit is clear, a data sum beyond what its node's data can reach, an
  * asymmetric released node; a FAST source is refused (the samplers draw from the secure stream
- * only). */
+ * only), and so is a delta too small for the sampler's share. */
 static void exact_wishart_in_use(void **state)
 {
     (void)state;
@@ -848,6 +848,21 @@ static void exact_wishart_in_use(void **state)
     assert_int_equal(agg_linucb_rounds(p), 0);
     agg_linucb_free(p);
     agg_noise_free(fast);
+    /* the Wishart grid release: its floating-point sampler needs more delta than delta / 16
+     * leaves it at delta 1e-12 (docs/privacy.md sec. 10.3); the budget it keeps composes to at
+     * most delta */
+    c = base(AGG_LINUCB_WISHART, 5, 1000000);
+    c.exact = 1;
+    c.delta = 1e-12;
+    expect_refusal(c, LDPB_ERANGE, "floating-point sampler");
+    for (int i = 0; i < 3; i++) {
+        const double dl[3] = {0.1, 1e-3, 1e-6};
+        agg_linucb_constants kk;
+        c.delta = dl[i];
+        assert_int_equal(agg_linucb_constants_of(&c, &kk, NULL), LDPB_OK);
+        assert_true(kk.delta_total <= dl[i] && kk.delta_grid <= dl[i] / 16.0);
+        assert_true(kk.eps_total <= c.epsilon);
+    }
     agg_noise_free(noise);
     ldpb_rng_free(rng);
 }
