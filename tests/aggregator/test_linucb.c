@@ -695,17 +695,19 @@ static void exact_wishart_release_on_grid(void **state)
     ldpb_rng_free(rng);
 }
 
-/* Runs the exact Wishart policy over the 8 data vectors in the given order, each coordinate
- * nudged by `nudge` ulps, from a stream seeded with SEED, and returns the release after the
- * 8th (one tree node then holds all the data). */
-static void wishart_release_of(const int *order, int nudge, double *V, double *u)
+/* Runs the Wishart policy (epsilon 10: samples near 10^3, whose ulp is below the nudge) over the
+ * 8 data vectors in the given order, each coordinate moved 2^-40 toward minus its sign when
+ * `nudge`, from a stream seeded with SEED, and returns the release after the 8th (one tree node
+ * then holds all the data). */
+static void wishart_release_of(const int *order, int nudge, int exact, double *V, double *u)
 {
     static const double X[8][2] = {{0.5, -0.25},   {0.125, 0.75},    {-0.625, 0.375},
                                    {0.875, 0.0},   {-0.5, -0.5},     {0.25, 0.9375},
                                    {0.0625, -0.8}, {-0.3125, 0.6875}};
     static const double Y[8] = {0.25, -0.5, 0.125, 0.375, -0.0625, 0.1875, 0.5, -0.3125};
     agg_linucb_config c = base(AGG_LINUCB_WISHART, 2, 8);
-    c.exact = 1;
+    c.exact = exact;
+    c.epsilon = 10.0;
     ldpb_rng *rng;
     assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
     agg_noise *noise;
@@ -717,10 +719,10 @@ static void wishart_release_of(const int *order, int nudge, double *V, double *u
     assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
     for (int t = 0; t < 8; t++) {
         double x[2] = {X[order[t]][0], X[order[t]][1]}, y = Y[order[t]];
-        for (int n = 0; n < nudge; n++) {
-            x[0] = nextafter(x[0], 0.0);
-            x[1] = nextafter(x[1], 0.0);
-            y = nextafter(y, 0.0);
+        if (nudge) {
+            x[0] -= copysign(0x1p-40, x[0]);
+            x[1] -= copysign(0x1p-40, x[1]);
+            y -= copysign(0x1p-40, y);
         }
         assert_int_equal(agg_linucb_observe(p, &pe, x, y), LDPB_OK);
     }
@@ -732,21 +734,21 @@ static void wishart_release_of(const int *order, int nudge, double *V, double *u
 
 /* The Wishart grid release never depends on the floating-point form of the data beyond the
  * grid: the same seed and the same grid-rounded data give a bit-identical release whatever the
- * order the data arrive in and whatever their low bits. The 8 vectors lie on the data grid (their
- * coordinates are multiples of 2^-4, and vgrid is far finer); nudged by 3 ulps toward zero,
- * each coordinate's random rounding still lands on the same grid point unless its coin falls
- * below the nudge over vgrid (< 2^-30; 24 coins: false failure < 3e-8). The random stream is
- * consumed identically (one coin per coordinate, the samples' rejection loops depend on the
- * stream only), and after 8 rounds one node holds all 8 data. A floating-point sum would see the
- * order and the nudges; the grid's integer sums cannot. */
+ * order the data arrive in and whatever their low bits. The 8 vectors lie on the data grid
+ * (coordinates are multiples of 2^-4, vgrid is 2^-20 here); moved by 2^-40, each coordinate's
+ * random rounding still lands on the same grid point unless its coin falls within 2^-20 of the
+ * edge (24 coins: false failure < 3e-5). The random stream is consumed identically (one coin per
+ * coordinate; the samples' rejection loops depend on the stream only), and after 8 rounds one
+ * node holds all 8 data. The floating-point path (the served one before the grid, same seed)
+ * shows the nudge in its release: the data do probe the low bits it exposed. */
 static void exact_wishart_order_and_low_bits(void **state)
 {
     (void)state;
     const int fwd[8] = {0, 1, 2, 3, 4, 5, 6, 7}, perm[8] = {5, 2, 7, 0, 3, 6, 1, 4};
     double V0[4], u0[2], V1[4], u1[2], V2[4], u2[2];
-    wishart_release_of(fwd, 0, V0, u0);
-    wishart_release_of(perm, 0, V1, u1);
-    wishart_release_of(perm, 3, V2, u2);
+    wishart_release_of(fwd, 0, 1, V0, u0);
+    wishart_release_of(perm, 0, 1, V1, u1);
+    wishart_release_of(perm, 1, 1, V2, u2);
     assert_memory_equal(V0, V1, sizeof V0);
     assert_memory_equal(u0, u1, sizeof u0);
     assert_memory_equal(V0, V2, sizeof V0);
@@ -754,11 +756,17 @@ static void exact_wishart_order_and_low_bits(void **state)
     agg_linucb_constants k;
     agg_linucb_config c = base(AGG_LINUCB_WISHART, 2, 8);
     c.exact = 1;
+    c.epsilon = 10.0;
     assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+    assert_true(k.vgrid == 0x1p-20);
     for (int i = 0; i < 4; i++) {
         double rel = V0[i] - (i % 3 == 0 ? k.shift : 0.0);
         assert_true(rel / k.grid == floor(rel / k.grid));
     }
+    double F0[4], f0[2], F2[4], f2[2];
+    wishart_release_of(fwd, 0, 0, F0, f0);
+    wishart_release_of(perm, 1, 0, F2, f2);
+    assert_true(memcmp(F0, F2, sizeof F0) != 0 || memcmp(f0, f2, sizeof f0) != 0);
 }
 
 /* The Wishart grid release in use: decisions over 2 x 600 rounds need no repair (the failure
