@@ -233,6 +233,65 @@ static ldpb_err wishart_grid(const agg_linucb_config *cfg, agg_linucb_constants 
     return LDPB_OK;
 }
 
+/* The Wishart variant's constants (SS18 sec. 4.1, Prop. 9, Eq. (4)), and with exact its grid. */
+static ldpb_err wishart_constants(const agg_linucb_config *cfg, agg_linucb_constants *out,
+                                  const char *name, char errmsg[AGG_ERRMSG_MAX])
+{
+    const double eps = cfg->epsilon, lt = out->Ltilde, lt2 = lt * lt, m = (double)out->m;
+    const double d = (double)cfg->d, n = (double)cfg->horizon, alpha = out->alpha;
+    /* the grid release takes its share WG_SHARE of delta out of the budget first */
+    const int wg = cfg->exact && !cfg->zero_noise;
+    const double delta = wg ? cfg->delta * (1.0 - WG_SHARE) : cfg->delta;
+    /* SS18 sec. 4.1: Sheffet 2015's per-node condition k >= d + 1 + 28 ln(4/delta0) / eps0^2
+     * with the per-node budget (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. That
+     * split composes to at most eps only while m eps0 (e^eps0 - 1) <= eps/2; beyond, eps0 is
+     * the exact solution of advanced composition (agg_linucb_wishart_eps_node). */
+    double extra;
+    out->eps_node = agg_linucb_wishart_eps_node(m, eps, delta);
+    out->delta_node = delta / (2.0 * m);
+    if (out->eps_node == eps / sqrt(8.0 * m * log(2.0 / delta)))
+        extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
+    else
+        extra = ceil(28.0 * log(4.0 / out->delta_node) / (out->eps_node * out->eps_node));
+    out->eps_total = agg_linucb_wishart_eps_total(m, out->eps_node, delta);
+    out->k = d + 1.0 + extra;
+    if (!(out->k < 9007199254740992.0))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: Wishart degrees of freedom %g "
+                                 "too large (epsilon too small)",
+                                 name, out->k);
+    double smk = sqrt(m * out->k);
+    double a8 = sqrt(d) + sqrt(2.0 * log(8.0 * n / alpha));
+    double a2 = sqrt(d) + sqrt(2.0 * log(2.0 * n / alpha));
+    if (!(smk > a8))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: sqrt(m k) = %g must exceed sqrt(d) + sqrt(2 ln(8n/alpha)) "
+                                 "= %g (SS18 Prop. 9)",
+                                 name, smk, a8);
+    out->wishart_unshifted_rho_min = lt2 * (smk - a8) * (smk - a8);
+    out->wishart_unshifted_rho_max = lt2 * (smk + a8) * (smk + a8);
+    out->wishart_unshifted_gamma = lt * a2;
+    double c = lt2 * (smk - a8) * (smk - a8) - 4.0 * lt2 * smk * a8;
+    if (c > 0.0) { /* SS18 Eq. (4) */
+        out->shift = -c;
+        out->rho_min = 4.0 * lt2 * smk * a8;
+        out->rho_max = 8.0 * lt2 * smk * a8;
+        out->gamma = lt * sqrt(smk * a2);
+    } else {
+        out->shift = 0.0;
+        out->rho_min = out->wishart_unshifted_rho_min;
+        out->rho_max = out->wishart_unshifted_rho_max;
+        out->gamma = out->wishart_unshifted_gamma;
+    }
+    out->delta_total = delta;
+    if (wg) {
+        ldpb_err err = wishart_grid(cfg, out, name, errmsg);
+        if (err)
+            return err;
+    }
+    return LDPB_OK;
+}
+
 ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_constants *out,
                                  char errmsg[AGG_ERRMSG_MAX])
 {
@@ -283,7 +342,7 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
     out->tree = (v == AGG_LINUCB_GAUSSIAN && cfg->tree != AGG_LINUCB_TREE_PADDED)
                     ? AGG_LINUCB_TREE_BINARY
                     : AGG_LINUCB_TREE_PADDED;
-    const double d = (double)cfg->d, m = (double)out->m;
+    const double m = (double)out->m;
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         if (!pos_finite(cfg->rho))
             return agg_policy_refuse(errmsg, isnan(cfg->rho) ? LDPB_EINVAL : LDPB_ERANGE,
@@ -309,59 +368,11 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
                                      name, lt, cfg->L);
         out->Ltilde = lt;
     }
-    const double eps = cfg->epsilon, lt = out->Ltilde, lt2 = lt * lt;
-    /* the Wishart grid release takes its share WG_SHARE of delta out of the budget first */
-    const int wg = v == AGG_LINUCB_WISHART && cfg->exact && !cfg->zero_noise;
-    const double delta = wg ? cfg->delta * (1.0 - WG_SHARE) : cfg->delta;
+    const double eps = cfg->epsilon, delta = cfg->delta, lt = out->Ltilde, lt2 = lt * lt;
     if (v == AGG_LINUCB_WISHART) {
-        /* SS18 sec. 4.1: Sheffet 2015's per-node condition k >= d + 1 + 28 ln(4/delta0) / eps0^2
-         * with the per-node budget (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. That
-         * split composes to at most eps only while m eps0 (e^eps0 - 1) <= eps/2; beyond, eps0 is
-         * the exact solution of advanced composition (agg_linucb_wishart_eps_node). */
-        double extra;
-        out->eps_node = agg_linucb_wishart_eps_node(m, eps, delta);
-        out->delta_node = delta / (2.0 * m);
-        if (out->eps_node == eps / sqrt(8.0 * m * log(2.0 / delta)))
-            extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
-        else
-            extra = ceil(28.0 * log(4.0 / out->delta_node) / (out->eps_node * out->eps_node));
-        out->eps_total = agg_linucb_wishart_eps_total(m, out->eps_node, delta);
-        out->k = d + 1.0 + extra;
-        if (!(out->k < 9007199254740992.0))
-            return agg_policy_refuse(errmsg, LDPB_ERANGE,
-                                     "%s: Wishart degrees of freedom %g "
-                                     "too large (epsilon too small)",
-                                     name, out->k);
-        double smk = sqrt(m * out->k);
-        double a8 = sqrt(d) + sqrt(2.0 * log(8.0 * n / alpha));
-        double a2 = sqrt(d) + sqrt(2.0 * log(2.0 * n / alpha));
-        if (!(smk > a8))
-            return agg_policy_refuse(
-                errmsg, LDPB_ERANGE,
-                "%s: sqrt(m k) = %g must exceed sqrt(d) + sqrt(2 ln(8n/alpha)) "
-                "= %g (SS18 Prop. 9)",
-                name, smk, a8);
-        out->wishart_unshifted_rho_min = lt2 * (smk - a8) * (smk - a8);
-        out->wishart_unshifted_rho_max = lt2 * (smk + a8) * (smk + a8);
-        out->wishart_unshifted_gamma = lt * a2;
-        double c = lt2 * (smk - a8) * (smk - a8) - 4.0 * lt2 * smk * a8;
-        if (c > 0.0) { /* SS18 Eq. (4) */
-            out->shift = -c;
-            out->rho_min = 4.0 * lt2 * smk * a8;
-            out->rho_max = 8.0 * lt2 * smk * a8;
-            out->gamma = lt * sqrt(smk * a2);
-        } else {
-            out->shift = 0.0;
-            out->rho_min = out->wishart_unshifted_rho_min;
-            out->rho_max = out->wishart_unshifted_rho_max;
-            out->gamma = out->wishart_unshifted_gamma;
-        }
-        out->delta_total = delta;
-        if (wg) {
-            ldpb_err err = wishart_grid(cfg, out, name, errmsg);
-            if (err)
-                return err;
-        }
+        ldpb_err err = wishart_constants(cfg, out, name, errmsg);
+        if (err)
+            return err;
     } else if (v == AGG_LINUCB_GAUSSIAN) {
         /* SS18 Prop. 11 and its shift by 2 Upsilon. */
         double l4 = log(4.0 / delta);
