@@ -230,9 +230,10 @@ ldpb_err agg_ctx_policy_new(agg_policy **out, const char *name, const agg_policy
     lc.S = cp->S;
     lc.sigma = cp->sigma;
     lc.rho = cp->rho;
-    /* the served Gaussian release lives on a grid with exact discrete Gaussian noise
-     * (docs/privacy.md sec. 10.2); the Wishart release is still floating point (sec. 10.3) */
-    lc.exact = lc.variant == AGG_LINUCB_GAUSSIAN;
+    /* both served releases live on a grid (docs/privacy.md): the Gaussian with exact discrete
+     * Gaussian noise (sec. 10.2), the Wishart with its samples rounded to the grid and each node
+     * released once, in integers (sec. 10.3) */
+    lc.exact = lc.variant == AGG_LINUCB_GAUSSIAN || lc.variant == AGG_LINUCB_WISHART;
     /* linucb.h: GSL's default handler aborts; every status is checked there instead. */
     gsl_set_error_handler_off();
     ctx_policy *p = calloc(1, sizeof *p);

@@ -35,7 +35,16 @@ struct agg_linucb {
     double *vcopy; /* d x d scratch for the eigenvalue repair */
     /* exact: the statistics, the slots and their sum in grid units (M, slots, nsum unused) */
     int64_t *Mq, *slotq, *nsumq;
+    /* exact Wishart: each level's node data sum in units vgrid^2 (zero while its bit is clear);
+     * slotq then holds each level's released node (data and sample) in units grid, and Mq stays
+     * zero */
+    int64_t *Aq;
 };
+
+static int wgrid(const agg_linucb *p)
+{
+    return p->cfg.exact && p->cfg.variant == AGG_LINUCB_WISHART;
+}
 
 void agg_linucb_config_init(agg_linucb_config *cfg)
 {
@@ -143,6 +152,146 @@ static ldpb_err gaussian_privacy(const agg_linucb_config *cfg, agg_linucb_consta
     return LDPB_OK;
 }
 
+/* The Wishart grid release (docs/privacy.md sec. 10.3 derives every constant here).
+ * WG_TAIL_X: a node sample is redrawn when an entry / Ltilde^2 passes T = k + 2 sqrt(k x) + 2x,
+ * x = 100 (W_ii / Ltilde^2 is chi-square with k degrees of freedom; Laurent & Massart 2000,
+ * Lemma 1: P(chi^2_k > T) <= e^-x; |W_ij| <= sqrt(W_ii W_jj) for the off-diagonal entries).
+ * WG_ETA, WG_BETA: the sampler assumption, each normal within WG_ETA (absolute) and each
+ * chi-square within WG_ETA (relative) of an ideal draw under a coupling, except with
+ * probability WG_BETA per draw. */
+#define WG_TAIL_X 100.0
+#define WG_ETA    0x1p-50
+#define WG_BETA   0x1p-40
+/* the share of delta set aside for delta_grid: the node budget is computed for
+ * delta (1 - WG_SHARE), and a configuration whose delta_grid exceeds delta WG_SHARE is refused */
+#define WG_SHARE 0x1p-4
+
+static ldpb_err wishart_grid(const agg_linucb_config *cfg, agg_linucb_constants *c,
+                             const char *name, char errmsg[AGG_ERRMSG_MAX])
+{
+    const double q = (double)cfg->d + 1.0, m = (double)c->m, k = c->k, n = (double)cfg->horizon;
+    const double lt2 = c->Ltilde * c->Ltilde, x = WG_TAIL_X;
+    const double T = k + 2.0 * sqrt(k * x) + 2.0 * x;
+    /* the data grid: the largest power of two <= Ltilde 2^-20 whose integers stay below 2^62:
+     * a node of at most 2n data (each entry at most Ltilde^2 / h^2 units) plus a sample (at
+     * most T Ltilde^2 / h^2 units); the release sums m such nodes in units g >= h^2 (below) */
+    int e2;
+    frexp(c->Ltilde, &e2);
+    double h = ldexp(1.0, e2 - 21);
+    const double wlt2 = T * lt2 * (1.0 + 0x1p-40);
+    while ((2.0 * n * lt2 + wlt2) / (h * h) + 2.0 > 0x1p62 && h < c->Ltilde)
+        h *= 2.0;
+    if (!(h <= c->Ltilde * 0x1p-8))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: horizon %llu or degrees of freedom %g too large for the "
+                                 "64-bit grid release",
+                                 name, (unsigned long long)cfg->horizon, k);
+    const double gd = h * h;
+    /* the node grid: the largest power of two <= Ltilde^2 sqrt(k) / 16 (its rounding adds a
+     * variance g^2 / 12 per node, below 1/3072 of the sample's), at least gd; doubled while
+     * delta_grid exceeds delta WG_SHARE, up to Ltilde^2 sqrt(k - q - 1): every entry's density is
+     * at most 1 / (Ltilde^2 sqrt(k - q - 1)), and the window bound needs it at most 1 / g */
+    frexp(lt2 * sqrt(k) / 16.0, &e2);
+    double g = fmax(ldexp(1.0, e2 - 1), gd);
+    const double gmax = k > q + 1.0 ? lt2 * sqrt(k - q - 1.0) : 0.0;
+    const double err =
+        lt2 * (T * (2.0 * WG_ETA + (q + 2.0) * 0x1p-53) + WG_ETA * (2.0 * sqrt(q * T) + 1.0));
+    const double nent = q * (q + 1.0) / 2.0, a = m * (1.0 + exp(c->eps_node));
+    double dg = a * (nent * (8.0 * err / g + WG_BETA) + 2.0 * q * exp(-x));
+    while (dg > cfg->delta * WG_SHARE && 2.0 * g <= gmax) {
+        g *= 2.0;
+        dg = a * (nent * (8.0 * err / g + WG_BETA) + 2.0 * q * exp(-x));
+    }
+    if (!(g <= gmax))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE, "%s: k %g too small for the grid release",
+                                 name, k);
+    if (!(m * ((2.0 * n * lt2 + wlt2) / g + 2.0) <= 0x1p62))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: horizon %llu too long for the 64-bit grid release", name,
+                                 (unsigned long long)cfg->horizon);
+    c->vgrid = h;
+    c->grid = g;
+    c->wishart_tail = T;
+    c->wishart_float_err = err;
+    c->delta_grid = dg;
+    c->delta_total = cfg->delta * (1.0 - WG_SHARE) + dg;
+    if (!(dg <= cfg->delta * WG_SHARE))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: the grid release needs delta %g for its floating-point "
+                                 "sampler, more than delta / 16 = %g",
+                                 name, dg, cfg->delta * WG_SHARE);
+    /* each released node is within g/2 of the ideal one entrywise: the m nodes of a release
+     * move its eigenvalues by at most m q g / 2 (Frobenius norm), so Prop. 9's bounds widen
+     * by that much, and gamma (a bound on the noise vector's V^-1 norm) by the vector's move,
+     * at most m g sqrt(d) / 2 in norm, over sqrt(rho_min) */
+    c->rho_min -= m * q * g / 2.0;
+    c->rho_max += m * q * g / 2.0;
+    if (!(c->rho_min > 0.0))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: the grid step %g leaves no positive rho_min", name, g);
+    c->gamma += m * g * sqrt(q - 1.0) / (2.0 * sqrt(c->rho_min));
+    return LDPB_OK;
+}
+
+/* The Wishart variant's constants (SS18 sec. 4.1, Prop. 9, Eq. (4)), and with exact its grid. */
+static ldpb_err wishart_constants(const agg_linucb_config *cfg, agg_linucb_constants *out,
+                                  const char *name, char errmsg[AGG_ERRMSG_MAX])
+{
+    const double eps = cfg->epsilon, lt = out->Ltilde, lt2 = lt * lt, m = (double)out->m;
+    const double d = (double)cfg->d, n = (double)cfg->horizon, alpha = out->alpha;
+    /* the grid release takes its share WG_SHARE of delta out of the budget first */
+    const int wg = cfg->exact && !cfg->zero_noise;
+    const double delta = wg ? cfg->delta * (1.0 - WG_SHARE) : cfg->delta;
+    /* SS18 sec. 4.1: Sheffet 2015's per-node condition k >= d + 1 + 28 ln(4/delta0) / eps0^2
+     * with the per-node budget (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. That
+     * split composes to at most eps only while m eps0 (e^eps0 - 1) <= eps/2; beyond, eps0 is
+     * the exact solution of advanced composition (agg_linucb_wishart_eps_node). */
+    double extra;
+    out->eps_node = agg_linucb_wishart_eps_node(m, eps, delta);
+    out->delta_node = delta / (2.0 * m);
+    if (out->eps_node == eps / sqrt(8.0 * m * log(2.0 / delta)))
+        extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
+    else
+        extra = ceil(28.0 * log(4.0 / out->delta_node) / (out->eps_node * out->eps_node));
+    out->eps_total = agg_linucb_wishart_eps_total(m, out->eps_node, delta);
+    out->k = d + 1.0 + extra;
+    if (!(out->k < 9007199254740992.0))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: Wishart degrees of freedom %g "
+                                 "too large (epsilon too small)",
+                                 name, out->k);
+    double smk = sqrt(m * out->k);
+    double a8 = sqrt(d) + sqrt(2.0 * log(8.0 * n / alpha));
+    double a2 = sqrt(d) + sqrt(2.0 * log(2.0 * n / alpha));
+    if (!(smk > a8))
+        return agg_policy_refuse(errmsg, LDPB_ERANGE,
+                                 "%s: sqrt(m k) = %g must exceed sqrt(d) + sqrt(2 ln(8n/alpha)) "
+                                 "= %g (SS18 Prop. 9)",
+                                 name, smk, a8);
+    out->wishart_unshifted_rho_min = lt2 * (smk - a8) * (smk - a8);
+    out->wishart_unshifted_rho_max = lt2 * (smk + a8) * (smk + a8);
+    out->wishart_unshifted_gamma = lt * a2;
+    double c = lt2 * (smk - a8) * (smk - a8) - 4.0 * lt2 * smk * a8;
+    if (c > 0.0) { /* SS18 Eq. (4) */
+        out->shift = -c;
+        out->rho_min = 4.0 * lt2 * smk * a8;
+        out->rho_max = 8.0 * lt2 * smk * a8;
+        out->gamma = lt * sqrt(smk * a2);
+    } else {
+        out->shift = 0.0;
+        out->rho_min = out->wishart_unshifted_rho_min;
+        out->rho_max = out->wishart_unshifted_rho_max;
+        out->gamma = out->wishart_unshifted_gamma;
+    }
+    out->delta_total = delta;
+    if (wg) {
+        ldpb_err err = wishart_grid(cfg, out, name, errmsg);
+        if (err)
+            return err;
+    }
+    return LDPB_OK;
+}
+
 ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_constants *out,
                                  char errmsg[AGG_ERRMSG_MAX])
 {
@@ -193,7 +342,7 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
     out->tree = (v == AGG_LINUCB_GAUSSIAN && cfg->tree != AGG_LINUCB_TREE_PADDED)
                     ? AGG_LINUCB_TREE_BINARY
                     : AGG_LINUCB_TREE_PADDED;
-    const double d = (double)cfg->d, m = (double)out->m;
+    const double m = (double)out->m;
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         if (!pos_finite(cfg->rho))
             return agg_policy_refuse(errmsg, isnan(cfg->rho) ? LDPB_EINVAL : LDPB_ERANGE,
@@ -221,48 +370,9 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
     }
     const double eps = cfg->epsilon, delta = cfg->delta, lt = out->Ltilde, lt2 = lt * lt;
     if (v == AGG_LINUCB_WISHART) {
-        /* SS18 sec. 4.1: Sheffet 2015's per-node condition k >= d + 1 + 28 ln(4/delta0) / eps0^2
-         * with the per-node budget (eps/sqrt(8 m ln(2/delta)), delta/(2m)) of the tree. That
-         * split composes to at most eps only while m eps0 (e^eps0 - 1) <= eps/2; beyond, eps0 is
-         * the exact solution of advanced composition (agg_linucb_wishart_eps_node). */
-        double extra;
-        out->eps_node = agg_linucb_wishart_eps_node(m, eps, delta);
-        out->delta_node = delta / (2.0 * m);
-        if (out->eps_node == eps / sqrt(8.0 * m * log(2.0 / delta)))
-            extra = ceil(224.0 * m * log(8.0 * m / delta) * log(2.0 / delta) / (eps * eps));
-        else
-            extra = ceil(28.0 * log(4.0 / out->delta_node) / (out->eps_node * out->eps_node));
-        out->eps_total = agg_linucb_wishart_eps_total(m, out->eps_node, delta);
-        out->k = d + 1.0 + extra;
-        if (!(out->k < 9007199254740992.0))
-            return agg_policy_refuse(errmsg, LDPB_ERANGE,
-                                     "%s: Wishart degrees of freedom %g "
-                                     "too large (epsilon too small)",
-                                     name, out->k);
-        double smk = sqrt(m * out->k);
-        double a8 = sqrt(d) + sqrt(2.0 * log(8.0 * n / alpha));
-        double a2 = sqrt(d) + sqrt(2.0 * log(2.0 * n / alpha));
-        if (!(smk > a8))
-            return agg_policy_refuse(
-                errmsg, LDPB_ERANGE,
-                "%s: sqrt(m k) = %g must exceed sqrt(d) + sqrt(2 ln(8n/alpha)) "
-                "= %g (SS18 Prop. 9)",
-                name, smk, a8);
-        out->wishart_unshifted_rho_min = lt2 * (smk - a8) * (smk - a8);
-        out->wishart_unshifted_rho_max = lt2 * (smk + a8) * (smk + a8);
-        out->wishart_unshifted_gamma = lt * a2;
-        double c = lt2 * (smk - a8) * (smk - a8) - 4.0 * lt2 * smk * a8;
-        if (c > 0.0) { /* SS18 Eq. (4) */
-            out->shift = -c;
-            out->rho_min = 4.0 * lt2 * smk * a8;
-            out->rho_max = 8.0 * lt2 * smk * a8;
-            out->gamma = lt * sqrt(smk * a2);
-        } else {
-            out->shift = 0.0;
-            out->rho_min = out->wishart_unshifted_rho_min;
-            out->rho_max = out->wishart_unshifted_rho_max;
-            out->gamma = out->wishart_unshifted_gamma;
-        }
+        ldpb_err err = wishart_constants(cfg, out, name, errmsg);
+        if (err)
+            return err;
     } else if (v == AGG_LINUCB_GAUSSIAN) {
         /* SS18 Prop. 11 and its shift by 2 Upsilon. */
         double l4 = log(4.0 / delta);
@@ -270,17 +380,16 @@ ldpb_err agg_linucb_constants_of(const agg_linucb_config *cfg, agg_linucb_consta
         agg_linucb_gaussian_bounds(out->sigma_noise, m, cfg->d, log(2.0 * n / alpha), &out->upsilon,
                                    &out->rho_min, &out->rho_max, &out->gamma);
         out->shift = 2.0 * out->upsilon;
+        out->delta_total = delta;
         if (!cfg->zero_noise) {
             ldpb_err err = gaussian_privacy(cfg, out, name, errmsg);
             if (err)
                 return err;
         }
     }
-    if (cfg->exact && (v != AGG_LINUCB_GAUSSIAN || cfg->zero_noise))
+    if (cfg->exact && (v == AGG_LINUCB_PLAIN || cfg->zero_noise))
         return agg_policy_refuse(errmsg, LDPB_ERANGE,
-                                 "%s: exact (grid) noise is implemented for "
-                                 "jdp-linucb-gaussian only",
-                                 name);
+                                 "%s: exact (grid) noise needs a noisy JDP variant", name);
     if (v == AGG_LINUCB_PLAIN || cfg->zero_noise) {
         out->shift = cfg->rho;
         out->rho_min = out->rho_max = cfg->rho;
@@ -350,6 +459,7 @@ void agg_linucb_free(agg_linucb *p)
     free(p->Mq);
     free(p->slotq);
     free(p->nsumq);
+    free(p->Aq);
     free(p);
 }
 
@@ -385,6 +495,10 @@ ldpb_err agg_linucb_new(agg_linucb **out, const agg_linucb_config *cfg, char err
         p->Mq = calloc(pp, sizeof *p->Mq);
         p->slotq = calloc(pp * c.m, sizeof *p->slotq);
         p->nsumq = calloc(pp, sizeof *p->nsumq);
+        if (cfg->variant == AGG_LINUCB_WISHART && !(p->Aq = calloc(pp * c.m, sizeof *p->Aq))) {
+            agg_linucb_free(p);
+            return LDPB_ENOMEM;
+        }
     }
     if (!p->M || !p->slots || !p->nsum || !p->V || !p->vcopy || !p->u || !p->theta || !p->w ||
         !p->evals || !p->inv_diag || !p->eig ||
@@ -506,11 +620,128 @@ static double released(const agg_linucb *p, size_t idx)
     return p->M[idx] + (noisy(p) ? p->nsum[idx] : 0.0);
 }
 
+/* The Wishart grid release's samplers (docs/privacy.md sec. 10.3), from the secure stream's
+ * 53-bit uniforms: Box-Muller normals (the inputs of log, cos and sin are exact dyadic
+ * rationals, so each output is a few ulps from the exact function of the same uniforms) and
+ * Marsaglia & Tsang's (2000) chi-square from them. Not GSL's Ziggurat: its abscissa has 24 bits
+ * (about 2^-22 absolute), far coarser than the sampler assumption of sec. 10.3 allows. */
+typedef struct hr_src {
+    agg_noise *n;
+    double spare;
+    int has;
+} hr_src;
+
+static double hr_normal(hr_src *s)
+{
+    if (s->has) {
+        s->has = 0;
+        return s->spare;
+    }
+    double u1 = agg_noise_uniform_pos(s->n), u2 = agg_noise_uniform_pos(s->n);
+    double r = sqrt(-2.0 * log(u1)), a = 2.0 * M_PI * u2;
+    s->spare = r * sin(a);
+    s->has = 1;
+    return r * cos(a);
+}
+
+/* chi^2_nu = 2 Gamma(nu / 2), nu >= 2 (shape >= 1: no boosting needed) */
+static double hr_chisq(hr_src *s, double nu)
+{
+    const double dd = 0.5 * nu - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * dd);
+    for (;;) {
+        double x = hr_normal(s), v = 1.0 + c * x;
+        if (v <= 0.0)
+            continue;
+        v = v * v * v;
+        double u = agg_noise_uniform_pos(s->n);
+        if (u < 1.0 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + dd * (1.0 - v + log(v)))
+            return 2.0 * dd * v;
+    }
+}
+
+/* One W_p(Ltilde^2 I, k) sample by the Bartlett decomposition (as draw_node), redrawn while an
+ * entry passes the tail bound T Ltilde^2 (or is not finite). The test looks at the sample only,
+ * never at the data, so the redraw conditions the noise on an event of probability at least
+ * 1 - p e^-100, data-independent; the release's law moves by at most that (counted in
+ * delta_grid). Refusing instead would stop the service on an event that reveals nothing. */
+static ldpb_err wishart_sample_hr(agg_linucb *p, agg_noise *noise, double *W)
+{
+    if (agg_noise_get_kind(noise) != AGG_NOISE_SECURE)
+        return LDPB_EINVAL;
+    const uint32_t q = p->p;
+    const double l2 = p->c.Ltilde * p->c.Ltilde;
+    const double cap = p->c.wishart_tail * l2 * (1.0 + 0x1p-40);
+    hr_src src = {noise, 0.0, 0};
+    for (int attempt = 0; attempt < 16; attempt++) {
+        double A[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
+        for (uint32_t i = 0; i < q; i++) {
+            for (uint32_t j = 0; j < i; j++)
+                A[i * q + j] = hr_normal(&src);
+            A[i * q + i] = sqrt(hr_chisq(&src, p->c.k - (double)i));
+        }
+        int ok = 1;
+        for (uint32_t i = 0; i < q; i++)
+            for (uint32_t j = 0; j <= i; j++) {
+                double acc = 0.0;
+                for (uint32_t r = 0; r <= j; r++)
+                    acc += A[i * q + r] * A[j * q + r];
+                W[i * q + j] = W[j * q + i] = l2 * acc;
+                ok &= fabs(W[i * q + j]) <= cap; /* false for NaN */
+            }
+        if (ok)
+            return LDPB_OK;
+    }
+    return LDPB_ESTATE;
+}
+
+/* floor(a / 2^j) for j in [0, 62], without relying on the sign of a right shift */
+static int64_t floor_div_pow2(int64_t a, int j)
+{
+    int64_t d = (int64_t)1 << j, qt = a / d;
+    return (a % d < 0) ? qt - 1 : qt;
+}
+
+/* R = the nearest multiple of the grid g to A gd + w (ties up), in units g, computed exactly:
+ * w / gd is an exact scaling, its floor and fraction are exact, and the rest is integer. A is
+ * the node's data sum in units gd = vgrid^2, g = 2^j gd. */
+static int64_t grid_round(const agg_linucb *p, int64_t A, double w)
+{
+    const double gd = p->c.vgrid * p->c.vgrid, s = w / gd, fl = floor(s), f = s - fl;
+    int j;
+    frexp(p->c.grid / gd, &j);
+    j -= 1;
+    int64_t X = A + (int64_t)fl;
+    if (j == 0)
+        return X + (f >= 0.5);
+    int64_t Q = floor_div_pow2(X, j), rem = X - Q * ((int64_t)1 << j);
+    int64_t half = (int64_t)1 << (j - 1);
+    return Q + (rem >= half); /* rem + f >= half: f < 1 cannot lift rem < half past it */
+}
+
+/* The Wishart grid release of level l: a fresh sample added to the level's node data sum and
+ * rounded to the grid, replacing the level's released node in the running sum. */
+static ldpb_err wgrid_set_level(agg_linucb *p, agg_noise *noise, uint32_t l)
+{
+    const size_t pp = (size_t)p->p * p->p;
+    double W[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
+    ldpb_err err = wishart_sample_hr(p, noise, W);
+    if (err)
+        return err;
+    for (size_t i = 0; i < pp; i++) {
+        int64_t r = grid_round(p, p->Aq[l * pp + i], W[i]);
+        p->nsumq[i] += r - p->slotq[l * pp + i];
+        p->slotq[l * pp + i] = r;
+    }
+    return LDPB_OK;
+}
+
 /* Draws the sample of level l (or clears it, fresh = 0) and updates the running sum. */
 static ldpb_err set_slot(agg_linucb *p, agg_noise *noise, uint32_t l, int fresh)
 {
     size_t pp = (size_t)p->p * p->p;
     ldpb_err err = LDPB_OK;
+    if (wgrid(p))
+        return wgrid_set_level(p, noise, l); /* the padded tree: every level is fresh */
     if (p->cfg.exact) {
         int64_t nq[(AGG_LINUCB_D_MAX + 1) * (AGG_LINUCB_D_MAX + 1)];
         if (fresh)
@@ -608,6 +839,57 @@ static ldpb_err factor(agg_linucb *p, agg_policy_env *env, double *logdet)
     return LDPB_OK;
 }
 
+/* The Wishart grid release's data: v randomly rounded to the grid h = vgrid (unbiased per
+ * coordinate, coins from the noise source), then kept within the norm bound exactly: if the
+ * rounded vector passes ||v^|| <= Ltilde (checked in integers against Ltilde^2 / h^2, an exact
+ * scaling), each coordinate is truncated toward zero instead (||v^|| <= ||v||), and the largest
+ * is then stepped toward zero while the bound still fails (the clip is computed in floating
+ * point). The node that completes at this round (level top, the number of trailing ones of t)
+ * takes the datum and merges the levels below it: its data sum is v^ v^^T plus theirs, in
+ * integers (units h^2), and theirs are cleared. Sheffet's mechanism then sees data whose
+ * neighbours differ by one rank-one v^ v^^T with ||v^|| <= Ltilde, as its proof requires. */
+static ldpb_err wgrid_add(agg_linucb *p, agg_noise *noise, const double *v)
+{
+    const uint32_t q = p->p;
+    const size_t pp = (size_t)q * q;
+    const double h = p->c.vgrid, lim = p->c.Ltilde * p->c.Ltilde / (h * h);
+    int64_t vq[AGG_LINUCB_D_MAX + 1], n2 = 0;
+    for (uint32_t i = 0; i < q; i++) {
+        ldpb_err err = agg_noise_round(noise, v[i] / h, &vq[i]);
+        if (err)
+            return err;
+        n2 += vq[i] * vq[i];
+    }
+    if ((double)n2 > lim) {
+        n2 = 0;
+        for (uint32_t i = 0; i < q; i++) {
+            vq[i] = (int64_t)trunc(v[i] / h);
+            n2 += vq[i] * vq[i];
+        }
+    }
+    while ((double)n2 > lim) {
+        uint32_t big = 0;
+        for (uint32_t i = 1; i < q; i++)
+            if (llabs(vq[i]) > llabs(vq[big]))
+                big = i;
+        n2 -= 2 * llabs(vq[big]) - 1;
+        vq[big] += vq[big] > 0 ? -1 : 1;
+    }
+    uint32_t top = 0;
+    while (top < p->c.m && ((p->t >> top) & 1u))
+        top++;
+    int64_t *node = p->Aq + (size_t)top * pp;
+    for (uint32_t i = 0; i < q; i++)
+        for (uint32_t j = 0; j < q; j++)
+            node[i * q + j] = vq[i] * vq[j];
+    for (uint32_t l = 0; l < top; l++)
+        for (size_t i = 0; i < pp; i++) {
+            node[i] += p->Aq[l * pp + i];
+            p->Aq[l * pp + i] = 0;
+        }
+    return LDPB_OK;
+}
+
 static ldpb_err check_action(const agg_linucb *p, const double *x)
 {
     double n2 = 0.0;
@@ -683,7 +965,10 @@ ldpb_err agg_linucb_observe(agg_linucb *p, agg_policy_env *env, const double *x_
         y = y > lim ? lim : (y < -lim ? -lim : y);
     }
     v[d] = y;
-    if (p->cfg.exact) {
+    if (wgrid(p)) {
+        if ((err = wgrid_add(p, env->noise, v)) != LDPB_OK)
+            return err;
+    } else if (p->cfg.exact) {
         /* each entry v_i v_j / g (exact division by a power of two) randomly rounded, |.| <=
          * Ltilde^2 / g < 2^62; the sums stay below 2^61 (constants_of checks the horizon) */
         for (uint32_t i = 0; i < q; i++)
@@ -793,6 +1078,8 @@ ldpb_err agg_linucb_save(const agg_linucb *p, uint8_t *buf, size_t cap, size_t *
         agg_put_u64(&w, (uint64_t)p->Mq[i]);
     for (size_t i = 0; p->cfg.exact && i < pp * p->c.m; i++)
         agg_put_u64(&w, (uint64_t)p->slotq[i]);
+    for (size_t i = 0; wgrid(p) && i < pp * p->c.m; i++)
+        agg_put_u64(&w, (uint64_t)p->Aq[i]);
     return agg_wbuf_finish(&w, len);
 }
 
@@ -823,6 +1110,36 @@ static int exact_state_bad(const agg_linucb *p, uint64_t t, const double *M, con
     return 0;
 }
 
+/* A Wishart grid state's integers, from untrusted bytes: the float arrays and Mq unused (zero);
+ * each level's node data sum symmetric, zero while its bit of t is clear, and within the 2^l
+ * data of unit-bounded norm a node of level l holds (|A_ij| <= 2^l Ltilde^2 / h^2, A_ii >= 0);
+ * each released node symmetric and within one grid step plus the tail bound T Ltilde^2 of its
+ * data sum (so later sums cannot overflow). */
+static int wgrid_state_bad(const agg_linucb *p, uint64_t t, const double *M, const double *slots,
+                           const int64_t *Mq, const int64_t *slotq, const int64_t *Aq)
+{
+    const uint32_t q = p->p;
+    const size_t pp = (size_t)q * q;
+    const double gd = p->c.vgrid * p->c.vgrid, lt2 = p->c.Ltilde * p->c.Ltilde;
+    const double wcap = p->c.wishart_tail * lt2 * (1.0 + 0x1p-40) / p->c.grid + 2.0;
+    for (size_t i = 0; i < pp; i++)
+        if (M[i] != 0.0 || Mq[i] != 0)
+            return 1;
+    for (uint32_t l = 0; l < p->c.m; l++) {
+        const int set = (t >> l) & 1u;
+        const double acap = ldexp(lt2 / gd, (int)l);
+        for (size_t i = 0; i < pp; i++) {
+            const size_t a = l * pp + i, b = l * pp + (i % q) * q + i / q;
+            const double A = (double)Aq[a];
+            if (slots[a] != 0.0 || Aq[a] != Aq[b] || slotq[a] != slotq[b] || (!set && Aq[a] != 0) ||
+                !(fabs(A) <= acap) || (i % (q + 1) == 0 && A < 0.0) ||
+                !(fabs((double)slotq[a] - A * gd / p->c.grid) <= wcap))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
 {
     if (!p || !buf)
@@ -842,8 +1159,9 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
     uint64_t failures = agg_get_u64(&r);
     double *M = malloc(pp * sizeof *M), *slots = malloc(ns * sizeof *slots);
     int64_t *Mq = calloc(pp, sizeof *Mq), *slotq = calloc(ns, sizeof *slotq);
+    int64_t *Aq = calloc(ns, sizeof *Aq);
     ldpb_err err = LDPB_ECORRUPT;
-    if (!M || !slots || !Mq || !slotq) {
+    if (!M || !slots || !Mq || !slotq || !Aq) {
         err = LDPB_ENOMEM;
         goto done;
     }
@@ -855,9 +1173,12 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
         Mq[i] = (int64_t)agg_get_u64(&r);
     for (size_t i = 0; p->cfg.exact && i < ns; i++)
         slotq[i] = (int64_t)agg_get_u64(&r);
+    for (size_t i = 0; wgrid(p) && i < ns; i++)
+        Aq[i] = (int64_t)agg_get_u64(&r);
     if (!agg_rbuf_done(&r) || t > p->cfg.horizon || primed > 1)
         goto done;
-    if (p->cfg.exact && exact_state_bad(p, t, M, slots, Mq, slotq))
+    if (wgrid(p) ? wgrid_state_bad(p, t, M, slots, Mq, slotq, Aq)
+                 : (p->cfg.exact && exact_state_bad(p, t, M, slots, Mq, slotq)))
         goto done;
     for (size_t i = 0; i < pp; i++)
         if (!isfinite(M[i]))
@@ -885,6 +1206,8 @@ ldpb_err agg_linucb_restore(agg_linucb *p, const uint8_t *buf, size_t len)
         memcpy(p->Mq, Mq, pp * sizeof *Mq);
         memcpy(p->slotq, slotq, ns * sizeof *slotq);
     }
+    if (wgrid(p))
+        memcpy(p->Aq, Aq, ns * sizeof *Aq);
     p->t = t;
     p->primed = primed;
     p->failures = failures;
@@ -895,5 +1218,6 @@ done:
     free(slots);
     free(Mq);
     free(slotq);
+    free(Aq);
     return err;
 }

@@ -86,7 +86,13 @@ typedef struct agg_linucb_config {
      * grid g, the sums are kept in integers and each node's noise is the exact discrete Gaussian
      * with variance parameter sigma2_units (2 sigma2_units on the diagonal) in grid units, drawn
      * from an AGG_NOISE_SECURE source (others are refused at the first draw). 0: floating-point
-     * normals (the simulator's fast path, not for serving). Refused for the Wishart variant. */
+     * normals (the simulator's fast path, not for serving).
+     * jdp-linucb-wishart: the served grid release of sec. 10.3 (the daemon sets it): each datum
+     * v is randomly rounded to the grid vgrid (norm kept <= Ltilde exactly), the tree's node
+     * data sums are kept in integers (units vgrid^2), each node's Wishart sample is drawn in
+     * floating point from the secure stream (53-bit Box-Muller normals, Marsaglia-Tsang
+     * chi-squares), and the node is released once, as round(node sum + sample) to the coarse
+     * grid g computed exactly in integers; a release is the integer sum of its nodes times g. */
     int exact;
     /* Tests only: a JDP variant whose node noise is zero and whose regulariser and bounds are
      * LinUCB's (H = rho I, rho_min = rho_max = rho, gamma = 0): the private code path (tree,
@@ -130,6 +136,13 @@ typedef struct agg_linucb_constants {
      * of each off-diagonal entry in grid units, N >= ((s/g) (1 + 2^-40 + (d+1) g / Ltilde^2))^2 */
     double grid;
     uint64_t sigma2_units;
+    /* exact (Wishart, docs/privacy.md sec. 10.3): the data grid vgrid (a power of two; node data
+     * sums are integers in units vgrid^2, grid is a power-of-two multiple of it), the tail bound
+     * T on a node sample's entries / Ltilde^2 (a sample beyond it is redrawn), the bound
+     * wishart_float_err on a sample entry's floating-point error under the sampler assumption
+     * stated there, and delta_grid, what the floating-point sampler adds to delta (counted in
+     * delta_total = delta + delta_grid). */
+    double vgrid, wishart_tail, wishart_float_err, delta_grid, delta_total;
     double rho_min, rho_max, gamma;
     double wishart_unshifted_rho_min, wishart_unshifted_rho_max, wishart_unshifted_gamma;
 } agg_linucb_constants;
@@ -203,7 +216,9 @@ uint64_t agg_linucb_cholesky_failures(const agg_linucb *p);
 ldpb_err agg_linucb_release(agg_linucb *p, agg_policy_env *env, double *v, double *u);
 
 /* The sum of the m noise slots, (d+1)x(d+1) row-major, for tests of the noise law (m node
- * samples with the padded tree, popcount(rounds) with the binary one). */
+ * samples with the padded tree, popcount(rounds) with the binary one). The Wishart grid release
+ * (exact) keeps no noise apart from the data: there it is the release before the shift, which
+ * is the noise alone before the first observation. */
 ldpb_err agg_linucb_noise_sum(agg_linucb *p, agg_policy_env *env, double *out);
 
 /* Versioned bytes of the whole state (statistics, noise slots, counters), as policy.h's save:

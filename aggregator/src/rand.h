@@ -87,8 +87,9 @@ double agg_noise_laplace(agg_noise *n, double scale);
  * the matrix noise of joint-DP LinUCB (Gaussian entries; chi-square diagonals of the Bartlett
  * decomposition of a Wishart matrix). SECURE draws through GSL's samplers (Ziggurat normal,
  * Marsaglia-Tsang gamma) fed by the ChaCha20 stream; FAST draws from the agg_rand. These are
- * textbook floating-point samplers: unlike the Laplace above they are not snapped to a grid
- * (docs/privacy.md says what that leaves open). */
+ * textbook floating-point samplers: unlike the Laplace above they are not snapped to a grid.
+ * The served JDP releases do not use them: the Gaussian draws agg_noise_dgauss, the Wishart its
+ * own 53-bit samplers on a grid (linucb.c; docs/privacy.md sec. 10.2, 10.3). */
 double agg_noise_normal(agg_noise *n);
 double agg_noise_gamma(agg_noise *n, double shape);
 

@@ -622,9 +622,255 @@ static void exact_gaussian_in_use(void **state)
     assert_int_equal(agg_linucb_rounds(p), 0);
     agg_linucb_free(p);
     agg_noise_free(fast);
-    c = base(AGG_LINUCB_WISHART, 2, 10);
+    c = base(AGG_LINUCB_PLAIN, 2, 10);
     c.exact = 1;
-    expect_refusal(c, LDPB_ERANGE, "jdp-linucb-gaussian only");
+    expect_refusal(c, LDPB_ERANGE, "needs a noisy JDP variant");
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* The served Wishart release (exact = 1, docs/privacy.md sec. 10.3). Before any observation
+ * the padded tree's release is the sum of m data-free node samples, each W_3(Ltilde^2 I, k)
+ * rounded to the grid g, so the sum follows W_3(Ltilde^2 I, m k) plus m independent roundings:
+ * diagonal entries of mean m k Ltilde^2 and variance 2 m k Ltilde^4, off-diagonal ones of mean
+ * 0 and variance m k Ltilde^4, each plus at most m g^2 / 12 (tolerance below). Over 100,000
+ * policies (300,000 entries of each kind, standardised): the mean within 5.5 standard errors (a
+ * shift of 0.01 standard deviations, about 1.7 degrees of freedom per node on the diagonal), the
+ * variance within 5.5 sqrt(2.2 / n) relative (both laws have kurtosis within 3 + 12 / (m k) of
+ * the normal's, and m g^2 / 12 is below 2e-4 of the variance: a relative 1.5%); each of the 4
+ * checks fails falsely with probability < 4e-8. Every released entry is an integer multiple of g,
+ * and the grid constants are consistent (powers of two, g a multiple of vgrid^2, delta_grid within
+ * the share of delta set aside, delta_total <= delta). */
+static void exact_wishart_release_on_grid(void **state)
+{
+    (void)state;
+    const uint32_t d = 2, q = 3;
+    const int P = 100000;
+    agg_linucb_config c = base(AGG_LINUCB_WISHART, d, 64);
+    c.exact = 1;
+    agg_linucb_constants k;
+    assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+    const double g = k.grid, h = k.vgrid, lt2 = k.Ltilde * k.Ltilde, mk = k.m * k.k;
+    int e;
+    assert_true(frexp(g, &e) == 0.5 && frexp(h, &e) == 0.5);
+    assert_true(g >= h * h && frexp(g / (h * h), &e) == 0.5);
+    assert_true(k.delta_grid > 0.0 && k.delta_grid <= c.delta / 16.0);
+    assert_true(k.delta_total <= c.delta);
+    assert_true(k.m * g * g / 12.0 < 2e-4 * mk * lt2 * lt2);
+    ldpb_rng *rng;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
+    agg_noise *noise;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    agg_rand r;
+    agg_rand_seed_u64(&r, 5);
+    agg_policy_env pe = {&r, noise};
+    double s1[2] = {0, 0}, s2[2] = {0, 0}, n_[2] = {0, 0};
+    for (int i = 0; i < P; i++) {
+        agg_linucb *p;
+        assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+        double ns[9];
+        assert_int_equal(agg_linucb_noise_sum(p, &pe, ns), LDPB_OK);
+        for (uint32_t a = 0; a < q; a++)
+            for (uint32_t b = a; b < q; b++) {
+                assert_true(ns[a * q + b] / g == floor(ns[a * q + b] / g));
+                assert_true(ns[a * q + b] == ns[b * q + a]);
+                int diag = a == b;
+                double mean = diag ? mk * lt2 : 0.0, sd = sqrt((diag ? 2.0 : 1.0) * mk) * lt2;
+                double z = (ns[a * q + b] - mean) / sd;
+                s1[diag] += z;
+                s2[diag] += z * z;
+                n_[diag] += 1;
+            }
+        agg_linucb_free(p);
+    }
+    for (int diag = 0; diag <= 1; diag++) {
+        double nn = n_[diag], m1 = s1[diag] / nn, var = s2[diag] / nn - m1 * m1;
+        if (!(fabs(m1) < 5.5 / sqrt(nn) && fabs(var - 1.0) < 5.5 * sqrt(2.2 / nn))) {
+            print_error("%s: standardised mean %g, variance %g over %g entries\n",
+                        diag ? "diagonal" : "off-diagonal", m1, var, nn);
+            fail();
+        }
+    }
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* Runs the Wishart policy (epsilon 10: samples near 10^3, whose ulp is below the nudge) over the
+ * 8 data vectors in the given order, each coordinate moved 2^-40 toward minus its sign when
+ * `nudge`, from a stream seeded with SEED, and returns the release after the 8th (one tree node
+ * then holds all the data). */
+static void wishart_release_of(const int *order, int nudge, int exact, double *V, double *u)
+{
+    static const double X[8][2] = {{0.5, -0.25},   {0.125, 0.75},    {-0.625, 0.375},
+                                   {0.875, 0.0},   {-0.5, -0.5},     {0.25, 0.9375},
+                                   {0.0625, -0.8}, {-0.3125, 0.6875}};
+    static const double Y[8] = {0.25, -0.5, 0.125, 0.375, -0.0625, 0.1875, 0.5, -0.3125};
+    agg_linucb_config c = base(AGG_LINUCB_WISHART, 2, 8);
+    c.exact = exact;
+    c.epsilon = 10.0;
+    ldpb_rng *rng;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
+    agg_noise *noise;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    agg_rand r;
+    agg_rand_seed_u64(&r, 9);
+    agg_policy_env pe = {&r, noise};
+    agg_linucb *p;
+    assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+    for (int t = 0; t < 8; t++) {
+        double x[2] = {X[order[t]][0], X[order[t]][1]}, y = Y[order[t]];
+        if (nudge) {
+            x[0] -= copysign(0x1p-40, x[0]);
+            x[1] -= copysign(0x1p-40, x[1]);
+            y -= copysign(0x1p-40, y);
+        }
+        assert_int_equal(agg_linucb_observe(p, &pe, x, y), LDPB_OK);
+    }
+    assert_int_equal(agg_linucb_release(p, &pe, V, u), LDPB_OK);
+    agg_linucb_free(p);
+    agg_noise_free(noise);
+    ldpb_rng_free(rng);
+}
+
+/* The Wishart grid release never depends on the floating-point form of the data beyond the
+ * grid: the same seed and the same grid-rounded data give a bit-identical release whatever the
+ * order the data arrive in and whatever their low bits. The 8 vectors lie on the data grid
+ * (coordinates are multiples of 2^-4, vgrid is 2^-20 here); moved by 2^-40, each coordinate's
+ * random rounding still lands on the same grid point unless its coin falls within 2^-20 of the
+ * edge (24 coins: false failure < 3e-5). The random stream is consumed identically (one coin per
+ * coordinate; the samples' rejection loops depend on the stream only), and after 8 rounds one
+ * node holds all 8 data. The floating-point path (the served one before the grid, same seed)
+ * shows the nudge in its release: the data do probe the low bits it exposed. */
+static void exact_wishart_order_and_low_bits(void **state)
+{
+    (void)state;
+    const int fwd[8] = {0, 1, 2, 3, 4, 5, 6, 7}, perm[8] = {5, 2, 7, 0, 3, 6, 1, 4};
+    double V0[4], u0[2], V1[4], u1[2], V2[4], u2[2];
+    wishart_release_of(fwd, 0, 1, V0, u0);
+    wishart_release_of(perm, 0, 1, V1, u1);
+    wishart_release_of(perm, 1, 1, V2, u2);
+    assert_memory_equal(V0, V1, sizeof V0);
+    assert_memory_equal(u0, u1, sizeof u0);
+    assert_memory_equal(V0, V2, sizeof V0);
+    assert_memory_equal(u0, u2, sizeof u0);
+    agg_linucb_constants k;
+    agg_linucb_config c = base(AGG_LINUCB_WISHART, 2, 8);
+    c.exact = 1;
+    c.epsilon = 10.0;
+    assert_int_equal(agg_linucb_constants_of(&c, &k, NULL), LDPB_OK);
+    assert_true(k.vgrid == 0x1p-20);
+    for (int i = 0; i < 4; i++) {
+        double rel = V0[i] - (i % 3 == 0 ? k.shift : 0.0);
+        assert_true(rel / k.grid == floor(rel / k.grid));
+    }
+    double F0[4], f0[2], F2[4], f2[2];
+    wishart_release_of(fwd, 0, 0, F0, f0);
+    wishart_release_of(perm, 1, 0, F2, f2);
+    assert_true(memcmp(F0, F2, sizeof F0) != 0 || memcmp(f0, f2, sizeof f0) != 0);
+}
+
+/* The Wishart grid release in use: decisions over 2 x 600 rounds need no repair (the failure
+ * rate is below alpha/(2n) per round; false failure < 2e-3), a save/restore round trip gives the
+ * same release, and the restore refuses untrusted integers the mechanism cannot produce: a node
+ * data sum at a level whose bit is clear, a data sum beyond what its node's data can reach, an
+ * asymmetric released node; a FAST source is refused (the samplers draw from the secure stream
+ * only), and so is a delta too small for the sampler's share. */
+static void exact_wishart_in_use(void **state)
+{
+    (void)state;
+    const uint32_t d = 4, q = 5, pp = q * q;
+    const uint64_t n = 600;
+    ldpb_rng *rng;
+    assert_int_equal(ldpb_rng_new_seeded(&rng, SEED), LDPB_OK);
+    agg_noise *noise;
+    assert_int_equal(agg_noise_new(&noise, AGG_NOISE_SECURE, rng, NULL), LDPB_OK);
+    for (uint64_t trial = 0; trial < 2; trial++) {
+        agg_ctx_env env;
+        agg_ctx_env_config ec = env_cfg(d, 0.1);
+        assert_int_equal(agg_ctx_env_start(&env, &ec, SEED, trial), LDPB_OK);
+        agg_linucb_config c = base(AGG_LINUCB_WISHART, d, n);
+        c.exact = 1;
+        agg_linucb *p, *b;
+        assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+        assert_int_equal(agg_linucb_new(&b, &c, NULL), LDPB_OK);
+        const uint32_t m = agg_linucb_get_constants(p)->m;
+        agg_rand r;
+        agg_rand_seed_u64(&r, 11 + trial);
+        agg_policy_env pe = {&r, noise};
+        double x[16 * 4], mean[16];
+        for (uint64_t t = 0; t < n; t++) {
+            agg_ctx_env_round(&env, x, mean);
+            uint32_t a;
+            assert_int_equal(agg_linucb_choose(p, &pe, x, d * d, &a, NULL), LDPB_OK);
+            assert_int_equal(
+                agg_linucb_observe(p, &pe, x + a * d, agg_ctx_env_reward(&env, mean[a])), LDPB_OK);
+        }
+        assert_int_equal(agg_linucb_cholesky_failures(p), 0);
+        size_t len = 0;
+        assert_int_equal(agg_linucb_save(p, NULL, 0, &len), LDPB_ERANGE);
+        uint8_t *buf = malloc(len);
+        assert_non_null(buf);
+        assert_int_equal(agg_linucb_save(p, buf, len, &len), LDPB_OK);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_OK);
+        double va[16], ua[4], vb[16], ub[4];
+        assert_int_equal(agg_linucb_release(p, &pe, va, ua), LDPB_OK);
+        assert_int_equal(agg_linucb_release(b, &pe, vb, ub), LDPB_OK);
+        assert_memory_equal(va, vb, sizeof va);
+        assert_memory_equal(ua, ub, sizeof ua);
+        /* the state ends with the m levels' data sums (m x pp u64), preceded by the m released
+         * nodes; 600 = 1001011000b: level 0's bit is clear, level 3's is set */
+        const size_t aq = len - (size_t)m * pp * 8, rq = aq - (size_t)m * pp * 8;
+        uint8_t *bad = malloc(len);
+        assert_non_null(bad);
+        uint64_t one = 1, huge = (uint64_t)1 << 61;
+        memcpy(bad, buf, len);
+        memcpy(bad + aq, &one, sizeof one); /* level 0, entry (0, 0) */
+        assert_int_equal(agg_linucb_restore(b, bad, len), LDPB_ECORRUPT);
+        memcpy(bad, buf, len);
+        memcpy(bad + aq + 3 * pp * 8, &huge, sizeof huge); /* level 3: 8 data cannot reach it */
+        assert_int_equal(agg_linucb_restore(b, bad, len), LDPB_ECORRUPT);
+        memcpy(bad, buf, len);
+        uint64_t v01;
+        memcpy(&v01, bad + rq + 1 * 8, sizeof v01); /* level 0, entry (0, 1) */
+        v01 += 1;
+        memcpy(bad + rq + 1 * 8, &v01, sizeof v01);
+        assert_int_equal(agg_linucb_restore(b, bad, len), LDPB_ECORRUPT);
+        assert_int_equal(agg_linucb_restore(b, buf, len), LDPB_OK);
+        free(bad);
+        free(buf);
+        agg_linucb_free(p);
+        agg_linucb_free(b);
+    }
+    agg_linucb_config c = base(AGG_LINUCB_WISHART, 2, 10);
+    c.exact = 1;
+    agg_linucb *p;
+    assert_int_equal(agg_linucb_new(&p, &c, NULL), LDPB_OK);
+    agg_rand r, nr;
+    agg_rand_seed_u64(&r, 1);
+    agg_rand_seed_u64(&nr, 2);
+    agg_noise *fast;
+    assert_int_equal(agg_noise_new(&fast, AGG_NOISE_FAST, NULL, &nr), LDPB_OK);
+    agg_policy_env pe = {&r, fast};
+    const double x[2] = {0.6, 0.8};
+    assert_int_equal(agg_linucb_observe(p, &pe, x, 0.1), LDPB_EINVAL);
+    assert_int_equal(agg_linucb_rounds(p), 0);
+    agg_linucb_free(p);
+    agg_noise_free(fast);
+    /* the Wishart grid release: its floating-point sampler needs more delta than delta / 16
+     * leaves it at delta 1e-12 (docs/privacy.md sec. 10.3); the budget it keeps composes to at
+     * most delta */
+    c = base(AGG_LINUCB_WISHART, 5, 1000000);
+    c.exact = 1;
+    c.delta = 1e-12;
+    expect_refusal(c, LDPB_ERANGE, "floating-point sampler");
+    for (int i = 0; i < 3; i++) {
+        const double dl[3] = {0.1, 1e-3, 1e-6};
+        agg_linucb_constants kk;
+        c.delta = dl[i];
+        assert_int_equal(agg_linucb_constants_of(&c, &kk, NULL), LDPB_OK);
+        assert_true(kk.delta_total <= dl[i] && kk.delta_grid <= dl[i] / 16.0);
+        assert_true(kk.eps_total <= c.epsilon);
+    }
     agg_noise_free(noise);
     ldpb_rng_free(rng);
 }
@@ -965,6 +1211,9 @@ int main(void)
         cmocka_unit_test(tree_noise_secure_source),
         cmocka_unit_test(exact_gaussian_release_on_grid),
         cmocka_unit_test(exact_gaussian_in_use),
+        cmocka_unit_test(exact_wishart_release_on_grid),
+        cmocka_unit_test(exact_wishart_order_and_low_bits),
+        cmocka_unit_test(exact_wishart_in_use),
         cmocka_unit_test(gaussian_zcdp_within_epsilon),
         cmocka_unit_test(save_restore_mid_run),
         cmocka_unit_test(invalid_parameters_refused),

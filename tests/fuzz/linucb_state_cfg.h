@@ -1,12 +1,12 @@
 /* The configurations fuzz_linucb_state restores into (byte 0 of an input picks one), shared with
  * gen_linucb_corpus, which writes a valid state of each as seeds. Small d and n keep states short
- * while covering both trees, the grid release and the Wishart variant. */
+ * while covering both trees, both grid releases and the Wishart variant. */
 #ifndef LDPB_FUZZ_LINUCB_STATE_CFG_H
 #define LDPB_FUZZ_LINUCB_STATE_CFG_H
 
 #include "linucb.h"
 
-#define FUZZ_LINUCB_CONFIGS 4u
+#define FUZZ_LINUCB_CONFIGS 5u
 #define FUZZ_LINUCB_D       2u
 
 static inline void fuzz_linucb_config(unsigned which, agg_linucb_config *c)
@@ -26,8 +26,12 @@ static inline void fuzz_linucb_config(unsigned which, agg_linucb_config *c)
         c->variant = AGG_LINUCB_GAUSSIAN;
         c->tree = AGG_LINUCB_TREE_PADDED;
         break;
-    default: /* Wishart (padded) */
+    case 3: /* the simulator's Wishart (padded), floating point */
         c->variant = AGG_LINUCB_WISHART;
+        break;
+    default: /* the served Wishart release: padded tree, integer node sums, grid */
+        c->variant = AGG_LINUCB_WISHART;
+        c->exact = 1;
         break;
     }
 }
