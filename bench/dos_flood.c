@@ -293,7 +293,7 @@ int main(int argc, char **argv)
     int rounds = 12;
     size_t frame_bytes = 120;
     const char *workers = "2", *derive_rate = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
             usage();
@@ -315,7 +315,6 @@ int main(int argc, char **argv)
             usage();
             return 2;
         }
-        i++;
     }
     if (!(seconds > 0 && seconds <= 600) || rounds < 1 || rounds > 1000 ||
         !(rate > 0 && rate <= 1e6) || frame_bytes < LDPB_FRAME_SEALED_OVERHEAD ||
