@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "ldpb/detail.h"
+#include "ldpb/durable.h"
 #include "ldpb/wire.h"
 #include "nonce_log.h"
 #include "nonce_log_parse.h"
@@ -114,10 +115,16 @@ static ldpb_err load_segment(agg_nonce_log *l, const char *path, uint64_t now_ms
                              char *errmsg, size_t errcap)
 {
     *start = 0;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return LDPB_OK;
+    /* A regular file only: a FIFO planted at the name would otherwise hang the start. */
+    int fd = -1;
+    ldpb_err oe = ldpb_durable_open_regular(path, O_RDONLY, &fd);
+    if (oe == LDPB_ENOTFOUND)
+        return LDPB_OK;
+    if (oe == LDPB_EINVAL) {
+        ldpb_detailf(errmsg, errcap, "%s: not a regular file", path);
+        return LDPB_EIO;
+    }
+    if (oe) {
         ldpb_detailf(errmsg, errcap, "%s: cannot open: %s", path, strerror(errno));
         return LDPB_EIO;
     }

@@ -194,6 +194,23 @@ static void test_rotation(void **state)
     agg_nonce_log_close(l);
 }
 
+/* A FIFO (or anything but a regular file) at the log's name is refused at once: opening it for
+ * reading would otherwise block the daemon's start forever. */
+static void test_fifo_refused(void **state)
+{
+    fx *f = *state;
+    char path[128], msg[256] = "";
+    snprintf(path, sizeof path, "%s/" AGG_NONCE_LOG_FILE, f->dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(20); /* the old code blocks in open(2): fail by the alarm rather than hang the suite */
+    agg_nonce_log *l = NULL;
+    ldpb_err e = agg_nonce_log_open(&l, f->dir, f->sk, f->sid, W, 100, T0, msg, sizeof msg);
+    alarm(0);
+    assert_int_equal(e, LDPB_EIO);
+    assert_null(l);
+    assert_non_null(strstr(msg, "not a regular file"));
+}
+
 static void test_cpu_per_accept(void **state)
 {
     fx *f = *state;
@@ -227,6 +244,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_torn_record_and_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_with_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fifo_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpu_per_accept, setup, teardown),
     };
     return cmocka_run_group_tests_name("nonce_log", tests, NULL, NULL);
