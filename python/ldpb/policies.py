@@ -17,6 +17,7 @@ from typing import Any, List, NamedTuple, Optional, Tuple
 import numpy as np
 
 from . import _check, _lib
+from ._handle import Handle
 from .errors import raise_for
 from .mechanisms import _kind_of
 
@@ -49,7 +50,7 @@ _PARAMS = ("horizon", "epsilon", "mechanism", "kappa", "beta", "gamma", "eps_arm
            "threshold")
 
 
-class Policy:
+class Policy(Handle, lib=_lib.sim, free="ldpb_policy_free"):
     """One bandit policy of the engine.
 
     Args:
@@ -72,13 +73,8 @@ class Policy:
     def __init__(self, name: str, k: int, *, seed: Optional[str] = None, **params: Any) -> None:
         b = _check.text(name, "name")
         kk = _check.count(k, "k", 0, 2**32 - 1)
-        values = {}
-        for key, value in params.items():
-            if key not in _PARAMS:
-                raise TypeError(f"Policy() got an unknown parameter {key!r} (expected one of "
-                                f"{', '.join(_PARAMS)})")
-            if value is None:
-                continue
+        values = _check.known(params, _PARAMS, "Policy")
+        for key, value in values.items():
             if key == "mechanism":
                 values[key] = _kind_of(value)
             elif key in ("horizon", "tau"):
@@ -100,29 +96,6 @@ class Policy:
         self._k = kk
         self.seed: Optional[str] = seed
         self.params = {key: getattr(p, key) for key in _PARAMS}
-
-    def _handle(self) -> c_void_p:
-        if not self._h:
-            raise ValueError("Policy is closed")
-        return self._h
-
-    def close(self) -> None:
-        """Frees the policy (also done when it is garbage-collected)."""
-        if getattr(self, "_h", None):
-            _lib.sim().ldpb_policy_free(self._h)
-            self._h = None
-
-    def __enter__(self) -> "Policy":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return f"Policy({self.name!r}, k={self.k}, model={self.model!r})"
