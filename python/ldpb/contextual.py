@@ -22,7 +22,7 @@ with :meth:`ContextualPolicy.observe`. The policies are those of the daemon and 
 from __future__ import annotations
 
 import ctypes
-from ctypes import byref, c_size_t, c_uint32, c_void_p
+from ctypes import byref, c_uint32, c_void_p
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -211,20 +211,10 @@ class ContextualPolicy(Handle, lib=_lib.sim, free="ldpb_ctxpolicy_free"):
 
     def save(self) -> bytes:
         """The policy's state as bytes (statistics, tree noise, counters; not the generator)."""
-        lib = _lib.sim()
-        n = c_size_t()
-        err = lib.ldpb_ctxpolicy_save(self._handle(), None, 0, byref(n))
-        if err != 3:  # LDPB_ERANGE is the size query's answer
-            raise_for(err, "save")
-        buf = ctypes.create_string_buffer(n.value)
-        raise_for(lib.ldpb_ctxpolicy_save(self._handle(), buf, n.value, byref(n)), "save")
-        return buf.raw[:n.value]
+        return self._save("ldpb_ctxpolicy_save")
 
     def restore(self, state: bytes) -> None:
         """Replaces the state with one saved from a policy of the same name and parameters.
 
         Raises Corrupt for bytes that are not such a state."""
-        if not isinstance(state, (bytes, bytearray, memoryview)):
-            raise TypeError(f"state must be bytes, not {type(state).__name__}")
-        data = bytes(state)
-        raise_for(_lib.sim().ldpb_ctxpolicy_restore(self._handle(), data, len(data)), "restore")
+        self._restore("ldpb_ctxpolicy_restore", state)

@@ -11,7 +11,7 @@ reward in [0, 1], to which the policy adds its own noise.
 from __future__ import annotations
 
 import ctypes
-from ctypes import byref, c_double, c_size_t, c_uint32, c_void_p
+from ctypes import byref, c_double, c_uint32, c_void_p
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -157,23 +157,13 @@ class Policy(Handle, lib=_lib.sim, free="ldpb_policy_free"):
 
     def save(self) -> bytes:
         """The policy's state as bytes (the daemon's format; the generator is not included)."""
-        lib = _lib.sim()
-        n = c_size_t()
-        err = lib.ldpb_policy_save(self._handle(), None, 0, byref(n))
-        if err != 3:  # LDPB_ERANGE is the size query's answer
-            raise_for(err, "save")
-        buf = ctypes.create_string_buffer(n.value)
-        raise_for(lib.ldpb_policy_save(self._handle(), buf, n.value, byref(n)), "save")
-        return buf.raw[:n.value]
+        return self._save("ldpb_policy_save")
 
     def restore(self, state: bytes) -> None:
         """Replaces the state with one saved from a policy of the same name and parameters.
 
         Raises Corrupt for bytes that are not such a state."""
-        if not isinstance(state, (bytes, bytearray, memoryview)):
-            raise TypeError(f"state must be bytes, not {type(state).__name__}")
-        data = bytes(state)
-        raise_for(_lib.sim().ldpb_policy_restore(self._handle(), data, len(data)), "restore")
+        self._restore("ldpb_policy_restore", state)
 
     def arms(self) -> List[ArmState]:
         """Every arm's state (see :class:`ArmState`)."""
