@@ -1033,23 +1033,6 @@ static unsigned online_cpus(void)
  * calls the Python package makes, so both give the same numbers for the same seed. */
 static ldpb_sim *sim_from_args(const struct args *a, const char *seed_text, unsigned threads)
 {
-    static const struct {
-        const char *name;
-        size_t offset;
-    } opts[] = {{"preset", offsetof(simplan_opts, preset)},
-                {"means", offsetof(simplan_opts, means)},
-                {"laws", offsetof(simplan_opts, laws)},
-                {"algorithms", offsetof(simplan_opts, algorithms)},
-                {"mechanisms", offsetof(simplan_opts, mechanisms)},
-                {"epsilons", offsetof(simplan_opts, epsilons)},
-                {"k", offsetof(simplan_opts, ks)},
-                {"horizon", offsetof(simplan_opts, horizon)},
-                {"trials", offsetof(simplan_opts, trials)},
-                {"kappa", offsetof(simplan_opts, kappa)},
-                {"gamma", offsetof(simplan_opts, gamma)},
-                {"eps-arm", offsetof(simplan_opts, eps_arm)},
-                {"tau", offsetof(simplan_opts, tau)},
-                {"threshold", offsetof(simplan_opts, threshold)}};
     ldpb_sim *sim = NULL;
     if (ldpb_sim_new(&sim) != LDPB_OK)
         return NULL;
@@ -1058,10 +1041,12 @@ static ldpb_sim *sim_from_args(const struct args *a, const char *seed_text, unsi
     ldpb_err err = ldpb_sim_set(sim, "seed", seed_text);
     if (!err)
         err = ldpb_sim_set(sim, "threads", t);
-    for (size_t i = 0; !err && i < sizeof opts / sizeof opts[0]; i++) {
-        const char *v = *(const char *const *)((const char *)&a->plan + opts[i].offset);
+    const char *name;
+    size_t offset;
+    for (size_t i = 0; !err && (name = simapi_plan_opt(i, &offset)) != NULL; i++) {
+        const char *v = *(const char *const *)((const char *)&a->plan + offset);
         if (v)
-            err = ldpb_sim_set(sim, opts[i].name, v);
+            err = ldpb_sim_set(sim, name, v);
     }
     if (!err && a->poison_fraction)
         err = ldpb_sim_set(sim, "poison-fraction", a->poison_fraction);

@@ -59,11 +59,8 @@ static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const
     if (!hold_decision(w->capture, it))
         count_decision(s, it);
 
-    Ldpb__V1__Envelope env_out = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Envelope env_out = reply_envelope(req->has_request_id, req->request_id);
     Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
-    env_out.protocol_version = LDPB_PROTOCOL_VERSION;
-    env_out.has_request_id = req->has_request_id;
-    env_out.request_id = req->request_id;
     env_out.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
     env_out.assignment = &a;
     a.assignment_id.data = (uint8_t *)it->id;
@@ -602,11 +599,8 @@ void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
         m->active = w->arms[a].active != 0;
         w->arm_ptrs[a] = m;
     }
-    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Envelope env = reply_envelope(req->has_request_id, req->request_id);
     Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
-    env.protocol_version = LDPB_PROTOCOL_VERSION;
-    env.has_request_id = req->has_request_id;
-    env.request_id = req->request_id;
     env.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
     env.status = &st;
     st.policy = (char *)s->cfg->policy;

@@ -288,6 +288,9 @@ int log_limit_pass(log_limit *l, uint64_t interval_s, uint64_t *suppressed);
 void count_error(agg_server *s, ldpb_err code);
 
 /* server_reply.c: the reply path */
+/* An empty reply envelope of this protocol version that echoes the request's id (the caller
+ * sets the body). */
+Ldpb__V1__Envelope reply_envelope(int has_request_id, uint64_t request_id);
 void send_plain_error(agg_server *s, agg_worker *w, agg_reply_to to, ldpb_err code,
                       const char *reason);
 void send_sealed(agg_server *s, agg_worker *w, agg_reply_to to,

@@ -83,15 +83,21 @@ void send_sealed(agg_server *s, agg_worker *w, agg_reply_to to,
     deliver(s, to, w->frame, len);
 }
 
+Ldpb__V1__Envelope reply_envelope(int has_request_id, uint64_t request_id)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = has_request_id;
+    env.request_id = request_id;
+    return env;
+}
+
 void send_sealed_error(agg_server *s, agg_worker *w, agg_reply_to to,
                        const uint8_t client_pk[LDPB_KEY_BYTES], const ldpb_seal_key *key,
                        uint64_t request_id, int has_request_id, ldpb_err code, const char *reason)
 {
-    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Envelope env = reply_envelope(has_request_id, request_id);
     Ldpb__V1__Error e = LDPB__V1__ERROR__INIT;
-    env.protocol_version = LDPB_PROTOCOL_VERSION;
-    env.has_request_id = has_request_id;
-    env.request_id = request_id;
     env.body_case = LDPB__V1__ENVELOPE__BODY_ERROR;
     env.error = &e;
     e.code = (uint32_t)code;
@@ -198,10 +204,7 @@ static const char *report_error_reason(int st)
 
 static void collector_send(agg_server *s, agg_worker *w, collector *c)
 {
-    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
-    env.protocol_version = LDPB_PROTOCOL_VERSION;
-    env.has_request_id = c->has_request_id;
-    env.request_id = c->request_id;
+    Ldpb__V1__Envelope env = reply_envelope(c->has_request_id, c->request_id);
     if (!c->is_batch) {
         int st = c->slots[0].code ? (int)c->slots[0].code : c->slots[0].status;
         if (c->slots[0].code || (st != 0 && st != 1)) {
@@ -286,11 +289,8 @@ void answer_report(agg_server *s, agg_worker *w, item *it, int status)
         return;
     }
     if (status == 0 || status == 1) {
-        Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+        Ldpb__V1__Envelope env = reply_envelope(it->has_request_id, it->request_id);
         Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;
-        env.protocol_version = LDPB_PROTOCOL_VERSION;
-        env.has_request_id = it->has_request_id;
-        env.request_id = it->request_id;
         env.body_case = LDPB__V1__ENVELOPE__BODY_ACK;
         env.ack = &ack;
         ack.assignment_id.data = it->id;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -66,3 +66,24 @@ def float_array(values: Any, what: str) -> np.ndarray:
         i = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
         raise InvalidArgument(f"{what} must be finite: element {i} is {arr.ravel()[i]}")
     return arr
+
+
+def pair(value: Any, what: str) -> Tuple[float, float]:
+    """A range ``(lo, hi)`` of finite reals with lo < hi, else TypeError or InvalidArgument."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{what} must be a pair (lo, hi)")
+    lo = real(value[0], f"{what} lo")
+    hi = real(value[1], f"{what} hi")
+    if not lo < hi:
+        raise InvalidArgument(f"{what} lo {lo!r} must be below hi {hi!r}")
+    return lo, hi
+
+
+def known(params: Dict[str, Any], names: Tuple[str, ...], owner: str) -> Dict[str, Any]:
+    """The keyword parameters that are not None, after a TypeError for any name not in
+    ``names`` (as Python raises it for an unknown keyword of ``owner``)."""
+    for key in params:
+        if key not in names:
+            raise TypeError(f"{owner}() got an unknown parameter {key!r} (expected one of "
+                            f"{', '.join(names)})")
+    return {key: value for key, value in params.items() if value is not None}

@@ -14,6 +14,7 @@ from ctypes import byref, c_int, c_uint8, c_void_p
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _check, _lib
+from ._handle import Handle
 from .errors import InvalidArgument, raise_for
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -143,7 +144,7 @@ def _context(context: Any) -> Tuple[Any, int, Any]:
     return arr.ctypes.data, arr.size, arr
 
 
-class Client:
+class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
     """A device's client of an ldpb aggregator.
 
     Args:
@@ -192,12 +193,7 @@ class Client:
         else:
             server_key_path = _check.text(os.fspath(server_key), "server_key")
         ledger_path = None if ledger is None else _check.text(os.fspath(ledger), "ledger")
-        if not isinstance(reward_range, (tuple, list)) or len(reward_range) != 2:
-            raise TypeError("reward_range must be a pair (lo, hi)")
-        lo = _check.real(reward_range[0], "reward_range lo")
-        hi = _check.real(reward_range[1], "reward_range hi")
-        if not lo < hi:
-            raise InvalidArgument(f"reward_range lo {lo!r} must be below hi {hi!r}")
+        lo, hi = _check.pair(reward_range, "reward_range")
         cap = _check.in_range(epsilon_cap, "epsilon_cap", 0.0, 10.0, lo_open=True)
         budget = None if lifetime_budget is None else \
             _check.real(lifetime_budget, "lifetime_budget")
@@ -272,11 +268,6 @@ class Client:
         self._h = h
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _handle(self) -> c_void_p:
-        if not self._h:
-            raise ValueError("Client is closed")
-        return self._h
-
     def _check(self, err: int, what: str) -> None:
         if err:
             detail = _lib.client().ldpb_client_errmsg(self._h).decode(errors="replace")
@@ -284,25 +275,11 @@ class Client:
 
     def close(self) -> None:
         """Closes the socket and the ledger and wipes the keys (idempotent)."""
-        if getattr(self, "_h", None):
-            _lib.client().ldpb_client_free(self._h)
-            self._h = None
+        super().close()
         rng = getattr(self, "_rng", None)
         if rng is not None:
             rng.close()
             self._rng = None
-
-    def __enter__(self) -> "Client":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if not self._h else "open"

@@ -22,12 +22,13 @@ with :meth:`ContextualPolicy.observe`. The policies are those of the daemon and 
 from __future__ import annotations
 
 import ctypes
-from ctypes import byref, c_size_t, c_uint32, c_void_p
+from ctypes import byref, c_uint32, c_void_p
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
 from . import _check, _lib
+from ._handle import Handle
 from .errors import raise_for
 
 _PARAMS = ("epsilon", "delta", "alpha", "L", "B", "S", "sigma", "rho")
@@ -50,7 +51,7 @@ def contextual_policies() -> List[Tuple[str, str]]:
         i += 1
 
 
-class ContextualPolicy:
+class ContextualPolicy(Handle, lib=_lib.sim, free="ldpb_ctxpolicy_free"):
     """One contextual policy of the engine.
 
     Args:
@@ -83,13 +84,8 @@ class ContextualPolicy:
         b = _check.text(name, "name")
         dd = _check.count(d, "d", 1, _D_MAX)
         hh = _check.count(horizon, "horizon", 1, 2**40)
-        values = {}
-        for key, value in params.items():
-            if key not in _PARAMS:
-                raise TypeError(f"ContextualPolicy() got an unknown parameter {key!r} (expected "
-                                f"one of {', '.join(_PARAMS)})")
-            if value is not None:
-                values[key] = _check.real(value, key)
+        values = {key: _check.real(value, key)
+                  for key, value in _check.known(params, _PARAMS, "ContextualPolicy").items()}
         sd = None if seed is None else _check.text(seed, "seed")
         lib = _lib.sim()
         p = _lib.CtxPolicyParamsC()
@@ -108,29 +104,6 @@ class ContextualPolicy:
         self.horizon = hh
         self.seed: Optional[str] = seed
         self.params = {key: getattr(p, key) for key in _PARAMS}
-
-    def _handle(self) -> c_void_p:
-        if not self._h:
-            raise ValueError("ContextualPolicy is closed")
-        return self._h
-
-    def close(self) -> None:
-        """Frees the policy (also done when it is garbage-collected)."""
-        if getattr(self, "_h", None):
-            _lib.sim().ldpb_ctxpolicy_free(self._h)
-            self._h = None
-
-    def __enter__(self) -> "ContextualPolicy":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return f"ContextualPolicy({self.name!r}, d={self.d}, model={self.model!r})"
@@ -238,20 +211,10 @@ class ContextualPolicy:
 
     def save(self) -> bytes:
         """The policy's state as bytes (statistics, tree noise, counters; not the generator)."""
-        lib = _lib.sim()
-        n = c_size_t()
-        err = lib.ldpb_ctxpolicy_save(self._handle(), None, 0, byref(n))
-        if err != 3:  # LDPB_ERANGE is the size query's answer
-            raise_for(err, "save")
-        buf = ctypes.create_string_buffer(n.value)
-        raise_for(lib.ldpb_ctxpolicy_save(self._handle(), buf, n.value, byref(n)), "save")
-        return buf.raw[:n.value]
+        return self._save("ldpb_ctxpolicy_save")
 
     def restore(self, state: bytes) -> None:
         """Replaces the state with one saved from a policy of the same name and parameters.
 
         Raises Corrupt for bytes that are not such a state."""
-        if not isinstance(state, (bytes, bytearray, memoryview)):
-            raise TypeError(f"state must be bytes, not {type(state).__name__}")
-        data = bytes(state)
-        raise_for(_lib.sim().ldpb_ctxpolicy_restore(self._handle(), data, len(data)), "restore")
+        self._restore("ldpb_ctxpolicy_restore", state)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 import numpy as np
 
 from . import _check, _lib
+from ._handle import Handle
 from .errors import InvalidArgument, raise_for
 
 MECHANISMS = ("linear", "quadratic", "exponential", "laplace")
@@ -25,7 +26,7 @@ EPSILON_MAX = 10.0
 KAPPA_DEFAULT = 0.5
 
 
-class Rng:
+class Rng(Handle, lib=_lib.client, free="ldpb_rng_free"):
     """A generator of privacy noise (a ChaCha20 keystream).
 
     ``Rng()`` is the secure generator, keyed from the operating system and re-keyed as the
@@ -64,22 +65,9 @@ class Rng:
         """The next 64-bit word of the stream (for tests)."""
         return int(_lib.client().ldpb_rng_u64(self._handle()))
 
-    def _handle(self) -> c_void_p:
-        if not self._h:
-            raise ValueError("Rng is closed")
-        return self._h
-
     def close(self) -> None:
         """Wipes the key and frees the generator (also done when it is garbage-collected)."""
-        if getattr(self, "_h", None):
-            _lib.client().ldpb_rng_free(self._h)
-            self._h = None
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+        super().close()
 
     def __repr__(self) -> str:
         return "Rng(secure)" if self.seed is None else f"Rng.seeded({self.seed!r})"
@@ -95,7 +83,7 @@ def _kind_of(name: Any) -> int:
     return MECHANISMS.index(name) + 1
 
 
-class Mechanism:
+class Mechanism(Handle, lib=_lib.client, free="ldpb_mech_free"):
     """An LDP mechanism of the client library.
 
     Args:
@@ -114,12 +102,7 @@ class Mechanism:
                  lam: Optional[float] = None) -> None:
         kind = _kind_of(mechanism)
         eps = _check.in_range(epsilon, "epsilon", 0.0, EPSILON_MAX, lo_open=True)
-        if not isinstance(range, (tuple, list)) or len(range) != 2:
-            raise TypeError("range must be a pair (lo, hi)")
-        lo = _check.real(range[0], "range lo")
-        hi = _check.real(range[1], "range hi")
-        if not lo < hi:
-            raise InvalidArgument(f"range lo {lo!r} must be below hi {hi!r}")
+        lo, hi = _check.pair(range, "range")
         if kappa is not None:
             if mechanism != "quadratic":
                 raise InvalidArgument("kappa applies only to the quadratic mechanism")
@@ -141,23 +124,6 @@ class Mechanism:
         self._h: Optional[c_void_p] = h
         self.name: str = mechanism
         self.range: Tuple[float, float] = (lo, hi)
-
-    def _handle(self) -> c_void_p:
-        if not self._h:
-            raise ValueError("Mechanism is closed")
-        return self._h
-
-    def close(self) -> None:
-        """Frees the mechanism (also done when it is garbage-collected)."""
-        if getattr(self, "_h", None):
-            _lib.client().ldpb_mech_free(self._h)
-            self._h = None
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return (f"Mechanism({self.name!r}, epsilon={self.epsilon!r}, "

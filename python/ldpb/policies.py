@@ -11,12 +11,13 @@ reward in [0, 1], to which the policy adds its own noise.
 from __future__ import annotations
 
 import ctypes
-from ctypes import byref, c_double, c_size_t, c_uint32, c_void_p
+from ctypes import byref, c_double, c_uint32, c_void_p
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from . import _check, _lib
+from ._handle import Handle
 from .errors import raise_for
 from .mechanisms import _kind_of
 
@@ -49,7 +50,7 @@ _PARAMS = ("horizon", "epsilon", "mechanism", "kappa", "beta", "gamma", "eps_arm
            "threshold")
 
 
-class Policy:
+class Policy(Handle, lib=_lib.sim, free="ldpb_policy_free"):
     """One bandit policy of the engine.
 
     Args:
@@ -72,13 +73,8 @@ class Policy:
     def __init__(self, name: str, k: int, *, seed: Optional[str] = None, **params: Any) -> None:
         b = _check.text(name, "name")
         kk = _check.count(k, "k", 0, 2**32 - 1)
-        values = {}
-        for key, value in params.items():
-            if key not in _PARAMS:
-                raise TypeError(f"Policy() got an unknown parameter {key!r} (expected one of "
-                                f"{', '.join(_PARAMS)})")
-            if value is None:
-                continue
+        values = _check.known(params, _PARAMS, "Policy")
+        for key, value in values.items():
             if key == "mechanism":
                 values[key] = _kind_of(value)
             elif key in ("horizon", "tau"):
@@ -100,29 +96,6 @@ class Policy:
         self._k = kk
         self.seed: Optional[str] = seed
         self.params = {key: getattr(p, key) for key in _PARAMS}
-
-    def _handle(self) -> c_void_p:
-        if not self._h:
-            raise ValueError("Policy is closed")
-        return self._h
-
-    def close(self) -> None:
-        """Frees the policy (also done when it is garbage-collected)."""
-        if getattr(self, "_h", None):
-            _lib.sim().ldpb_policy_free(self._h)
-            self._h = None
-
-    def __enter__(self) -> "Policy":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         return f"Policy({self.name!r}, k={self.k}, model={self.model!r})"
@@ -184,23 +157,13 @@ class Policy:
 
     def save(self) -> bytes:
         """The policy's state as bytes (the daemon's format; the generator is not included)."""
-        lib = _lib.sim()
-        n = c_size_t()
-        err = lib.ldpb_policy_save(self._handle(), None, 0, byref(n))
-        if err != 3:  # LDPB_ERANGE is the size query's answer
-            raise_for(err, "save")
-        buf = ctypes.create_string_buffer(n.value)
-        raise_for(lib.ldpb_policy_save(self._handle(), buf, n.value, byref(n)), "save")
-        return buf.raw[:n.value]
+        return self._save("ldpb_policy_save")
 
     def restore(self, state: bytes) -> None:
         """Replaces the state with one saved from a policy of the same name and parameters.
 
         Raises Corrupt for bytes that are not such a state."""
-        if not isinstance(state, (bytes, bytearray, memoryview)):
-            raise TypeError(f"state must be bytes, not {type(state).__name__}")
-        data = bytes(state)
-        raise_for(_lib.sim().ldpb_policy_restore(self._handle(), data, len(data)), "restore")
+        self._restore("ldpb_policy_restore", state)
 
     def arms(self) -> List[ArmState]:
         """Every arm's state (see :class:`ArmState`)."""

@@ -691,3 +691,11 @@ unsigned simapi_threads(const ldpb_sim *s)
 {
     return s->threads;
 }
+
+const char *simapi_plan_opt(size_t i, size_t *offset)
+{
+    if (i >= N_PLAN_OPTS)
+        return NULL;
+    *offset = plan_opts[i].offset;
+    return plan_opts[i].name;
+}

@@ -18,5 +18,9 @@ unsigned simapi_threads(const ldpb_sim *s);
 const agg_poison *simapi_poison(const ldpb_sim *s);
 /* "local", "central" or "nonprivate" for an agg_model. */
 const char *simapi_model_name(int model);
+/* The i-th option of `ldpb sim` that shapes the plan: its command-line name (NULL past the last)
+ * and, in *offset, where its text sits in a simplan_opts. One table for ldpb_sim_set's names and
+ * the command's arguments. */
+const char *simapi_plan_opt(size_t i, size_t *offset);
 
 #endif
