@@ -175,7 +175,8 @@ static ldpb_err ldp_policy_new(ctx_policy *p, const agg_policy_config *cfg,
     lc.theta_norm = cp->S;
     lc.noise_sigma = cp->sigma;
     /* 0 means 1/horizon, as for the other contextual policies (config.c) */
-    lc.alpha = cp->alpha > 0.0 ? cp->alpha : 1.0 / (double)(cfg->horizon ? cfg->horizon : 1);
+    /* 0 means 1/horizon; anything else goes to the policy, which refuses it outside (0, 1) */
+    lc.alpha = cp->alpha == 0.0 ? 1.0 / (double)(cfg->horizon ? cfg->horizon : 1) : cp->alpha;
     lc.horizon = cfg->horizon;
     ldpb_err err = agg_ldp_linucb_new(&p->ldp, &lc, errmsg);
     if (err)

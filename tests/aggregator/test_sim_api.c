@@ -312,6 +312,17 @@ static void ctxpolicy_steps(void **state)
     assert_int_not_equal(
         ldpb_ctxpolicy_new(&bad, "jdp-linucb-gaussian", &pp, NULL, msg, sizeof msg), LDPB_OK);
     assert_non_null(strstr(msg, "delta"));
+    /* A negative alpha is refused by every policy, the local one too (it once became 1/T). */
+    pp.delta = 0.1;
+    pp.alpha = -0.5;
+    for (size_t i = 0; ldpb_ctxpolicy_name_at(i); i++) {
+        bad = (ldpb_ctxpolicy *)&bad;
+        assert_int_equal(
+            ldpb_ctxpolicy_new(&bad, ldpb_ctxpolicy_name_at(i), &pp, NULL, msg, sizeof msg),
+            LDPB_ERANGE);
+        assert_null(bad);
+        assert_non_null(strstr(msg, "alpha"));
+    }
     assert_string_equal(ldpb_ctxpolicy_name_at(3), "ldp-linucb-gaussian");
     assert_null(ldpb_ctxpolicy_name_at(4));
     assert_null(ldpb_ctxpolicy_model_of("ucb1"));

@@ -116,7 +116,8 @@ static ldpb_err local_create(ldpb_ctxpolicy *p, const ldpb_ctxpolicy_params *prm
     lc.theta_norm = prm->S;
     lc.noise_sigma = prm->sigma;
     /* 0 means 1/horizon, as the daemon's configuration says */
-    lc.alpha = prm->alpha > 0.0 ? prm->alpha : 1.0 / (double)(prm->horizon ? prm->horizon : 1);
+    /* 0 means 1/horizon; anything else goes to the policy, which refuses it outside (0, 1) */
+    lc.alpha = prm->alpha == 0.0 ? 1.0 / (double)(prm->horizon ? prm->horizon : 1) : prm->alpha;
     lc.horizon = prm->horizon;
     ldpb_err err = agg_ldp_linucb_new(&p->ldp, &lc, msg);
     if (err)
