@@ -985,39 +985,22 @@ done:
     return rc;
 }
 
-/* --poison-fraction and --poison-strategy; 0 or an exit status. */
-static int parse_poison(const struct args *a, agg_poison *out)
+/* The poisoning options are parsed and checked by libldpb-sim (ldpb_sim_prepare); only the
+ * presets with runners of their own, which never reach it, are refused here. 0 or an exit status.
+ */
+static int poison_applies(const struct args *a)
 {
-    char e[ECHO_MAX + 4];
-    out->fraction = 0.0;
-    out->strategy = AGG_POISON_DEMOTE_BEST;
-    if (a->poison_strategy &&
-        agg_poison_strategy_parse(a->poison_strategy, &out->strategy) != LDPB_OK) {
-        fprintf(stderr, "%s: --poison-strategy '%s' is neither demote-best nor promote-worst\n",
-                PROG, tool_echo(e, sizeof e, a->poison_strategy));
-        return EXIT_USAGE;
-    }
-    if (!a->poison_fraction) {
-        if (a->poison_strategy)
-            return tool_usage_error(PROG, "--poison-strategy needs --poison-fraction", NULL);
+    if (!a->poison_fraction && !a->poison_strategy)
         return 0;
-    }
-    char *end = NULL;
-    errno = 0;
-    double f = strtod(a->poison_fraction, &end);
-    if (end == a->poison_fraction || *end != '\0' || errno != 0 || !(f >= 0.0 && f <= 0.5)) {
-        fprintf(stderr, "%s: --poison-fraction '%s' is not a number in [0, 0.5]\n", PROG,
-                tool_echo(e, sizeof e, a->poison_fraction));
-        return EXIT_USAGE;
-    }
     if (a->plan.preset &&
         (strcmp(a->plan.preset, SIMNAS_PRESET) == 0 || strcmp(a->plan.preset, SIMCTX_PRESET) == 0 ||
          simftal_is_preset(a->plan.preset))) {
-        fprintf(stderr, "%s: --poison-fraction does not apply to --preset %s\n", PROG,
+        char e[ECHO_MAX + 4];
+        fprintf(stderr, "%s: --poison-%s does not apply to --preset %s\n", PROG,
+                a->poison_fraction ? "fraction" : "strategy",
                 tool_echo(e, sizeof e, a->plan.preset));
         return EXIT_USAGE;
     }
-    out->fraction = f;
     return 0;
 }
 
@@ -1071,8 +1054,7 @@ int cmd_sim(int argc, char **argv)
         return rc;
     if (a.threads && parse_threads(a.threads, &threads))
         return EXIT_USAGE;
-    agg_poison checked; /* here for the option's messages; the library parses the same texts */
-    if ((rc = parse_poison(&a, &checked)) != 0)
+    if ((rc = poison_applies(&a)) != 0)
         return rc;
     const char *seed_text = a.seed ? a.seed : SIMPLAN_DEFAULT_SEED;
     if (seed_text[0] == '\0')

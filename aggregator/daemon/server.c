@@ -137,11 +137,11 @@ static void null_send(void *ctx, agg_reply_to to, const uint8_t *frame, size_t l
         ldpb_tp_route_free(s->tps[to.tag], (ldpb_tp_route){to.route});
 }
 
-/* The replay window, in memory (ldpb/seal.h) and on disk (nonce_log.h): at least a second. */
+/* The replay window, in memory (ldpb/seal.h), on disk (nonce_log.h) and on /metrics
+ * (replay_window_s is at least 1 by the config's bounds). */
 static uint64_t replay_window_ms(const agg_config *cfg)
 {
-    uint64_t ms = (uint64_t)cfg->replay_window_s * 1000u;
-    return ms < 1000 ? 1000 : ms;
+    return (uint64_t)cfg->replay_window_s * 1000u;
 }
 
 /* The secret key, the assignment token key, the key cache (with the allow-list) and the replay
@@ -426,7 +426,7 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     o->key_derivations_refused = ks.refused;
     uint64_t floor_ms = ldpb_replay_floor_ms(s->rp), now_ms = ldpb_seal_now_ms();
     pthread_mutex_unlock(&s->seal_mu);
-    o->replay_window_ms = s->cfg->replay_window_s * 1000u;
+    o->replay_window_ms = replay_window_ms(s->cfg);
     if (floor_ms && now_ms > floor_ms && now_ms - floor_ms < o->replay_window_ms)
         o->replay_window_ms = now_ms - floor_ms;
     o->decisions_dropped = atomic_load(&s->n_decisions_dropped);

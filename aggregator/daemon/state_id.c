@@ -46,18 +46,19 @@ static int read_marker(const char *dir, uint8_t id[AGG_STATE_ID_BYTES], char *er
         ldpb_detailf(errmsg, errcap, "state_dir %s: path too long", dir);
         return -1;
     }
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 0;
+    int fd = -1;
+    ldpb_err oe = ldpb_durable_open_regular(path, O_RDONLY, &fd);
+    if (oe == LDPB_ENOTFOUND)
+        return 0;
+    if (oe && oe != LDPB_EINVAL) {
         ldpb_detailf(errmsg, errcap, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    struct stat st;
-    ssize_t n = -1;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    ssize_t n = -1; /* not a regular file: malformed, below */
+    if (!oe) {
         n = read(fd, buf, sizeof buf);
-    close(fd);
+        close(fd);
+    }
     if (n < 0 || agg_state_id_parse_marker(buf, (size_t)n, id) != 0) {
         ldpb_detailf(errmsg, errcap,
                      "%s: not a state identity (%d hex digits and a newline expected); it is "

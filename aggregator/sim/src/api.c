@@ -271,7 +271,8 @@ done:
     return err;
 }
 
-/* The poisoning options (docs/sim.md, "Poisoning"), with the messages `ldpb sim` gives. */
+/* The poisoning options (docs/sim.md, "Poisoning"); `ldpb sim` passes its texts on, so these
+ * messages are the command's too. */
 static ldpb_err parse_poison(ldpb_sim *s)
 {
     char e[64];
@@ -280,21 +281,21 @@ static ldpb_err parse_poison(ldpb_sim *s)
     if (s->poison_strategy &&
         agg_poison_strategy_parse(s->poison_strategy, &s->poison.strategy) != LDPB_OK) {
         snprintf(s->errmsg, sizeof s->errmsg,
-                 "poison-strategy '%s' is neither demote-best nor promote-worst",
+                 "--poison-strategy '%s' is neither demote-best nor promote-worst",
                  tool_echo(e, sizeof e, s->poison_strategy));
         return LDPB_EINVAL;
     }
     if (!s->poison_fraction) {
         if (!s->poison_strategy)
             return LDPB_OK;
-        snprintf(s->errmsg, sizeof s->errmsg, "poison-strategy needs poison-fraction");
+        snprintf(s->errmsg, sizeof s->errmsg, "--poison-strategy needs --poison-fraction");
         return LDPB_EINVAL;
     }
     char *end = NULL;
     errno = 0;
     double f = strtod(s->poison_fraction, &end);
     if (end == s->poison_fraction || *end != '\0' || errno != 0 || !(f >= 0.0 && f <= 0.5)) {
-        snprintf(s->errmsg, sizeof s->errmsg, "poison-fraction '%s' is not a number in [0, 0.5]",
+        snprintf(s->errmsg, sizeof s->errmsg, "--poison-fraction '%s' is not a number in [0, 0.5]",
                  tool_echo(e, sizeof e, s->poison_fraction));
         return LDPB_ERANGE;
     }
