@@ -144,6 +144,8 @@ static void handle_frame(agg_server *s, agg_worker *w, const uint8_t *msg, size_
     case LDPB__V1__ENVELOPE__BODY_ERROR:
     case LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT:
     case LDPB__V1__ENVELOPE__BODY_BATCH_ACK:
+    case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND:
+    case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY:
     case LDPB__V1__ENVELOPE__BODY__NOT_SET:
     case _LDPB__V1__ENVELOPE__BODY__CASE_IS_INT_SIZE:
         send_sealed_error(s, w, to, pk, &key, request_id, has_request_id, LDPB_EPROTO,

@@ -803,6 +803,7 @@ static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double re
     case LDPB_EEXPIRED:
     case LDPB_EBUSY:
     case LDPB_ENOTSUP:
+    case LDPB_ENOEXPERIMENT:
         return setf(c, err, "privatizing through the ledger failed (%s)", ldpb_errname(err));
     }
     *value = e.value;

@@ -43,6 +43,8 @@ const char *ldpb_strerror(ldpb_err err)
         return "server busy, retry later";
     case LDPB_ENOTSUP:
         return "request kind not supported by the peer";
+    case LDPB_ENOEXPERIMENT:
+        return "unknown or stopped experiment";
     }
     return "unknown error";
 }
@@ -88,6 +90,8 @@ const char *ldpb_errname(ldpb_err err)
         return "LDPB_EBUSY";
     case LDPB_ENOTSUP:
         return "LDPB_ENOTSUP";
+    case LDPB_ENOEXPERIMENT:
+        return "LDPB_ENOEXPERIMENT";
     }
     return "LDPB_EUNKNOWN";
 }

@@ -1046,6 +1046,7 @@ ldpb_err ldpb_wire_err_from_code(uint32_t code)
     case LDPB_EEXPIRED:
     case LDPB_EBUSY:
     case LDPB_ENOTSUP:
+    case LDPB_ENOEXPERIMENT:
         return (ldpb_err)code;
     }
     return LDPB_EPROTO;

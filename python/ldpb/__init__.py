@@ -27,9 +27,9 @@ source, or the system (docs/python.md).
 from .contextual import ContextualPolicy, contextual_policies
 from .client import ArmStatus, Assignment, Client, FlushStats, Status
 from .errors import (AuthError, BudgetExceeded, Busy, Corrupt, CryptoError, Expired,
-                     InvalidArgument, IOFailure, LdpbError, NotFound, NotSupported, OutOfMemory,
-                     OutOfRange, ProtocolError, Replay, StateError, Timeout, TransportError,
-                     VersionMismatch)
+                     InvalidArgument, IOFailure, LdpbError, NoExperiment, NotFound,
+                     NotSupported, OutOfMemory, OutOfRange, ProtocolError, Replay, StateError,
+                     Timeout, TransportError, VersionMismatch)
 from ._lib import LibraryNotFound
 from .mechanisms import (EPSILON_MAX, MECHANISMS, AuditResult, Mechanism, Rng, audit,
                          privatize)
@@ -42,7 +42,7 @@ __all__ = [
     "ArmState", "ArmStatus", "Assignment", "AuditResult", "AuthError", "BudgetExceeded",
     "Busy", "Client", "ContextualPolicy", "Corrupt", "CryptoError", "EPSILON_MAX", "Expired", "FlushStats",
     "IOFailure", "InvalidArgument", "LdpbError", "LibraryNotFound", "MECHANISMS", "Mechanism",
-    "NotFound", "NotSupported", "OutOfMemory", "OutOfRange", "Policy", "ProtocolError",
+    "NoExperiment", "NotFound", "NotSupported", "OutOfMemory", "OutOfRange", "Policy", "ProtocolError",
     "Replay", "Rng", "SimConfig", "SimResult", "SimTable", "StateError", "Status", "Timeout",
     "TransportError", "VersionMismatch", "audit", "contextual_policies", "policies", "preset_runnable", "presets",
     "privatize", "simulate",

@@ -122,11 +122,16 @@ class NotSupported(LdpbError):
     code, name = 18, "LDPB_ENOTSUP"
 
 
+class NoExperiment(LdpbError):
+    """LDPB_ENOEXPERIMENT: the experiment is unknown or stopped."""
+    code, name = 19, "LDPB_ENOEXPERIMENT"
+
+
 _BY_CODE: Dict[int, Type[LdpbError]] = {
     c.code: c for c in (InvalidArgument, OutOfMemory, OutOfRange, StateError, ProtocolError,
                         CryptoError, TransportError, Timeout, BudgetExceeded, IOFailure,
                         Corrupt, Replay, VersionMismatch, AuthError, NotFound, Expired, Busy,
-                        NotSupported)
+                        NotSupported, NoExperiment)
 }
 
 

@@ -10,7 +10,7 @@
 
 #include "ldpb/err.h"
 
-#define LAST_CODE LDPB_ENOTSUP
+#define LAST_CODE LDPB_ENOEXPERIMENT
 
 static void every_code_has_distinct_text(void **state)
 {
@@ -60,6 +60,7 @@ static void values_are_pinned(void **state)
     assert_int_equal(LDPB_EEXPIRED, 16);
     assert_int_equal(LDPB_EBUSY, 17);
     assert_int_equal(LDPB_ENOTSUP, 18);
+    assert_int_equal(LDPB_ENOEXPERIMENT, 19);
 }
 
 int main(void)

@@ -60,10 +60,10 @@ extern "C" {
  * LDPB_PLAINTEXT_MAX with room to spare (45056 bytes). */
 #define LDPB_WIRE_BATCH_MAX 512u
 /* Envelope fields numbered LDPB_WIRE_BODY_FIRST and above are message kinds (the body oneof);
- * this revision knows 10 to 16 and 21 to 24 (LDPB_WIRE_BODY_LAST). Fields 3 to 9 are for
+ * this revision knows 10 to 16 and 21 to 26 (LDPB_WIRE_BODY_LAST). Fields 3 to 9 are for
  * optional Envelope fields. */
 #define LDPB_WIRE_BODY_FIRST 10u
-#define LDPB_WIRE_BODY_LAST  24u
+#define LDPB_WIRE_BODY_LAST  26u
 
 typedef enum ldpb_frame_kind {
     LDPB_FRAME_SEALED = 1,      /* an encrypted, authenticated Envelope */

@@ -4,7 +4,7 @@ package org.ldpb;
 public enum LdpbError {
     OK(0), EINVAL(1), ENOMEM(2), ERANGE(3), ESTATE(4), EPROTO(5), ECRYPTO(6), ETRANSPORT(7),
     ETIMEDOUT(8), EBUDGET(9), EIO(10), ECORRUPT(11), EREPLAY(12), EVERSION(13), EAUTH(14),
-    ENOTFOUND(15), EEXPIRED(16), EBUSY(17), ENOTSUP(18),
+    ENOTFOUND(15), EEXPIRED(16), EBUSY(17), ENOTSUP(18), ENOEXPERIMENT(19),
     /** A code this binding does not know (a newer library). */
     UNKNOWN(-1);
 
