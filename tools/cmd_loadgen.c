@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "env.h"
+#include "exp_spread.h"
 #include "ldpb/client.h"
 #include "ldpb/rng.h"
 #include "plan.h"
@@ -160,6 +161,10 @@ struct run {
     uint64_t phase2_start_ns;
     atomic_uint_fast64_t phase2_end_ns;
     int allow_raw;
+    /* --experiments N: each device's experiment, drawn once as it is created */
+    tool_exp_spread spread;
+    char (*exp_names)[TOOL_EXP_NAME_MAX + 1];
+    atomic_uint_fast64_t *exp_devices, *exp_assigned, *exp_acked;
     int seeded;
     uint32_t ctx_d; /* --contextual D: 0 for the K-armed environment */
     int ctx_local;  /* ... served by ldp-linucb-gaussian: devices choose and privatize */
@@ -190,6 +195,8 @@ typedef struct worker {
     uint64_t rounds, assigned, acked, devices;
     uint64_t frames;                /* report frames sent with --batch */
     uint64_t *pulls;                /* acked reports per arm */
+    uint32_t exp;                   /* the current device's experiment (index) */
+    const char *exp_name;           /* ... its name; NULL for `default` (no field on the wire) */
     double *ctx_x;                  /* --contextual: the round's K x d features */
     double ctx_regret, ctx_uniform; /* --contextual: over the acked reports */
     uint64_t errors[OP_COUNT][ERR_SLOTS];
@@ -242,7 +249,24 @@ static int device_new(worker *w, ldpb_client **out)
         return -1;
     }
     w->devices++;
+    /* A device's experiment is drawn once, from the worker's environment stream (seeded with
+     * --seed); one experiment draws nothing, so such runs keep today's streams. */
+    w->exp = tool_exp_spread_draw(&r->spread, &w->env_rand);
+    w->exp_name = r->spread.is_default ? NULL : r->exp_names[w->exp];
+    atomic_fetch_add(&r->exp_devices[w->exp], 1);
     return 0;
+}
+
+static void count_assigned(worker *w)
+{
+    w->assigned++;
+    atomic_fetch_add(&w->run->exp_assigned[w->exp], 1);
+}
+
+static void count_acked(worker *w, uint64_t n)
+{
+    w->acked += n;
+    atomic_fetch_add(&w->run->exp_acked[w->exp], n);
 }
 
 static int should_stop(worker *w)
@@ -306,14 +330,14 @@ static int next_device(worker *w, ldpb_client **c, uint64_t *on_device)
 static int take_assignment(worker *w, ldpb_client *c, ldpb_assignment *a)
 {
     uint64_t t0 = now_ns();
-    ldpb_err err = ldpb_client_assign(c, NULL, 0, a);
+    ldpb_err err = ldpb_client_assign_in(c, w->exp_name, NULL, 0, a);
     uint64_t t1 = now_ns();
     if (err) {
         note_error(w, OP_ASSIGN, err, ldpb_client_errmsg(c));
         return -1;
     }
     hist_add(&w->assign_h, t1 - t0);
-    w->assigned++;
+    count_assigned(w);
     if (a->arm >= w->run->k) {
         char msg[ERR_MSG];
         snprintf(msg, sizeof msg, "the aggregator assigned arm %" PRIu32 " of %" PRIu32, a->arm,
@@ -354,7 +378,7 @@ static void raa_loop(worker *w, ldpb_client *c)
         if (acked) {
             hist_add(&w->report_h, t1 - t0);
             note_round(w, due, t1);
-            w->acked++;
+            count_acked(w, 1);
             w->pulls[a.arm]++;
         }
         if (err) {
@@ -362,7 +386,7 @@ static void raa_loop(worker *w, ldpb_client *c)
             continue;
         }
         if (!last) {
-            w->assigned++;
+            count_assigned(w);
             if (next.arm >= r->k) {
                 note_error(w, OP_ASSIGN, LDPB_EPROTO, "the aggregator assigned an unknown arm");
                 continue;
@@ -417,7 +441,7 @@ static void prefill_loop(worker *w, ldpb_client *c)
         ldpb_err err = ldpb_client_flush(c, r->batch, &st);
         uint64_t t1 = now_ns();
         w->frames += (st.acked + st.duplicates + st.refused + r->batch - 1) / r->batch;
-        w->acked += st.acked;
+        count_acked(w, st.acked);
         if (err) {
             note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
             break;
@@ -475,7 +499,7 @@ static void batch_loop(worker *w, ldpb_client *c)
             note_error(w, OP_REPORT, err, ldpb_client_errmsg(c));
         else
             hist_add(&w->report_h, t1 - t0);
-        w->acked += st.acked;
+        count_acked(w, st.acked);
         if (st.acked < queued) {
             /* Which arms went unacked is not known per report here: the pulls then count the
              * reports queued, and the errors say how many failed. */
@@ -585,16 +609,18 @@ static void *worker_main(void *arg)
         uint64_t t0 = now_ns();
         if (r->ctx_d)
             ctx_features(w);
-        ldpb_err err = r->ctx_local ? ldpb_client_assign_local(c, w->ctx_x, r->k, r->ctx_d, &a)
-                       : r->ctx_d   ? ldpb_client_assign(c, w->ctx_x, (size_t)r->k * r->ctx_d, &a)
-                                    : ldpb_client_assign(c, NULL, 0, &a);
+        ldpb_err err =
+            r->ctx_local ? ldpb_client_assign_local_in(c, w->exp_name, w->ctx_x, r->k, r->ctx_d, &a)
+            : r->ctx_d
+                ? ldpb_client_assign_in(c, w->exp_name, w->ctx_x, (size_t)r->k * r->ctx_d, &a)
+                : ldpb_client_assign_in(c, w->exp_name, NULL, 0, &a);
         uint64_t t1 = now_ns();
         if (err) {
             note_error(w, OP_ASSIGN, err, ldpb_client_errmsg(c));
             continue;
         }
         hist_add(&w->assign_h, t1 - t0);
-        w->assigned++;
+        count_assigned(w);
         if (a.arm >= r->k) {
             char msg[ERR_MSG];
             snprintf(msg, sizeof msg, "the aggregator assigned arm %" PRIu32 " of %" PRIu32, a.arm,
@@ -620,7 +646,7 @@ static void *worker_main(void *arg)
         }
         hist_add(&w->report_h, t1 - t0);
         note_round(w, due, t1);
-        w->acked++;
+        count_acked(w, 1);
         w->pulls[a.arm]++;
         if (r->ctx_d)
             ctx_account(w, a.arm);
@@ -633,7 +659,9 @@ static void *worker_main(void *arg)
 
 struct args {
     const char *connect, *server_key, *clients, *reports, *duration, *means, *laws, *seed, *timeout,
-        *device_reports, *rate, *mode, *batch, *prefill, *contextual;
+        *device_reports, *rate, *mode, *batch, *prefill, *contextual, *experiments, *zipf,
+        *experiment_prefix;
+    int per_experiment;
 };
 
 static const tool_option options[] = {
@@ -652,6 +680,10 @@ static const tool_option options[] = {
     {"batch", TOOL_OPT_VALUE, offsetof(struct args, batch)},
     {"prefill", TOOL_OPT_VALUE, offsetof(struct args, prefill)},
     {"contextual", TOOL_OPT_VALUE, offsetof(struct args, contextual)},
+    {"experiments", TOOL_OPT_VALUE, offsetof(struct args, experiments)},
+    {"zipf", TOOL_OPT_VALUE, offsetof(struct args, zipf)},
+    {"experiment-prefix", TOOL_OPT_VALUE, offsetof(struct args, experiment_prefix)},
+    {"per-experiment", TOOL_OPT_FLAG, offsetof(struct args, per_experiment)},
 };
 
 static void usage(FILE *f)
@@ -661,7 +693,8 @@ static void usage(FILE *f)
             "                    [--duration S] [--means LIST | --laws LIST] [--seed S]\n"
             "                    [--timeout-ms MS] [--device-reports R] [--rate R]\n"
             "                    [--mode two-trips|report-and-assign] [--batch N [--prefill P]]\n"
-            "                    [--contextual D]\n"
+            "                    [--contextual D] [--experiments N [--zipf S]]\n"
+            "                    [--experiment-prefix P] [--per-experiment]\n"
             "\n"
             "Drives a running ldpb-aggregator with N simulated devices at once, each a thread\n"
             "with its own ldpb_client (the real client library over the real transport). A\n"
@@ -709,15 +742,29 @@ static void usage(FILE *f)
             "                        reports the reward <theta, x> + 0.1 N(0, 1) clipped to\n"
             "                        [0, 1], theta = (1, ..., 1)/sqrt(D); arms x D <= 256;\n"
             "                        prints the regret against each round's best arm\n"
-            "                        (ldp-linucb-gaussian: devices choose, privatize)\n"
+            "                        (ldp-linucb-gaussian: devices choose, privatize)\n",
+            CLIENTS_MAX, CLIENTS_DEFAULT, REPORTS_DEFAULT, DURATION_MAX_S, TIMEOUT_MAX_MS,
+            TIMEOUT_DEFAULT_MS, DEVICE_REPORTS_MAX, DEVICE_REPORTS_DEF, RATE_MAX,
+            LDPB_CLIENT_BATCH_MAX);
+    fprintf(f,
+            "  --experiments N       spread the devices over N experiments of one aggregator,\n"
+            "                        [1, %u], named P0 .. P{N-1} (--experiment-prefix P,\n"
+            "                        default e); each device's experiment is drawn once, when\n"
+            "                        it is created (seeded by --seed). Default 1: the\n"
+            "                        experiment `default` (or P0 with a prefix). Every\n"
+            "                        experiment must serve the first one's arm count and model\n"
+            "  --zipf S              experiment i is drawn with probability proportional to\n"
+            "                        1/(i+1)^S, S in [0, %g] (default 0: uniform)\n"
+            "  --experiment-prefix P the experiments' names without their index\n"
+            "  --per-experiment      print devices, assignments and acked reports per\n"
+            "                        experiment, with each one's report count at the aggregator\n"
+            "                        before and after the run (one status request each)\n"
             "  -h, --help            print this help and exit\n"
             "\n"
             "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
             "anyway), the run was interrupted, or the aggregator cannot be reached; 2 bad\n"
             "arguments, or --means/--laws with another arm count than the aggregator's.\n",
-            CLIENTS_MAX, CLIENTS_DEFAULT, REPORTS_DEFAULT, DURATION_MAX_S, TIMEOUT_MAX_MS,
-            TIMEOUT_DEFAULT_MS, DEVICE_REPORTS_MAX, DEVICE_REPORTS_DEF, RATE_MAX,
-            LDPB_CLIENT_BATCH_MAX);
+            TOOL_EXP_MAX, TOOL_ZIPF_MAX);
 }
 
 /* Returns -1 to go on, else an exit status (0 after --help). */
@@ -870,6 +917,108 @@ static void env_text(const agg_env *env, char *dst, size_t cap)
         memcpy(dst + cap - 4, "...", 4);
 }
 
+/* ---- experiments ---------------------------------------------------------------------------- */
+
+/* --experiments, --zipf and --experiment-prefix into r->spread, the names and the counters.
+ * Returns 0, or an exit status after printing the problem. */
+static int setup_experiments(struct run *r, const struct args *a)
+{
+    uint64_t n = 1;
+    double zipf = 0.0;
+    char e[ECHO_MAX + 4];
+    if (a->experiments && parse_uint("--experiments", a->experiments, 1, TOOL_EXP_MAX, &n))
+        return EXIT_USAGE;
+    if (a->zipf && (parse_number(a->zipf, strlen(a->zipf), &zipf) != 0 ||
+                    !(zipf >= 0.0 && zipf <= TOOL_ZIPF_MAX))) {
+        fprintf(stderr, "%s: --zipf '%s' is not an exponent in [0, %g]\n", PROG,
+                tool_echo(e, sizeof e, a->zipf), TOOL_ZIPF_MAX);
+        return EXIT_USAGE;
+    }
+    char why[160];
+    ldpb_err err =
+        tool_exp_spread_init(&r->spread, (uint32_t)n, zipf, a->experiment_prefix, why, sizeof why);
+    if (err) {
+        fprintf(stderr, "%s: --experiment-prefix '%s': %s\n", PROG,
+                tool_echo(e, sizeof e, a->experiment_prefix ? a->experiment_prefix : ""), why);
+        return err == LDPB_ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+    }
+    r->exp_names = calloc(n, sizeof *r->exp_names);
+    r->exp_devices = calloc(n, sizeof *r->exp_devices);
+    r->exp_assigned = calloc(n, sizeof *r->exp_assigned);
+    r->exp_acked = calloc(n, sizeof *r->exp_acked);
+    if (!r->exp_names || !r->exp_devices || !r->exp_assigned || !r->exp_acked) {
+        fprintf(stderr, "%s: out of memory for %" PRIu64 " experiments\n", PROG, n);
+        return EXIT_RUNTIME;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        tool_exp_spread_name(&r->spread, i, r->exp_names[i]);
+        atomic_init(&r->exp_devices[i], 0);
+        atomic_init(&r->exp_assigned[i], 0);
+        atomic_init(&r->exp_acked[i], 0);
+    }
+    return 0;
+}
+
+static void free_experiments(struct run *r)
+{
+    tool_exp_spread_free(&r->spread);
+    free(r->exp_names);
+    free(r->exp_devices);
+    free(r->exp_assigned);
+    free(r->exp_acked);
+}
+
+/* The name to send for experiment i: NULL for `default` (no field on the wire). */
+static const char *exp_wire_name(const struct run *r, uint32_t i)
+{
+    return r->spread.is_default ? NULL : r->exp_names[i];
+}
+
+/* --per-experiment: every experiment's report count at the aggregator into out[]; before the
+ * run (`first` non-NULL) each must serve first's arm count and model. 0, or an exit status. */
+static int fetch_exp_reports(const struct run *r, const char *url, uint32_t timeout_ms,
+                             const ldpb_status *first, uint64_t *out)
+{
+    char msg[2 * TOOL_STATUS_STRING_MAX];
+    for (uint32_t i = 0; i < r->spread.n; i++) {
+        ldpb_status st;
+        ldpb_err err = tool_status_fetch(url, r->server_pk, NULL, exp_wire_name(r, i), timeout_ms,
+                                         &st, msg, sizeof msg);
+        if (err) {
+            fprintf(stderr, "%s: experiment %s: %s\n", PROG, r->exp_names[i], msg);
+            return EXIT_RUNTIME;
+        }
+        out[i] = st.reports;
+        int same = !first || (st.n_arms == first->n_arms && strcmp(st.model, first->model) == 0);
+        if (!same)
+            fprintf(stderr,
+                    "%s: experiment %s serves %" PRIu32 " arms (model %s), not the %" PRIu32
+                    " arms (model %s) of %s: loadgen plays one environment\n",
+                    PROG, r->exp_names[i], st.n_arms, st.model, first->n_arms, first->model,
+                    r->exp_names[0]);
+        ldpb_status_clear(&st);
+        if (!same)
+            return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void print_per_experiment(FILE *f, const struct run *r, const uint64_t *before,
+                                 const uint64_t *after)
+{
+    fprintf(f, "\n%-24s %9s %12s %12s %24s\n", "experiment", "devices", "assignments", "acked",
+            "daemon reports");
+    for (uint32_t i = 0; i < r->spread.n; i++) {
+        char daemon[64] = "unknown";
+        if (after)
+            snprintf(daemon, sizeof daemon, "%" PRIu64 " -> %" PRIu64, before[i], after[i]);
+        fprintf(f, "%-24s %9" PRIu64 " %12" PRIu64 " %12" PRIu64 " %24s\n", r->exp_names[i],
+                (uint64_t)atomic_load(&r->exp_devices[i]),
+                (uint64_t)atomic_load(&r->exp_assigned[i]), (uint64_t)atomic_load(&r->exp_acked[i]),
+                daemon);
+    }
+}
+
 /* ---- the command ---------------------------------------------------------------------------- */
 
 int cmd_loadgen(int argc, char **argv)
@@ -966,6 +1115,7 @@ int cmd_loadgen(int argc, char **argv)
 
     struct run *run = NULL;
     worker *workers = NULL;
+    uint64_t *exp_before = NULL, *exp_after = NULL; /* --per-experiment */
     ldpb_status before, after;
     memset(&before, 0, sizeof before);
     memset(&after, 0, sizeof after);
@@ -983,15 +1133,17 @@ int cmd_loadgen(int argc, char **argv)
         rc = EXIT_RUNTIME;
         goto done;
     }
+    if ((rc = setup_experiments(run, &a)) != 0)
+        goto done;
     if (tool_load_server_key(PROG, a.server_key, run->server_pk)) {
         rc = EXIT_RUNTIME;
         goto done;
     }
 
-    /* The aggregator first: its arm count, model and report total. */
+    /* The aggregator first: its arm count, model and report total (of the first experiment). */
     uint32_t status_timeout = (uint32_t)timeout;
-    ldpb_err err = tool_status_fetch(a.connect, run->server_pk, NULL, status_timeout, &before, msg,
-                                     sizeof msg);
+    ldpb_err err = tool_status_fetch(a.connect, run->server_pk, NULL, exp_wire_name(run, 0),
+                                     status_timeout, &before, msg, sizeof msg);
     if (err) {
         if (err == LDPB_EINVAL)
             fprintf(stderr, "%s: --connect: %s (expected tcp://HOST:PORT or ipc://PATH)\n", PROG,
@@ -1000,6 +1152,17 @@ int cmd_loadgen(int argc, char **argv)
             fprintf(stderr, "%s: %s\n", PROG, msg);
         rc = err == LDPB_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
         goto done;
+    }
+    if (a.per_experiment) {
+        exp_before = calloc(run->spread.n, sizeof *exp_before);
+        exp_after = calloc(run->spread.n, sizeof *exp_after);
+        if (!exp_before || !exp_after) {
+            fprintf(stderr, "%s: out of memory\n", PROG);
+            rc = EXIT_RUNTIME;
+            goto done;
+        }
+        if ((rc = fetch_exp_reports(run, a.connect, status_timeout, &before, exp_before)) != 0)
+            goto done;
     }
     uint32_t k = before.n_arms;
     if (k < 2) {
@@ -1180,11 +1343,18 @@ int cmd_loadgen(int argc, char **argv)
             }
     }
     int interrupted = atomic_load(&stop_signal) != 0;
-    err =
-        tool_status_fetch(a.connect, run->server_pk, NULL, status_timeout, &after, msg, sizeof msg);
+    err = tool_status_fetch(a.connect, run->server_pk, NULL, exp_wire_name(run, 0), status_timeout,
+                            &after, msg, sizeof msg);
+    int exp_after_ok =
+        a.per_experiment && fetch_exp_reports(run, a.connect, status_timeout, NULL, exp_after) == 0;
 
     /* Print. */
     FILE *f = stdout;
+    char zipf_text[64];
+    if (run->spread.zipf > 0.0)
+        snprintf(zipf_text, sizeof zipf_text, "Zipf, exponent %g", run->spread.zipf);
+    else
+        snprintf(zipf_text, sizeof zipf_text, "uniform");
     char text[256];
     env_text(env, text, sizeof text);
     double best = agg_env_best_mean(env);
@@ -1201,6 +1371,9 @@ int cmd_loadgen(int argc, char **argv)
     else
         fprintf(f, "environment     %s%s\n", text,
                 a.means || a.laws ? "" : " (default: evenly spaced means)");
+    if (!run->spread.is_default)
+        fprintf(f, "experiments     %" PRIu32 ", %s .. %s, each device's drawn once (%s)\n",
+                run->spread.n, run->exp_names[0], run->exp_names[run->spread.n - 1], zipf_text);
     fprintf(f, "clients         %" PRIu64 " at a time, a thread and an ldpb_client each\n",
             clients);
     fprintf(
@@ -1269,12 +1442,30 @@ int cmd_loadgen(int argc, char **argv)
                 "\npseudo-regret   %.1f over %" PRIu64 " acked reports (%.4f per report; uniform "
                 "play: %.4f)\n",
                 regret, t.acked, t.acked ? regret / (double)t.acked : 0.0, uniform);
-    if (err)
+    if (a.per_experiment && exp_after_ok) {
+        uint64_t b = 0, e = 0;
+        for (uint32_t i = 0; i < run->spread.n; i++) {
+            b += exp_before[i];
+            e += exp_after[i];
+        }
+        fprintf(f,
+                "daemon reports  %" PRIu64 " -> %" PRIu64 " (+%" PRIu64
+                ", counting every client, summed over the %" PRIu32 " experiments)\n",
+                b, e, e - b, run->spread.n);
+    } else if (err) {
         fprintf(f, "daemon reports  unknown after the run: %s\n", msg);
-    else
+    } else if (run->spread.n > 1) {
+        fprintf(f,
+                "daemon reports  %" PRIu64 " -> %" PRIu64 " (+%" PRIu64
+                ") in experiment %s (--per-experiment: every experiment)\n",
+                before.reports, after.reports, after.reports - before.reports, run->exp_names[0]);
+    } else {
         fprintf(
             f, "daemon reports  %" PRIu64 " -> %" PRIu64 " (+%" PRIu64 ", counting every client)\n",
             before.reports, after.reports, after.reports - before.reports);
+    }
+    if (a.per_experiment)
+        print_per_experiment(f, run, exp_before, exp_after_ok ? exp_after : NULL);
     rc = t.failed || interrupted || t.acked == 0 ? EXIT_RUNTIME : 0;
     if (fflush(f) != 0 || ferror(f)) {
         fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));
@@ -1299,7 +1490,11 @@ done:
         pthread_mutex_destroy(&run->mu);
         pthread_cond_destroy(&run->cv);
     }
+    if (run)
+        free_experiments(run);
     free(run);
+    free(exp_before);
+    free(exp_after);
     ldpb_status_clear(&before);
     ldpb_status_clear(&after);
     agg_env_free(env);

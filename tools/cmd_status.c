@@ -72,8 +72,8 @@ static ldpb_err explain(ldpb_err err, const char *url, uint32_t timeout_ms, cons
 }
 
 ldpb_err tool_status_fetch(const char *url, const uint8_t server_pk[TOOL_KEY_BYTES],
-                           const uint8_t *client_sk, uint32_t timeout_ms, ldpb_status *out,
-                           char *msg, size_t cap)
+                           const uint8_t *client_sk, const char *experiment, uint32_t timeout_ms,
+                           ldpb_status *out, char *msg, size_t cap)
 {
     if (msg && cap)
         msg[0] = '\0';
@@ -97,7 +97,7 @@ ldpb_err tool_status_fetch(const char *url, const uint8_t server_pk[TOOL_KEY_BYT
         return fail(msg, cap, err, "the server key is not a usable X25519 public key");
     if (err)
         return fail(msg, cap, err, "cannot create a client for %s (%s)", url, ldpb_errname(err));
-    err = ldpb_client_status(c, out);
+    err = ldpb_client_status_in(c, experiment, out);
     if (err)
         err = explain(err, url, timeout_ms, ldpb_client_errmsg(c), msg, cap);
     ldpb_client_free(c);
@@ -110,7 +110,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ldpb status --connect URL --server-key FILE [--client-key FILE] [--json]\n"
-            "                   [--timeout-ms MS]\n"
+            "                   [--experiment NAME] [--timeout-ms MS]\n"
             "\n"
             "Asks an ldpb-aggregator for its status with one sealed request and prints the\n"
             "policy, the privacy model, the counted reports and issued assignments, and per arm:\n"
@@ -126,6 +126,8 @@ static void usage(FILE *f)
             "                     mode 0600) to sign in with, for an aggregator that keeps an\n"
             "                     allow-list of client keys (default: a fresh ephemeral key)\n"
             "  --json             print one JSON object instead of the table (docs/cli.md)\n"
+            "  --experiment NAME  the status of experiment NAME of an aggregator serving many\n"
+            "                     (default: the experiment `default`, as before)\n"
             "  --timeout-ms MS    give up after MS milliseconds, in [1, %u] (default %u)\n"
             "  -h, --help         print this help and exit\n"
             "\n"
@@ -140,6 +142,7 @@ struct args {
     const char *server_key;
     const char *client_key;
     const char *timeout;
+    const char *experiment;
     int json;
 };
 
@@ -149,6 +152,7 @@ static const tool_option options[] = {
     {"client-key", TOOL_OPT_VALUE, offsetof(struct args, client_key)},
     {"timeout-ms", TOOL_OPT_VALUE, offsetof(struct args, timeout)},
     {"json", TOOL_OPT_FLAG, offsetof(struct args, json)},
+    {"experiment", TOOL_OPT_VALUE, offsetof(struct args, experiment)},
 };
 
 /* Returns -1 to go on, else an exit status (0 after --help). */
@@ -206,10 +210,14 @@ static void json_number(FILE *f, int has, double v)
         fputs("null", f);
 }
 
-static void print_json(FILE *f, const char *url, const ldpb_status *st)
+static void print_json(FILE *f, const char *url, const char *experiment, const ldpb_status *st)
 {
     fputs("{\"url\":", f);
     json_string(f, url);
+    if (experiment) {
+        fputs(",\"experiment\":", f);
+        json_string(f, experiment);
+    }
     fputs(",\"policy\":", f);
     json_string(f, st->policy);
     fputs(",\"model\":", f);
@@ -232,9 +240,11 @@ static void print_json(FILE *f, const char *url, const ldpb_status *st)
     fputs("]}\n", f);
 }
 
-static void print_table(FILE *f, const char *url, const ldpb_status *st)
+static void print_table(FILE *f, const char *url, const char *experiment, const ldpb_status *st)
 {
     fprintf(f, "aggregator   %s\n", url);
+    if (experiment)
+        fprintf(f, "experiment   %s\n", experiment);
     fprintf(f, "policy       %s (model %s)\n", st->policy, st->model);
     fprintf(f, "reports      %" PRIu64 " counted\n", st->reports);
     fprintf(f, "assignments  %" PRIu64 " issued\n", st->assignments);
@@ -251,6 +261,19 @@ static void print_table(FILE *f, const char *url, const ldpb_status *st)
                 : a->active    ? "yes"
                                : "no");
     }
+}
+
+int tool_experiment_name_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > LDPB_EXPERIMENT_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
 }
 
 int tool_load_server_key(const char *prog, const char *path, uint8_t pk[TOOL_KEY_BYTES])
@@ -274,8 +297,8 @@ int tool_load_server_key(const char *prog, const char *path, uint8_t pk[TOOL_KEY
     return EXIT_RUNTIME;
 }
 
-/* Loads --client-key; prints the problem and returns 1 if it cannot. */
-static int load_client_key(const char *path, uint8_t sk[TOOL_KEY_BYTES])
+int tool_load_client_key(const char *prog, const char *opt, const char *path,
+                         uint8_t sk[TOOL_KEY_BYTES])
 {
     char detail[LDPB_DETAIL_BYTES] = "";
     char e[ECHO_MAX + 4];
@@ -288,14 +311,14 @@ static int load_client_key(const char *path, uint8_t sk[TOOL_KEY_BYTES])
         return 0;
     if (err == LDPB_EINVAL)
         fprintf(stderr,
-                "%s: --client-key %s is not a secret key file; give the client's secret key "
+                "%s: %s %s is not a secret key file; give a client's secret key "
                 "(client.key), not a public key\n",
-                PROG, tool_echo(e, sizeof e, path));
+                prog, opt, tool_echo(e, sizeof e, path));
     else if (err == LDPB_EIO)
-        fprintf(stderr, "%s: --client-key %s cannot be read: %s\n", PROG,
-                tool_echo(e, sizeof e, path), detail[0] ? detail : ldpb_strerror(err));
+        fprintf(stderr, "%s: %s %s cannot be read: %s\n", prog, opt, tool_echo(e, sizeof e, path),
+                detail[0] ? detail : ldpb_strerror(err));
     else
-        fprintf(stderr, "%s: --client-key %s is not usable (%s)%s%s\n", PROG,
+        fprintf(stderr, "%s: %s %s is not usable (%s)%s%s\n", prog, opt,
                 tool_echo(e, sizeof e, path), ldpb_errname(err), detail[0] ? ": " : "", detail);
     return EXIT_RUNTIME;
 }
@@ -321,12 +344,16 @@ int cmd_status(int argc, char **argv)
     uint8_t pk[TOOL_KEY_BYTES], sk[TOOL_KEY_BYTES];
     if (tool_load_server_key(PROG, a.server_key, pk))
         return EXIT_RUNTIME;
-    if (a.client_key && load_client_key(a.client_key, sk))
+    if (a.experiment && !tool_experiment_name_valid(a.experiment))
+        return tool_usage_error(
+            PROG, "--experiment: a name is 1 to 64 bytes of a-z, 0-9, '.', '_' and '-', not",
+            a.experiment);
+    if (a.client_key && tool_load_client_key(PROG, "--client-key", a.client_key, sk))
         return EXIT_RUNTIME;
     ldpb_status st;
     char msg[2 * LDPB_WIRE_STRING_MAX];
-    ldpb_err err = tool_status_fetch(a.connect, pk, a.client_key ? sk : NULL, (uint32_t)timeout,
-                                     &st, msg, sizeof msg);
+    ldpb_err err = tool_status_fetch(a.connect, pk, a.client_key ? sk : NULL, a.experiment,
+                                     (uint32_t)timeout, &st, msg, sizeof msg);
     sodium_memzero(sk, sizeof sk);
     if (err == LDPB_EINVAL) {
         fprintf(stderr, "%s: --connect: %s (expected tcp://HOST:PORT or ipc://PATH)\n", PROG, msg);
@@ -337,9 +364,9 @@ int cmd_status(int argc, char **argv)
         return EXIT_RUNTIME;
     }
     if (a.json)
-        print_json(stdout, a.connect, &st);
+        print_json(stdout, a.connect, a.experiment, &st);
     else
-        print_table(stdout, a.connect, &st);
+        print_table(stdout, a.connect, a.experiment, &st);
     ldpb_status_clear(&st);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "%s: cannot write to standard output: %s\n", PROG, strerror(errno));

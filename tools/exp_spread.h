@@ -40,7 +40,6 @@ uint32_t tool_exp_spread_draw(const tool_exp_spread *s, agg_rand *r);
 double tool_exp_spread_prob(const tool_exp_spread *s, uint32_t i);
 
 /* The name of experiment i into out (TOOL_EXP_NAME_MAX + 1 bytes). */
-void tool_exp_spread_name(const tool_exp_spread *s, uint32_t i,
-                          char out[TOOL_EXP_NAME_MAX + 1]);
+void tool_exp_spread_name(const tool_exp_spread *s, uint32_t i, char out[TOOL_EXP_NAME_MAX + 1]);
 
 #endif

@@ -20,6 +20,7 @@ static const struct {
     {"status", cmd_status, "print an aggregator's policy, totals and per-arm table"},
     {"loadgen", cmd_loadgen, "drive an aggregator with simulated devices; measure and learn"},
     {"relay", cmd_relay, "forward device frames to an aggregator in batches"},
+    {"experiment", cmd_experiment, "create, list, show or stop an aggregator's experiments"},
 };
 
 static void usage(FILE *out)

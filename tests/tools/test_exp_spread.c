@@ -177,9 +177,12 @@ static void test_limits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uniform),        cmocka_unit_test(test_zipf),
-        cmocka_unit_test(test_steep_and_single), cmocka_unit_test(test_same_seed_same_spread),
-        cmocka_unit_test(test_names),          cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_uniform),
+        cmocka_unit_test(test_zipf),
+        cmocka_unit_test(test_steep_and_single),
+        cmocka_unit_test(test_same_seed_same_spread),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
