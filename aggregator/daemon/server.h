@@ -62,6 +62,10 @@ typedef struct agg_server_stats {
     uint64_t send_failures;     /* replies the transport could not send */
     uint64_t relay_batches;     /* relay batches accepted (their inner frames are in requests) */
     uint64_t queue_depth;       /* items waiting for the committer now */
+    uint64_t multi_experiment_batches; /* committed transactions holding items of more than one
+                                          experiment */
+    uint64_t experiments;              /* experiments known (running or stopped) */
+    uint64_t experiments_running;
     /* committed transactions by duration: [b] counts those above bucket b-1's bound and at most
      * agg_commit_bucket_us[b]; the last slot those above every bound */
     uint64_t commit_hist[AGG_COMMIT_BUCKETS + 1];
