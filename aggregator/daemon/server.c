@@ -442,6 +442,52 @@ uint32_t agg_server_arms(const agg_server *s)
     return s->def ? (uint32_t)s->def->ec.params.k : 0;
 }
 
+size_t agg_server_metrics_experiments_max(const agg_server *s)
+{
+#ifdef AGG_EXP_CONFIG_FALLBACK
+    (void)s;
+    return 100;
+#else
+    return (size_t)s->cfg->metrics_experiments_max;
+#endif
+}
+
+static void exp_stats_of(agg_experiment *e, agg_exp_stats *o)
+{
+    o->reports = atomic_load(&e->n_reports);
+    o->duplicates = atomic_load(&e->n_duplicates);
+    o->assignments = atomic_load(&e->n_assignments);
+    o->running = atomic_load(&e->running);
+}
+
+size_t agg_server_experiment_stats(agg_server *s, agg_exp_stats *out, size_t max,
+                                   agg_exp_stats *rest, size_t *n_rest)
+{
+    memset(rest, 0, sizeof *rest);
+    snprintf(rest->name, sizeof rest->name, "_other");
+    *n_rest = 0;
+    size_t n = agg_registry_count(&s->exps), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (!e)
+            break;
+        if (k < max) {
+            memset(&out[k], 0, sizeof out[k]);
+            snprintf(out[k].name, sizeof out[k].name, "%s", e->ec.name);
+            exp_stats_of(e, &out[k++]);
+            continue;
+        }
+        agg_exp_stats x;
+        exp_stats_of(e, &x);
+        rest->reports += x.reports;
+        rest->duplicates += x.duplicates;
+        rest->assignments += x.assignments;
+        rest->running += x.running;
+        (*n_rest)++;
+    }
+    return k;
+}
+
 void agg_server_set_commit_hook(agg_server *s, agg_store_commit_hook fn, void *ctx)
 {
     agg_store_set_commit_hook(s->store, fn, ctx);
