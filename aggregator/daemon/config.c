@@ -89,9 +89,9 @@ static const choice level_choices[] = {{"error", AGG_LOG_ERROR},
                                        {"debug", AGG_LOG_DEBUG},
                                        {NULL, 0}};
 
-#define OFF(f)   offsetof(agg_config, f)
-#define OPEN_MIN 1
-#define OPEN_MAX 2
+#define OFF(f)         offsetof(agg_config, f)
+#define OPEN_MIN       1
+#define OPEN_MAX       2
 #define SVC            SCOPE_SERVICE, 0, PRIV_NONE
 #define EXP(f)         SCOPE_EXP, offsetof(agg_exp_config, f), PRIV_NONE
 #define EXP_PRIV(f)    SCOPE_EXP, offsetof(agg_exp_config, f), PRIV_ALWAYS
@@ -794,8 +794,8 @@ int agg_exp_config_change_refused(const agg_exp_config *running, const agg_exp_c
     const option *priv = NULL, *other = NULL;
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const option *o = &options[i];
-        if (o->scope != SCOPE_EXP ||
-            same_value(o, (const char *)running + o->exp_offset, (const char *)want + o->exp_offset))
+        if (o->scope != SCOPE_EXP || same_value(o, (const char *)running + o->exp_offset,
+                                                (const char *)want + o->exp_offset))
             continue;
         if (!priv && is_privacy_key(o, running))
             priv = o;
@@ -1192,8 +1192,7 @@ static int ini_run(ini_ctx *c)
     return line;
 }
 
-ldpb_err agg_exp_config_parse(agg_exp_config *out, const char *name, const char *text,
-                              char *err)
+ldpb_err agg_exp_config_parse(agg_exp_config *out, const char *name, const char *text, char *err)
 {
     memset(out, 0, sizeof *out);
     if (!agg_exp_name_valid(name)) {
@@ -1354,8 +1353,9 @@ static cli_only cli_only_of(const char *name)
 static ldpb_err set_export_experiment(agg_config *cfg, const char *v, char *reason)
 {
     if (!agg_exp_name_valid(v)) {
-        say(reason, "experiment: invalid experiment name '%.80s' (1 to %d of a-z, 0-9, '.', '_', "
-                    "'-')",
+        say(reason,
+            "experiment: invalid experiment name '%.80s' (1 to %d of a-z, 0-9, '.', '_', "
+            "'-')",
             v, AGG_EXPERIMENT_NAME_MAX);
         return LDPB_EINVAL;
     }

@@ -179,8 +179,7 @@ ldpb_err agg_exp_config_init(agg_exp_config *e);
  * applies it with agg_exp_config_check(out, cfg->allow_nonprivate, err). For runtime `create` and
  * for the store's settings text. `out` needs no init and on failure holds nothing to free.
  * LDPB_EINVAL/LDPB_ERANGE with a reason ("line N: ..." for a line's error), LDPB_ENOMEM. */
-ldpb_err agg_exp_config_parse(agg_exp_config *out, const char *name, const char *text,
-                              char *err);
+ldpb_err agg_exp_config_parse(agg_exp_config *out, const char *name, const char *text, char *err);
 
 /* What agg_config_check checks per experiment: the name, arms set, a policy that exists and
  * belongs to the mode, nonprivate only with `allow_nonprivate`, d for contextual policies, a

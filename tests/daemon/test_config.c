@@ -468,8 +468,10 @@ static void test_exp_hundred(void **state)
     char *lim[] = {"ldpb-aggregator", "--config", (char *)p, "--experiments-max", "99", NULL};
     assert_int_equal(agg_config_parse_args(&c, 5, lim, err), LDPB_ERANGE);
     char want[256];
-    snprintf(want, sizeof want, "ldpb-aggregator: %s:%d: experiment 'exp-099.v1': more than "
-             "experiments_max = 99 experiments (100 declared)", p, header_line[99]);
+    snprintf(want, sizeof want,
+             "ldpb-aggregator: %s:%d: experiment 'exp-099.v1': more than "
+             "experiments_max = 99 experiments (100 declared)",
+             p, header_line[99]);
     assert_int_equal(strncmp(err, want, strlen(want)), 0);
     agg_config_fini(&c);
     agg_config_init(&c);
@@ -492,8 +494,9 @@ static void test_exp_file_errors(void **state)
                       "invalid experiment name ''");
     assert_file_error(SERVICE_KEYS "[experiment a b]\n", 5, LDPB_EINVAL,
                       "invalid experiment name 'a b'");
-    assert_file_error(SERVICE_KEYS "[experiment "
-                                   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\n",
+    assert_file_error(SERVICE_KEYS
+                      "[experiment "
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\n",
                       5, LDPB_EINVAL, "invalid experiment name");
     assert_file_error(SERVICE_KEYS "[experimental x]\n", 5, LDPB_EINVAL,
                       "unknown section [experimental x]");
@@ -557,8 +560,9 @@ static void test_exp_long_and_empty_sections(void **state)
     memset(name, 'n', AGG_EXPERIMENT_NAME_MAX);
     name[AGG_EXPERIMENT_NAME_MAX] = '\0';
     char text[512];
-    snprintf(text, sizeof text, SERVICE_KEYS "[experiment %s]\narms = 3\n[experiment %.50s]\n"
-             "arms = 2\n",
+    snprintf(text, sizeof text,
+             SERVICE_KEYS "[experiment %s]\narms = 3\n[experiment %.50s]\n"
+                          "arms = 2\n",
              name, name);
     agg_config c;
     char err[AGG_CONFIG_ERRMAX] = "";
@@ -587,8 +591,8 @@ static void test_exp_single_default(void **state)
     agg_config_init(&c);
     const char *p = write_tmp(SERVICE_KEYS "arms = 4\npolicy = dp-ucb\nmode = central\n"
                                            "horizon = 5000\nepsilon = 0.75\n");
-    char *argv[] = {"ldpb-aggregator", "--config", (char *)p, "--arms", "6", "--rho", "2.5",
-                    "--decision-retention-s", "99", NULL};
+    char *argv[] = {"ldpb-aggregator",        "--config", (char *)p, "--arms", "6", "--rho", "2.5",
+                    "--decision-retention-s", "99",       NULL};
     assert_int_equal(agg_config_parse_args(&c, 9, argv, err), LDPB_OK);
     assert_int_equal(agg_config_check(&c, err), LDPB_OK);
     assert_int_equal(c.n_exps, 1);
@@ -634,9 +638,9 @@ static void test_exp_single_default(void **state)
     agg_config_fini(&c);
 
     /* top-level keys and sections: `default` first, then the sections */
-    assert_int_equal(load_text(&c, SERVICE_KEYS "arms = 2\nepsilon = 3\n[experiment b]\narms = 5\n",
-                               err),
-                     LDPB_OK);
+    assert_int_equal(
+        load_text(&c, SERVICE_KEYS "arms = 2\nepsilon = 3\n[experiment b]\narms = 5\n", err),
+        LDPB_OK);
     assert_int_equal(c.n_exps, 2);
     assert_string_equal(c.exps[0].name, "default");
     assert_string_equal(c.exps[1].name, "b");
@@ -645,8 +649,9 @@ static void test_exp_single_default(void **state)
     assert_int_equal(agg_config_check(&c, err), LDPB_OK);
     agg_config_fini(&c);
     /* ... also when [aggregator] after the sections declares it, and with a flag */
-    assert_int_equal(load_text(&c, SERVICE_KEYS "[experiment b]\narms = 5\n[aggregator]\n"
-                                                "arms = 2\n",
+    assert_int_equal(load_text(&c,
+                               SERVICE_KEYS "[experiment b]\narms = 5\n[aggregator]\n"
+                                            "arms = 2\n",
                                err),
                      LDPB_OK);
     assert_int_equal(c.n_exps, 2);
@@ -654,8 +659,7 @@ static void test_exp_single_default(void **state)
     assert_string_equal(c.exps[1].name, "b");
     agg_config_fini(&c);
     /* a section may declare `default` itself when the top level does not */
-    assert_int_equal(load_text(&c, SERVICE_KEYS "[experiment default]\narms = 5\n", err),
-                     LDPB_OK);
+    assert_int_equal(load_text(&c, SERVICE_KEYS "[experiment default]\narms = 5\n", err), LDPB_OK);
     assert_int_equal(c.n_exps, 1);
     assert_int_equal(agg_config_experiment(&c, NULL)->params.k, 5);
     assert_int_equal(agg_config_set(&c, "arms", "2", 1, err), LDPB_EINVAL);
@@ -669,8 +673,9 @@ static void test_exp_sections_only(void **state)
     (void)state;
     agg_config c;
     char err[AGG_CONFIG_ERRMAX] = "";
-    assert_int_equal(load_text(&c, SERVICE_KEYS "[experiment a]\narms = 2\n[experiment b]\n"
-                                                "arms = 3\npolicy = ldp-ucb-b\n",
+    assert_int_equal(load_text(&c,
+                               SERVICE_KEYS "[experiment a]\narms = 2\n[experiment b]\n"
+                                            "arms = 3\npolicy = ldp-ucb-b\n",
                                err),
                      LDPB_OK);
     assert_int_equal(agg_config_check(&c, err), LDPB_OK);
@@ -694,12 +699,12 @@ static void assert_same_exp(const agg_exp_config *a, const agg_exp_config *b)
     assert_int_equal(p->mechanism, q->mechanism);
     assert_int_equal(p->tau, q->tau);
     /* bit for bit: -0 and 0 differ here */
-    const double da[] = {p->epsilon, p->kappa, p->beta, p->gamma, p->eps_arm, p->threshold,
-                         a->ctx.delta, a->ctx.alpha, a->ctx.L, a->ctx.S, a->ctx.sigma, a->ctx.rho,
-                         a->ctx.B};
-    const double db[] = {q->epsilon, q->kappa, q->beta, q->gamma, q->eps_arm, q->threshold,
-                         b->ctx.delta, b->ctx.alpha, b->ctx.L, b->ctx.S, b->ctx.sigma, b->ctx.rho,
-                         b->ctx.B};
+    const double da[] = {p->epsilon,   p->kappa,     p->beta,      p->gamma, p->eps_arm,
+                         p->threshold, a->ctx.delta, a->ctx.alpha, a->ctx.L, a->ctx.S,
+                         a->ctx.sigma, a->ctx.rho,   a->ctx.B};
+    const double db[] = {q->epsilon,   q->kappa,     q->beta,      q->gamma, q->eps_arm,
+                         q->threshold, b->ctx.delta, b->ctx.alpha, b->ctx.L, b->ctx.S,
+                         b->ctx.sigma, b->ctx.rho,   b->ctx.B};
     assert_int_equal(memcmp(da, db, sizeof da), 0);
     assert_int_equal(a->ctx.d, b->ctx.d);
 }
@@ -837,9 +842,9 @@ static void test_exp_parse(void **state)
     }
     agg_exp_config e;
     char err[AGG_CONFIG_ERRMAX] = "";
-    assert_int_equal(agg_exp_config_parse(&e, "np", "arms = 3\nmode = nonprivate\npolicy = ucb1\n",
-                                          err),
-                     LDPB_OK);
+    assert_int_equal(
+        agg_exp_config_parse(&e, "np", "arms = 3\nmode = nonprivate\npolicy = ucb1\n", err),
+        LDPB_OK);
     assert_int_equal(agg_exp_config_check(&e, 0, err), LDPB_EINVAL);
     assert_non_null(strstr(err, "allow_nonprivate"));
     agg_exp_config_fini(&e);
@@ -873,8 +878,9 @@ static void test_exp_change_refused(void **state)
         {"arms = 4\n", "", -1, NULL},
         {"arms = 4\n", "decision_retention_s = 60\n", -1, NULL},
         {"arms = 4\n", "epsilon = 2\n", 1, "epsilon would change from 1 to 2"},
-        {"arms = 4\n", "mechanism = exponential\n", 1, "mechanism would change from linear to "
-                                                        "exponential"},
+        {"arms = 4\n", "mechanism = exponential\n", 1,
+         "mechanism would change from linear to "
+         "exponential"},
         {"arms = 4\npolicy = ucb1\nmode = nonprivate\n", "policy = dp-se\nmode = central\n", 1,
          "mode would change from nonprivate to central"},
         {"arms = 4\npolicy = dp-ucb\nmode = central\nhorizon = 1000\n",
@@ -959,8 +965,8 @@ static void test_export_experiment_flag(void **state)
     agg_config c;
     char err[AGG_CONFIG_ERRMAX] = "";
     agg_config_init(&c);
-    char *ok[] = {"ldpb-aggregator", "--export-csv", "-", "--experiment", "exp-1",
-                  "--state-dir", "/tmp/s", NULL};
+    char *ok[] = {"ldpb-aggregator", "--export-csv", "-",      "--experiment",
+                  "exp-1",           "--state-dir",  "/tmp/s", NULL};
     assert_int_equal(agg_config_parse_args(&c, 7, ok, err), LDPB_OK);
     assert_string_equal(c.export_experiment, "exp-1");
     assert_int_equal(agg_config_check(&c, err), LDPB_OK);
