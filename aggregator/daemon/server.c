@@ -248,7 +248,9 @@ static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
     agg_experiment *d = s->def;
     agg_store_meta meta = {cfg->policy,    agg_mode_name(cfg->mode),
                            cfg->params,    agg_policy_reads(d->policy->ops, &cfg->params),
-                           cfg->new_state, cfg->store};
+                           cfg->new_state, cfg->store,
+                           NULL,           0,
+                           NULL,           NULL};
     char smsg[AGG_STORE_ERRMAX] = "";
     ldpb_err err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
     if (err) {

@@ -63,7 +63,7 @@ static ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, siz
 
 static agg_store_row row_of(const item *it)
 {
-    agg_store_row r;
+    agg_store_row r = {0};
     r.id = it->id;
     r.id_len = AGG_TOKEN_BYTES;
     r.arm = it->tok.arm;
