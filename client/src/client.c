@@ -29,6 +29,13 @@ _Static_assert(LDPB_CLIENT_KEY_BYTES == LDPB_KEY_BYTES, "key size");
 _Static_assert(LDPB_ASSIGNMENT_ID_MAX == LDPB_WIRE_ID_MAX, "assignment id size");
 _Static_assert(LDPB_CLIENT_CONTEXT_MAX == LDPB_WIRE_CONTEXT_MAX, "context limit");
 _Static_assert(LDPB_CLIENT_URL_MAX <= LDPB_TP_URL_MAX, "URL limit");
+_Static_assert(LDPB_EXPERIMENT_NAME_MAX == LDPB_WIRE_EXPERIMENT_MAX, "experiment names");
+_Static_assert(LDPB_CLIENT_CONFIG_MAX == LDPB_WIRE_CONFIG_MAX, "experiment settings");
+_Static_assert((int)LDPB_EXPERIMENT_CREATE == (int)LDPB__V1__EXPERIMENT_COMMAND__OP__CREATE &&
+                   (int)LDPB_EXPERIMENT_LIST == (int)LDPB__V1__EXPERIMENT_COMMAND__OP__LIST &&
+                   (int)LDPB_EXPERIMENT_SHOW == (int)LDPB__V1__EXPERIMENT_COMMAND__OP__SHOW &&
+                   (int)LDPB_EXPERIMENT_STOP == (int)LDPB__V1__EXPERIMENT_COMMAND__OP__STOP,
+               "operator commands match the wire");
 _Static_assert((int)LDPB_CLIENT_MECH_LINEAR == (int)LDPB_MECH_LINEAR &&
                    (int)LDPB_CLIENT_MECH_QUADRATIC == (int)LDPB_MECH_QUADRATIC &&
                    (int)LDPB_CLIENT_MECH_EXPONENTIAL == (int)LDPB_MECH_EXPONENTIAL &&
@@ -139,6 +146,45 @@ static void sanitize(char *dst, size_t cap, const char *src, size_t len)
     dst[n] = '\0';
 }
 
+/* sanitize() into a buffer of `cap` bytes, cut at a character boundary when it does not fit. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n > cap - 1) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--; /* never half a character */
+    }
+    sanitize(dst, cap, src ? src : "", n);
+}
+
+/* An experiment argument as the handle keeps it: "" for the experiment "default" (NULL, "" or
+ * "default"), else the name, which must be one (1..64 bytes of [a-z0-9._-]). */
+static ldpb_err experiment_arg(ldpb_client *c, const char *name,
+                               char out[LDPB_EXPERIMENT_NAME_MAX + 1])
+{
+    memset(out, 0, LDPB_EXPERIMENT_NAME_MAX + 1);
+    if (!name || !*name || strcmp(name, "default") == 0)
+        return LDPB_OK;
+    size_t n = strnlen(name, LDPB_EXPERIMENT_NAME_MAX + 1);
+    if (!ldpb_wire_experiment_valid(name, n)) {
+        char shown[LDPB_EXPERIMENT_NAME_MAX + 1];
+        copy_text(shown, sizeof shown, name);
+        return setf(c, LDPB_EINVAL,
+                    "\"%s%s\" is not an experiment name (1 to %u bytes of a-z, 0-9, '.', '_', "
+                    "'-')",
+                    shown, n > LDPB_EXPERIMENT_NAME_MAX ? "..." : "", LDPB_EXPERIMENT_NAME_MAX);
+    }
+    memcpy(out, name, n);
+    return LDPB_OK;
+}
+
+/* The wire's value for an experiment kept as experiment_arg leaves it: none for "default". */
+static char *wire_experiment(const char *exp)
+{
+    return exp[0] ? (char *)exp : NULL;
+}
+
 static uint64_t mono_ms(void)
 {
     struct timespec ts;
@@ -170,6 +216,12 @@ static const char *body_name(int body)
         return "a status";
     case LDPB__V1__ENVELOPE__BODY_ERROR:
         return "an error";
+    case LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT:
+        return "an ack_and_assignment";
+    case LDPB__V1__ENVELOPE__BODY_BATCH_ACK:
+        return "a batch_ack";
+    case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY:
+        return "an experiment_reply";
     default:
         return "no body";
     }
@@ -405,6 +457,10 @@ static ldpb_err check_assignment(ldpb_client *c, const ldpb_assignment *a, ldpb_
         return setf(c, bad, "%s", detail);
     if (!(a->propensity > 0.0 && a->propensity <= 1.0))
         return setf(c, bad, "assignment propensity %g outside (0, 1]", a->propensity);
+    size_t n = strnlen(a->experiment, sizeof a->experiment);
+    if (n == sizeof a->experiment || (n && strcmp(a->experiment, "default") != 0 &&
+                                      !ldpb_wire_experiment_valid(a->experiment, n)))
+        return setf(c, bad, "the assignment's experiment is not an experiment name");
     return LDPB_OK;
 }
 
@@ -539,7 +595,13 @@ static verdict judge_reply(ldpb_client *c, const reply_buf *rb, size_t n, uint64
     if (env->body_case == LDPB__V1__ENVELOPE__BODY_ERROR) {
         e = ldpb_wire_err_from_code(env->error->code);
         sanitize(text, sizeof text, env->error->reason, strlen(env->error->reason));
-        *err = setf(c, e, "the server refused the request (%s): %s", ldpb_errname(e), text);
+        if (e == LDPB_ENOEXPERIMENT)
+            *err = setf(c, e,
+                        "the aggregator runs no such experiment (unknown or stopped; not "
+                        "retried): %s",
+                        text);
+        else
+            *err = setf(c, e, "the server refused the request (%s): %s", ldpb_errname(e), text);
         ldpb_envelope_free(env);
         c->server_refused = e != LDPB_EREPLAY;
         return e == LDPB_EREPLAY ? REPLY_RETRY : REPLY_FAIL;
@@ -605,7 +667,8 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, con
 
 /* ---- assign and report -------------------------------------------------------------------- */
 
-static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, ldpb_assignment *out)
+static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, const char *exp,
+                                ldpb_assignment *out)
 {
     if (env->body_case != LDPB__V1__ENVELOPE__BODY_ASSIGNMENT)
         return setf(c, LDPB_EPROTO, "the server answered an assign request with %s",
@@ -638,6 +701,7 @@ static ldpb_err take_assignment(ldpb_client *c, const Ldpb__V1__Envelope *env, l
     a.expires_at_ms = m->expires_at_ms;
     a.propensity = m->propensity;
     a.policy_version = m->has_policy_version ? m->policy_version : 0;
+    memcpy(a.experiment, exp, strlen(exp));
 
     ldpb_err err = check_assignment(c, &a, LDPB_EPROTO);
     if (!err)
@@ -688,6 +752,12 @@ static ldpb_err exchange_assign_request(ldpb_client *c, Ldpb__V1__AssignRequest 
 ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_context,
                             ldpb_assignment *out)
 {
+    return ldpb_client_assign_in(c, NULL, context, n_context, out);
+}
+
+ldpb_err ldpb_client_assign_in(ldpb_client *c, const char *experiment, const double *context,
+                               size_t n_context, ldpb_assignment *out)
+{
     if (out)
         memset(out, 0, sizeof *out);
     if (!c)
@@ -695,6 +765,10 @@ ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_cont
     c->errmsg[0] = '\0';
     if (!out)
         return setf(c, LDPB_EINVAL, "no assignment to fill (out is NULL)");
+    char exp[LDPB_EXPERIMENT_NAME_MAX + 1];
+    ldpb_err err = experiment_arg(c, experiment, exp);
+    if (err)
+        return err;
     if (n_context && !context)
         return setf(c, LDPB_EINVAL, "context is NULL with n_context %zu", n_context);
     if (n_context > LDPB_CLIENT_CONTEXT_MAX)
@@ -724,13 +798,21 @@ ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_cont
         req.has_max_epsilon = 1;
         req.max_epsilon = offer;
     }
+    req.experiment = wire_experiment(exp);
     Ldpb__V1__Envelope *reply = NULL;
-    ldpb_err err = exchange_assign_request(c, &req, &reply);
+    err = exchange_assign_request(c, &req, &reply);
     if (err)
         return err;
-    err = take_assignment(c, reply, out);
+    err = take_assignment(c, reply, exp, out);
     ldpb_envelope_free(reply);
     return err;
+}
+
+/* The experiment of an assignment the app passes in (check_assignment has checked it), as the
+ * handle keeps it: "" for "default". */
+static const char *experiment_of(const ldpb_assignment *a)
+{
+    return strcmp(a->experiment, "default") == 0 ? "" : a->experiment;
 }
 
 /* The reward on the unit scale, as the mechanisms compute it (division, so hi maps to 1). */
@@ -775,14 +857,15 @@ static ldpb_err report_value(ldpb_client *c, const ldpb_assignment *a, double re
     if (err)
         return setf(c, err, "the mechanism %s at epsilon %g cannot be built (%s)",
                     ldpb_client_mech_name(a->mechanism), a->epsilon, ldpb_errname(err));
-    err = ldpb_ledger_privatize(c->ledger, a->id, a->id_len, mech, c->noise_rng, reward, &e);
+    err = ldpb_ledger_privatize_in(c->ledger, experiment_of(a), a->id, a->id_len, mech,
+                                   c->noise_rng, reward, &e);
     switch (err) {
     case LDPB_OK:
         break;
     case LDPB_ESTATE:
         return setf(c, err,
                     "the ledger already holds a report for this assignment with another "
-                    "mechanism or epsilon");
+                    "mechanism or epsilon, or in another experiment");
     case LDPB_EBUDGET:
         return setf(c, err, "the ledger refused the charge of epsilon %g (%g left)",
                     ldpb_mech_epsilon_effective(mech), ldpb_ledger_remaining(c->ledger));
@@ -821,6 +904,8 @@ static void entry_of(rq_entry *e, const ldpb_assignment *a, double value, int is
     e->is_bit = is_bit != 0;
     e->epsilon = a->epsilon;
     e->value = value;
+    const char *exp = experiment_of(a);
+    memcpy(e->experiment, exp, strlen(exp));
 }
 
 /* A report that got no answer waits in the queue, if there is one and it has room; otherwise
@@ -1011,8 +1096,9 @@ static ldpb_err check_rows(ldpb_client *c, const double *x, uint32_t n, uint32_t
     return LDPB_OK;
 }
 
-static ldpb_err take_local(ldpb_client *c, const Ldpb__V1__Envelope *env, const double *features,
-                           uint32_t n_actions, uint32_t d, ldpb_assignment *out)
+static ldpb_err take_local(ldpb_client *c, const Ldpb__V1__Envelope *env, const char *exp,
+                           const double *features, uint32_t n_actions, uint32_t d,
+                           ldpb_assignment *out)
 {
     if (env->body_case != LDPB__V1__ENVELOPE__BODY_ASSIGNMENT)
         return setf(c, LDPB_EPROTO, "the server answered an assign request with %s",
@@ -1040,6 +1126,7 @@ static ldpb_err take_local(ldpb_client *c, const Ldpb__V1__Envelope *env, const 
     a.local_delta = lm->delta;
     a.local_feature_norm = lm->feature_norm;
     a.local_reward_bound = lm->reward_bound;
+    memcpy(a.experiment, exp, strlen(exp));
     ldpb_err err = check_assignment(c, &a, LDPB_EPROTO);
     if (!err)
         err = check_expiry(c, &a);
@@ -1084,6 +1171,12 @@ static ldpb_err take_local(ldpb_client *c, const Ldpb__V1__Envelope *env, const 
 ldpb_err ldpb_client_assign_local(ldpb_client *c, const double *features, uint32_t n_actions,
                                   uint32_t d, ldpb_assignment *out)
 {
+    return ldpb_client_assign_local_in(c, NULL, features, n_actions, d, out);
+}
+
+ldpb_err ldpb_client_assign_local_in(ldpb_client *c, const char *experiment, const double *features,
+                                     uint32_t n_actions, uint32_t d, ldpb_assignment *out)
+{
     if (out)
         memset(out, 0, sizeof *out);
     if (!c)
@@ -1091,6 +1184,9 @@ ldpb_err ldpb_client_assign_local(ldpb_client *c, const double *features, uint32
     c->errmsg[0] = '\0';
     if (!out || !features)
         return setf(c, LDPB_EINVAL, "no assignment to fill or no features (NULL)");
+    char exp[LDPB_EXPERIMENT_NAME_MAX + 1];
+    if (experiment_arg(c, experiment, exp) != LDPB_OK)
+        return LDPB_EINVAL;
     if (d < 1 || d > LDPB_CTXSTAT_D_MAX)
         return setf(c, LDPB_ERANGE, "d %u outside [1, %u]", (unsigned)d, LDPB_CTXSTAT_D_MAX);
     if (n_actions < 1 || n_actions > LDPB_CLIENT_LOCAL_ACTIONS_MAX)
@@ -1109,11 +1205,12 @@ ldpb_err ldpb_client_assign_local(ldpb_client *c, const double *features, uint32
     req.max_epsilon = offer;
     req.has_local_model = 1;
     req.local_model = 1;
+    req.experiment = wire_experiment(exp);
     Ldpb__V1__Envelope *reply = NULL;
     err = exchange_assign_request(c, &req, &reply);
     if (err)
         return err;
-    err = take_local(c, reply, features, n_actions, d, out);
+    err = take_local(c, reply, exp, features, n_actions, d, out);
     ldpb_envelope_free(reply);
     return err;
 }
@@ -1157,14 +1254,15 @@ ldpb_err ldpb_client_report_local(ldpb_client *c, const ldpb_assignment *a, cons
     err = get_stat(c, a, &stat);
     if (err)
         return setf(c, err, "the assignment's mechanism cannot be built (%s)", ldpb_errname(err));
-    err = ldpb_ledger_privatize_stats(c->ledger, a->id, a->id_len, stat, c->noise_rng, x_chosen,
-                                      unit_reward(c, reward), &e, stats, LDPB_CTXSTAT_VALUES_MAX);
+    err = ldpb_ledger_privatize_stats_in(c->ledger, experiment_of(a), a->id, a->id_len, stat,
+                                         c->noise_rng, x_chosen, unit_reward(c, reward), &e, stats,
+                                         LDPB_CTXSTAT_VALUES_MAX);
     if (err) {
         sodium_memzero(stats, sizeof stats);
         if (err == LDPB_ESTATE)
             return setf(c, err,
                         "the ledger already holds a report for this assignment with another "
-                        "mechanism, epsilon or delta");
+                        "mechanism, epsilon or delta, or in another experiment");
         if (err == LDPB_EBUDGET)
             return setf(c, err, "the ledger refused the charge of (epsilon %g, delta %g)",
                         a->epsilon, a->local_delta);
@@ -1185,6 +1283,7 @@ ldpb_err ldpb_client_report_local(ldpb_client *c, const ldpb_assignment *a, cons
     rep.delta = e.delta;
     rep.n_stats = e.n_stats;
     rep.stats = stats;
+    rep.experiment = wire_experiment(experiment_of(a));
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
     env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
     env.report = &rep;
@@ -1208,6 +1307,8 @@ static ldpb_err take_status(ldpb_client *c, const Ldpb__V1__Envelope *env, ldpb_
     const Ldpb__V1__Status *st = env->status;
     sanitize(out->policy, sizeof out->policy, st->policy, strlen(st->policy));
     sanitize(out->model, sizeof out->model, st->model, strlen(st->model));
+    if (st->experiment) /* a name: the decoder checked it */
+        memcpy(out->experiment, st->experiment, strlen(st->experiment));
     out->reports = st->reports;
     out->assignments = st->assignments;
     if (st->n_arms > 0) {
@@ -1234,6 +1335,11 @@ static ldpb_err take_status(ldpb_client *c, const Ldpb__V1__Envelope *env, ldpb_
 
 ldpb_err ldpb_client_status(ldpb_client *c, ldpb_status *out)
 {
+    return ldpb_client_status_in(c, NULL, out);
+}
+
+ldpb_err ldpb_client_status_in(ldpb_client *c, const char *experiment, ldpb_status *out)
+{
     if (out)
         memset(out, 0, sizeof *out);
     if (!c)
@@ -1241,8 +1347,12 @@ ldpb_err ldpb_client_status(ldpb_client *c, ldpb_status *out)
     c->errmsg[0] = '\0';
     if (!out)
         return setf(c, LDPB_EINVAL, "no status to fill (out is NULL)");
+    char exp[LDPB_EXPERIMENT_NAME_MAX + 1];
+    if (experiment_arg(c, experiment, exp) != LDPB_OK)
+        return LDPB_EINVAL;
 
     Ldpb__V1__StatusRequest sr = LDPB__V1__STATUS_REQUEST__INIT;
+    sr.experiment = wire_experiment(exp);
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
     env.protocol_version = LDPB_PROTOCOL_VERSION;
     env.has_request_id = 1;
@@ -1305,7 +1415,7 @@ static ldpb_err report_then_assign(ldpb_client *c, const ldpb_assignment *a, dou
         return err;
     if (acked)
         *acked = 1;
-    return ldpb_client_assign(c, context, n_context, next);
+    return ldpb_client_assign_in(c, experiment_of(a), context, n_context, next);
 }
 
 ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a, double reward,
@@ -1355,6 +1465,8 @@ ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a,
         req.has_max_epsilon = 1;
         req.max_epsilon = offer;
     }
+    /* The next assignment in the same experiment. */
+    req.experiment = wire_experiment(qe.experiment);
     Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
     ra.report = &rep;
     ra.next = &req;
@@ -1362,6 +1474,8 @@ ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a,
     env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
     env.report_and_assign = &ra;
     Ldpb__V1__Envelope *reply = NULL;
+    char exp[LDPB_EXPERIMENT_NAME_MAX + 1];
+    memcpy(exp, qe.experiment, sizeof exp); /* send_report_request wipes qe */
     err = send_report_request(c, &env, &qe, 1, &reply);
     sodium_memzero(&rep, sizeof rep);
     if (err == LDPB_ENOTSUP) {
@@ -1394,7 +1508,7 @@ ldpb_err ldpb_client_report_and_assign(ldpb_client *c, const ldpb_assignment *a,
         Ldpb__V1__Envelope one = LDPB__V1__ENVELOPE__INIT;
         one.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGNMENT;
         one.assignment = aa->assignment;
-        err = take_assignment(c, &one, next);
+        err = take_assignment(c, &one, exp, next);
     }
     ldpb_envelope_free(reply);
     return err;
@@ -1455,10 +1569,13 @@ static int final_code(uint32_t code)
     return e != LDPB_EBUSY && e != LDPB_EIO && e != LDPB_ENOMEM;
 }
 
-/* Sends the first `k` queued reports as one batch and applies the per-report results. */
-static ldpb_err flush_one(ldpb_client *c, size_t k, const reply_buf *rb, ldpb_flush_stats *st,
+/* Sends the first *kp queued reports as one batch, or as many of them as fit one frame (reports
+ * naming long experiments are larger: wire.h), setting *kp to the number sent, and applies the
+ * per-report results. */
+static ldpb_err flush_one(ldpb_client *c, size_t *kp, const reply_buf *rb, ldpb_flush_stats *st,
                           size_t *removed)
 {
+    size_t k = *kp;
     *removed = 0;
     Ldpb__V1__Report *reps = calloc(k, sizeof *reps);
     Ldpb__V1__Report **ptrs = calloc(k, sizeof *ptrs);
@@ -1480,6 +1597,9 @@ static ldpb_err flush_one(ldpb_client *c, size_t k, const reply_buf *rb, ldpb_fl
     env.request_id = c->next_request_id++;
     env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
     env.report_batch = &b;
+    while (k > 1 && ldpb__v1__envelope__get_packed_size(&env) > LDPB_PLAINTEXT_MAX)
+        b.n_reports = --k; /* at most ~150 bytes a report: a few hundred always fit */
+    *kp = k;
     char detail[LDPB_DETAIL_BYTES] = "";
     size_t pt_len = 0;
     ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
@@ -1630,7 +1750,7 @@ ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *s
             k = 1;
             err = flush_single(c, &rb, &st, &removed);
         } else {
-            err = flush_one(c, k, &rb, &st, &removed);
+            err = flush_one(c, &k, &rb, &st, &removed);
             if (err == LDPB_ENOTSUP && c->server_refused) {
                 /* An aggregator older than report batches (it answered before looking at the
                  * reports, so none was counted): the same reports go one by one, from now on. */
@@ -1652,4 +1772,197 @@ ldpb_err ldpb_client_flush(ldpb_client *c, size_t max_batch, ldpb_flush_stats *s
     if (stats)
         *stats = st;
     return err;
+}
+
+/* ---- operator commands --------------------------------------------------------------------- */
+
+/* Experiments a LIST gathers over its pages at most: the aggregator's own limit
+ * (experiments_max) is at most 100,000. */
+#define EXPERIMENTS_LIST_MAX 100000u
+
+typedef struct info_list {
+    ldpb_experiment_info *v;
+    size_t n, cap;
+} info_list;
+
+static ldpb_err info_push(ldpb_client *c, info_list *l, const Ldpb__V1__ExperimentInfo *m)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        ldpb_experiment_info *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return setf(c, LDPB_ENOMEM, "out of memory for %zu experiments", cap);
+        l->v = v;
+        l->cap = cap;
+    }
+    ldpb_experiment_info *e = &l->v[l->n++];
+    memset(e, 0, sizeof *e);
+    memcpy(e->name, m->name, strlen(m->name)); /* a name: the decoder checked it */
+    copy_text(e->policy, sizeof e->policy, m->policy);
+    copy_text(e->mode, sizeof e->mode, m->mode);
+    copy_text(e->mechanism, sizeof e->mechanism, m->mechanism);
+    e->arms = m->arms;
+    e->epsilon = m->has_epsilon ? m->epsilon : 0.0;
+    e->delta = m->has_delta ? m->delta : 0.0;
+    e->horizon = m->has_horizon ? m->horizon : 0;
+    e->reports = m->reports;
+    e->assignments = m->assignments;
+    e->running = m->running != 0;
+    return LDPB_OK;
+}
+
+/* One ExperimentCommand exchange; *reply is the ExperimentReply envelope on LDPB_OK. */
+static ldpb_err exchange_command(ldpb_client *c, Ldpb__V1__ExperimentCommand *cmd,
+                                 const reply_buf *rb, Ldpb__V1__Envelope **reply)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    env.protocol_version = LDPB_PROTOCOL_VERSION;
+    env.has_request_id = 1;
+    env.request_id = c->next_request_id++;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND;
+    env.experiment_command = cmd;
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t pt_len = 0;
+    ldpb_err err = ldpb_envelope_encode(&env, c->req_pt, sizeof c->req_pt, &pt_len, detail);
+    if (err)
+        return setf(c, err, "encoding the experiment command: %s", detail);
+    err = exchange(c, pt_len, env.request_id, rb, reply);
+    if (err)
+        return err;
+    if ((*reply)->body_case != LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY) {
+        err = setf(c, LDPB_EPROTO, "the server answered an experiment command with %s",
+                   body_name((int)(*reply)->body_case));
+        ldpb_envelope_free(*reply);
+        *reply = NULL;
+    }
+    return err;
+}
+
+/* LIST, page by page: each page must continue after the last name of the one before, so a
+ * server that repeats itself cannot keep the client asking. */
+static ldpb_err list_experiments(ldpb_client *c, const reply_buf *rb, info_list *l)
+{
+    char after[LDPB_EXPERIMENT_NAME_MAX + 1] = "";
+    for (;;) {
+        Ldpb__V1__ExperimentCommand cmd = LDPB__V1__EXPERIMENT_COMMAND__INIT;
+        cmd.op = LDPB__V1__EXPERIMENT_COMMAND__OP__LIST;
+        cmd.after = after[0] ? after : NULL;
+        Ldpb__V1__Envelope *reply = NULL;
+        ldpb_err err = exchange_command(c, &cmd, rb, &reply);
+        if (err)
+            return err;
+        const Ldpb__V1__ExperimentReply *r = reply->experiment_reply;
+        for (size_t i = 0; !err && i < r->n_experiments; i++) {
+            const char *name = r->experiments[i]->name;
+            const char *prev = i ? r->experiments[i - 1]->name : after;
+            if ((i || after[0]) && strcmp(prev, name) >= 0)
+                err = setf(c, LDPB_EPROTO, "the experiment list is not in name order");
+            else if (l->n >= EXPERIMENTS_LIST_MAX)
+                err = setf(c, LDPB_EPROTO, "the experiment list goes past %u experiments",
+                           EXPERIMENTS_LIST_MAX);
+            else
+                err = info_push(c, l, r->experiments[i]);
+        }
+        int more = !err && r->has_more && r->more;
+        if (more && r->n_experiments == 0)
+            err = setf(c, LDPB_EPROTO, "an empty page of the experiment list says more follow");
+        if (more && !err) {
+            const char *last = r->experiments[r->n_experiments - 1]->name;
+            memset(after, 0, sizeof after);
+            memcpy(after, last, strlen(last));
+        }
+        ldpb_envelope_free(reply);
+        if (err || !more)
+            return err;
+    }
+}
+
+static ldpb_err check_command_args(ldpb_client *c, ldpb_experiment_op op, const char *name,
+                                   const char *config)
+{
+    if (op != LDPB_EXPERIMENT_CREATE && op != LDPB_EXPERIMENT_LIST && op != LDPB_EXPERIMENT_SHOW &&
+        op != LDPB_EXPERIMENT_STOP)
+        return setf(c, LDPB_EINVAL, "unknown experiment operation %d", (int)op);
+    if (op == LDPB_EXPERIMENT_LIST && name)
+        return setf(c, LDPB_EINVAL, "list takes no experiment name");
+    if (op != LDPB_EXPERIMENT_LIST) {
+        if (!name)
+            return setf(c, LDPB_EINVAL, "create, show and stop need an experiment name");
+        size_t n = strnlen(name, LDPB_EXPERIMENT_NAME_MAX + 1);
+        char exp[LDPB_EXPERIMENT_NAME_MAX + 1];
+        ldpb_err err = experiment_arg(c, name, exp);
+        if (err)
+            return err;
+        if (n == 0)
+            return setf(c, LDPB_EINVAL, "the experiment name is empty");
+    }
+    if (op != LDPB_EXPERIMENT_CREATE && config)
+        return setf(c, LDPB_EINVAL, "only create takes settings");
+    if (op == LDPB_EXPERIMENT_CREATE) {
+        if (!config)
+            return setf(c, LDPB_EINVAL, "create needs the experiment's settings");
+        size_t n = strnlen(config, LDPB_CLIENT_CONFIG_MAX + 1);
+        if (n > LDPB_CLIENT_CONFIG_MAX)
+            return setf(c, LDPB_ERANGE, "settings of more than %u bytes", LDPB_CLIENT_CONFIG_MAX);
+        if (!ldpb_wire_utf8_valid(config, n))
+            return setf(c, LDPB_EINVAL, "the settings are not UTF-8 text");
+    }
+    return LDPB_OK;
+}
+
+ldpb_err ldpb_client_experiment(ldpb_client *c, ldpb_experiment_op op, const char *name,
+                                const char *config, ldpb_experiment_info **out, size_t *n)
+{
+    if (out)
+        *out = NULL;
+    if (n)
+        *n = 0;
+    if (!c)
+        return LDPB_EINVAL;
+    c->errmsg[0] = '\0';
+    if (!out || !n)
+        return setf(c, LDPB_EINVAL, "nowhere to put the experiments (out or n is NULL)");
+    ldpb_err err = check_command_args(c, op, name, config);
+    if (err)
+        return err;
+    /* A page of the list fills up to a whole frame. */
+    reply_buf rb = {malloc(LDPB_FRAME_MAX + 1), LDPB_FRAME_MAX, malloc(LDPB_PLAINTEXT_MAX),
+                    LDPB_PLAINTEXT_MAX};
+    info_list l = {NULL, 0, 0};
+    if (!rb.frame || !rb.pt) {
+        err = setf(c, LDPB_ENOMEM, "out of memory for the reply");
+    } else if (op == LDPB_EXPERIMENT_LIST) {
+        err = list_experiments(c, &rb, &l);
+    } else {
+        Ldpb__V1__ExperimentCommand cmd = LDPB__V1__EXPERIMENT_COMMAND__INIT;
+        cmd.op = (Ldpb__V1__ExperimentCommand__Op)op;
+        cmd.name = (char *)name;
+        cmd.config = (char *)config;
+        Ldpb__V1__Envelope *reply = NULL;
+        err = exchange_command(c, &cmd, &rb, &reply);
+        if (!err) {
+            const Ldpb__V1__ExperimentReply *r = reply->experiment_reply;
+            if (r->n_experiments != 1 || strcmp(r->experiments[0]->name, name) != 0)
+                err = setf(c, LDPB_EPROTO,
+                           "the server answered with %zu experiments, not the one named",
+                           r->n_experiments);
+            else
+                err = info_push(c, &l, r->experiments[0]);
+        }
+        ldpb_envelope_free(reply);
+    }
+    free(rb.frame);
+    free(rb.pt);
+    if (err) {
+        free(l.v);
+        return err;
+    }
+    *out = l.v;
+    *n = l.n;
+    return LDPB_OK;
+}
+
+void ldpb_experiment_info_free(ldpb_experiment_info *v)
+{
+    free(v);
 }

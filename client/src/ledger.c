@@ -248,9 +248,11 @@ void ldpb_ledger_close(ldpb_ledger *ledger)
     free(ledger);
 }
 
-static void fill_entry(ldpb_ledger_entry *out, const ledger_record *r)
+static void fill_entry(ldpb_ledger_entry *out, const ledger_state *st, const ledger_record *r)
 {
     memset(out, 0, sizeof *out);
+    const char *exp = ledger_state_exp_name(st, r->exp);
+    memcpy(out->experiment, exp, strlen(exp));
     memcpy(out->assignment_id, r->id, r->id_len);
     out->assignment_id_len = r->id_len;
     out->kind = (ldpb_mech_kind)r->kind;
@@ -277,13 +279,48 @@ static ldpb_err admit(const ldpb_ledger *l, double charge, double delta)
     return LDPB_OK;
 }
 
+/* Whether a stored record is of experiment `name` (valid: the caller checked). */
+static int same_experiment(const ledger_state *st, const ledger_record *r, const char *name)
+{
+    uint32_t exp = 0;
+    return ledger_state_exp_find(st, name, &exp) == LDPB_OK && exp == r->exp;
+}
+
+/* The experiment index of a record about to be written, adding the name to the table when it is
+ * new (*added: undo with ledger_state_exp_remove if the record is not appended after all). */
+static ldpb_err exp_for_new(ldpb_ledger *l, const char *name, uint32_t *exp, int *added)
+{
+    *added = 0;
+    ldpb_err err = ledger_state_exp_find(&l->st, name, exp);
+    if (err != LDPB_ESTATE)
+        return err;
+    err = ledger_state_exp_add(&l->st, name, exp);
+    *added = err == LDPB_OK;
+    return err;
+}
+
+/* An experiment argument: NULL, "" and "default" are "default"; anything else must be a name. */
+static int experiment_ok(const char *name)
+{
+    uint32_t exp;
+    return name == NULL ||
+           ledger_state_exp_find(&(const ledger_state){0}, name, &exp) != LDPB_EINVAL;
+}
+
 ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id_len,
                                const ldpb_mech *mech, ldpb_rng *rng, double reward,
                                ldpb_ledger_entry *out)
 {
+    return ldpb_ledger_privatize_in(ledger, NULL, id, id_len, mech, rng, reward, out);
+}
+
+ldpb_err ldpb_ledger_privatize_in(ldpb_ledger *ledger, const char *experiment, const uint8_t *id,
+                                  size_t id_len, const ldpb_mech *mech, ldpb_rng *rng,
+                                  double reward, ldpb_ledger_entry *out)
+{
     if (out)
         memset(out, 0, sizeof *out);
-    if (!ledger || !id || !mech || !rng || !out)
+    if (!ledger || !id || !mech || !rng || !out || !experiment_ok(experiment))
         return LDPB_EINVAL;
     if (id_len == 0 || id_len > LDPB_ASSIGNMENT_ID_MAX || !isfinite(reward))
         return LDPB_EINVAL;
@@ -292,9 +329,10 @@ ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id
     double charge = ldpb_mech_epsilon_effective(mech);
     const ledger_record *known = ledger_state_find(&ledger->st, id, id_len);
     if (known) {
-        if (known->kind != (uint8_t)kind || known->epsilon != charge)
+        if (known->kind != (uint8_t)kind || known->epsilon != charge ||
+            !same_experiment(&ledger->st, known, experiment))
             return LDPB_ESTATE;
-        fill_entry(out, known);
+        fill_entry(out, &ledger->st, known);
         return LDPB_OK;
     }
     if (ledger->broken)
@@ -313,6 +351,10 @@ ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id
     rec.kind = (uint8_t)kind;
     rec.epsilon = charge;
     rec.n = 1;
+    int added = 0;
+    err = exp_for_new(ledger, experiment, &rec.exp, &added);
+    if (err)
+        goto done;
     err = ldpb_mech_privatize(mech, rng, reward, &rec.value);
     if (err)
         goto done;
@@ -324,10 +366,13 @@ ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id
     }
     ledger_state_append(&ledger->st, &rec);
     ledger->st.spent_units = spent;
+    added = 0;
     step(ledger, LEDGER_STEP_COMMITTED);
-    fill_entry(out, &rec);
+    fill_entry(out, &ledger->st, &rec);
 
 done:
+    if (added)
+        ledger_state_exp_remove(&ledger->st, rec.exp);
     sodium_memzero(&rec, sizeof rec);
     return err;
 }
@@ -342,7 +387,7 @@ ldpb_err ldpb_ledger_lookup(const ldpb_ledger *ledger, const uint8_t *id, size_t
     const ledger_record *r = ledger_state_find(&ledger->st, id, id_len);
     if (!r)
         return LDPB_ESTATE;
-    fill_entry(out, r);
+    fill_entry(out, &ledger->st, r);
     return LDPB_OK;
 }
 
@@ -376,6 +421,37 @@ ldpb_ledger_opts ldpb_ledger_get_opts(const ldpb_ledger *ledger)
 size_t ldpb_ledger_count(const ldpb_ledger *ledger)
 {
     return ledger ? ledger->st.count : 0;
+}
+
+double ldpb_ledger_spent_in(const ldpb_ledger *ledger, const char *experiment, double *delta,
+                            size_t *count)
+{
+    if (delta)
+        *delta = 0.0;
+    if (count)
+        *count = 0;
+    if (!ledger)
+        return -1.0;
+    uint32_t exp = 0;
+    if (ledger_state_exp_find(&ledger->st, experiment, &exp) != LDPB_OK)
+        return 0.0; /* no entry of it (or no such name) */
+    /* Summed in the ledger's units, as the budget is, so the parts add up to the whole exactly. */
+    uint64_t units = 0, dunits = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < ledger->st.count; i++) {
+        const ledger_record *r = &ledger->st.recs[i];
+        if (r->exp != exp)
+            continue;
+        units += ledger_charge_units(r->epsilon);
+        if (r->delta > 0.0)
+            dunits += ledger_delta_units(r->delta);
+        n++;
+    }
+    if (delta)
+        *delta = ldexp((double)dunits, -LEDGER_DELTA_UNIT_BITS);
+    if (count)
+        *count = n;
+    return ldexp((double)units, -LEDGER_UNIT_BITS);
 }
 
 ldpb_err ldpb_ledger_check(const ldpb_ledger *ledger, double epsilon)
@@ -424,9 +500,18 @@ ldpb_err ldpb_ledger_privatize_stats(ldpb_ledger *ledger, const uint8_t *id, siz
                                      const ldpb_ctxstat *mech, ldpb_rng *rng, const double *x,
                                      double y, ldpb_ledger_entry *out, double *stats, size_t cap)
 {
+    return ldpb_ledger_privatize_stats_in(ledger, NULL, id, id_len, mech, rng, x, y, out, stats,
+                                          cap);
+}
+
+ldpb_err ldpb_ledger_privatize_stats_in(ldpb_ledger *ledger, const char *experiment,
+                                        const uint8_t *id, size_t id_len, const ldpb_ctxstat *mech,
+                                        ldpb_rng *rng, const double *x, double y,
+                                        ldpb_ledger_entry *out, double *stats, size_t cap)
+{
     if (out)
         memset(out, 0, sizeof *out);
-    if (!ledger || !id || !mech || !rng || !out || !x || !stats)
+    if (!ledger || !id || !mech || !rng || !out || !x || !stats || !experiment_ok(experiment))
         return LDPB_EINVAL;
     if (id_len == 0 || id_len > LDPB_ASSIGNMENT_ID_MAX || !isfinite(y))
         return LDPB_EINVAL;
@@ -441,9 +526,10 @@ ldpb_err ldpb_ledger_privatize_stats(ldpb_ledger *ledger, const uint8_t *id, siz
     const ledger_record *known = ledger_state_find(&ledger->st, id, id_len);
     if (known) {
         if (known->kind != LDPB_MECH_ID_GAUSSIAN_STATS || known->epsilon != charge ||
-            known->delta != delta || known->n != n)
+            known->delta != delta || known->n != n ||
+            !same_experiment(&ledger->st, known, experiment))
             return LDPB_ESTATE;
-        fill_entry(out, known);
+        fill_entry(out, &ledger->st, known);
         return copy_stats(known, out, stats, cap);
     }
     if (ledger->broken)
@@ -468,7 +554,10 @@ ldpb_err ldpb_ledger_privatize_stats(ldpb_ledger *ledger, const uint8_t *id, siz
     rec.vec = malloc(n * sizeof *rec.vec);
     if (!rec.vec)
         return LDPB_ENOMEM;
-    err = ldpb_ctxstat_privatize(mech, rng, x, y, rec.vec);
+    int added = 0;
+    err = exp_for_new(ledger, experiment, &rec.exp, &added);
+    if (!err)
+        err = ldpb_ctxstat_privatize(mech, rng, x, y, rec.vec);
     if (err)
         goto done;
     uint64_t spent = ledger->st.spent_units + ledger_charge_units(charge);
@@ -483,10 +572,13 @@ ldpb_err ldpb_ledger_privatize_stats(ldpb_ledger *ledger, const uint8_t *id, siz
     rec.vec = NULL; /* the state owns it */
     ledger->st.spent_units = spent;
     ledger->st.delta_spent_units = dspent;
+    added = 0;
     step(ledger, LEDGER_STEP_COMMITTED);
-    fill_entry(out, &ledger->st.recs[ledger->st.count - 1]);
+    fill_entry(out, &ledger->st, &ledger->st.recs[ledger->st.count - 1]);
 
 done:
+    if (added)
+        ledger_state_exp_remove(&ledger->st, rec.exp);
     if (rec.vec) {
         sodium_memzero(rec.vec, n * sizeof *rec.vec);
         free(rec.vec);

@@ -8,6 +8,7 @@
 
 #include "ldpb/ctxstat.h"
 #include "ldpb/mech_table.h"
+#include "ldpb/wire.h"
 #include "ledger_internal.h"
 
 /* ---- state ---------------------------------------------------------------------------- */
@@ -36,8 +37,11 @@ void ledger_state_fini(ledger_state *st)
         free(st->recs);
     }
     free(st->slots);
+    free(st->exps);
     st->recs = NULL;
     st->slots = NULL;
+    st->exps = NULL;
+    st->n_exps = st->exps_alloc = 0;
     st->count = st->alloc = st->nslots = 0;
     st->spent_units = 0;
     st->delta_spent_units = 0;
@@ -114,6 +118,80 @@ void ledger_state_append(ledger_state *st, const ledger_record *rec)
     st->recs[st->count] = *rec;
     table_put(st, st->count);
     st->count++;
+}
+
+/* ---- experiments ------------------------------------------------------------------------ */
+
+static int is_default(const char *name)
+{
+    return !name || !*name || strcmp(name, "default") == 0;
+}
+
+ldpb_err ledger_state_exp_find(const ledger_state *st, const char *name, uint32_t *exp)
+{
+    *exp = 0;
+    if (is_default(name))
+        return LDPB_OK;
+    size_t len = strnlen(name, LEDGER_EXP_NAME_MAX + 1);
+    if (!ldpb_wire_experiment_valid(name, len))
+        return LDPB_EINVAL;
+    size_t lo = 0, hi = st->n_exps; /* binary search in the sorted table */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(st->exps[mid], name);
+        if (c == 0) {
+            *exp = (uint32_t)mid + 1;
+            return LDPB_OK;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *exp = (uint32_t)lo + 1;
+    return LDPB_ESTATE;
+}
+
+ldpb_err ledger_state_exp_add(ledger_state *st, const char *name, uint32_t *exp)
+{
+    uint32_t at = 0;
+    if (ledger_state_exp_find(st, name, &at) != LDPB_ESTATE)
+        return LDPB_EINVAL; /* default, invalid or present: the caller checked */
+    if (st->n_exps == st->exps_alloc) {
+        size_t want = st->exps_alloc ? 2 * st->exps_alloc : 4;
+        ledger_exp_name *v = realloc(st->exps, want * sizeof *v);
+        if (!v)
+            return LDPB_ENOMEM;
+        st->exps = v;
+        st->exps_alloc = want;
+    }
+    size_t pos = at - 1;
+    memmove(st->exps + pos + 1, st->exps + pos, (st->n_exps - pos) * sizeof *st->exps);
+    memset(st->exps[pos], 0, sizeof st->exps[pos]);
+    memcpy(st->exps[pos], name, strlen(name));
+    st->n_exps++;
+    for (size_t i = 0; i < st->count; i++)
+        if (st->recs[i].exp >= at)
+            st->recs[i].exp++;
+    *exp = at;
+    return LDPB_OK;
+}
+
+void ledger_state_exp_remove(ledger_state *st, uint32_t exp)
+{
+    if (exp == 0 || exp > st->n_exps)
+        return;
+    size_t pos = exp - 1;
+    memmove(st->exps + pos, st->exps + pos + 1, (st->n_exps - pos - 1) * sizeof *st->exps);
+    st->n_exps--;
+    for (size_t i = 0; i < st->count; i++)
+        if (st->recs[i].exp > exp)
+            st->recs[i].exp--;
+}
+
+const char *ledger_state_exp_name(const ledger_state *st, uint32_t exp)
+{
+    return exp == 0 || exp > st->n_exps ? "" : st->exps[exp - 1];
 }
 
 /* ---- limits and fixed point ------------------------------------------------------------ */
@@ -266,20 +344,29 @@ static void em_put(emitter *em, const uint8_t *p, size_t n, int hashed)
     }
 }
 
-/* Format 2 while a delta budget is set (ledger_internal.h); a vector entry needs one. */
-static int uses_delta(const ledger_state *st)
+/* The oldest format that holds the state (ledger_internal.h): 3 with an experiment other than
+ * "default", else 2 with a delta budget (a vector entry needs one), else 1. `extra` is a record
+ * about to be added (its experiment is in the table already). */
+static unsigned format_of(const ledger_state *st)
 {
-    return st->delta_budget > 0.0;
+    if (st->n_exps > 0)
+        return LEDGER_VERSION_EXP;
+    return st->delta_budget > 0.0 ? LEDGER_VERSION_DELTA : LEDGER_VERSION;
 }
 
-static void em_record(emitter *em, const ledger_record *r, int v2)
+static void em_record(emitter *em, const ledger_record *r, unsigned version)
 {
-    uint8_t b[LEDGER_ENTRY2_FIXED + LDPB_ASSIGNMENT_ID_MAX + 8];
+    uint8_t b[LEDGER_ENTRY3_FIXED + LDPB_ASSIGNMENT_ID_MAX + 8];
+    int v2 = version >= LEDGER_VERSION_DELTA;
     size_t o = 0;
     b[o++] = r->id_len;
     memcpy(b + o, r->id, r->id_len);
     o += r->id_len;
     b[o++] = r->kind;
+    if (version >= LEDGER_VERSION_EXP) {
+        put_le(b + o, r->exp, 4);
+        o += 4;
+    }
     put_le(b + o, bits_of(r->epsilon), 8);
     o += 8;
     if (!v2) {
@@ -298,19 +385,29 @@ static void em_record(emitter *em, const ledger_record *r, int v2)
     }
 }
 
-static size_t record_size(const ledger_record *r, int v2)
+static size_t record_size(const ledger_record *r, unsigned version)
 {
-    return v2 ? LEDGER_ENTRY2_FIXED + r->id_len + 8u * r->n : 18u + r->id_len;
+    if (version >= LEDGER_VERSION_EXP)
+        return LEDGER_ENTRY3_FIXED + r->id_len + 8u * r->n;
+    if (version == LEDGER_VERSION_DELTA)
+        return LEDGER_ENTRY2_FIXED + r->id_len + 8u * r->n;
+    return 18u + r->id_len;
 }
 
 size_t ledger_encoded_size(const ledger_state *st, const ledger_record *extra)
 {
-    int v2 = uses_delta(st);
-    size_t n = (v2 ? LEDGER_HEADER2_BYTES : LEDGER_HEADER_BYTES) + LEDGER_CHECKSUM_BYTES;
+    unsigned version = format_of(st);
+    size_t n = (version >= LEDGER_VERSION_DELTA ? LEDGER_HEADER2_BYTES : LEDGER_HEADER_BYTES) +
+               LEDGER_CHECKSUM_BYTES;
+    if (version >= LEDGER_VERSION_EXP) {
+        n += 4;
+        for (size_t i = 0; i < st->n_exps; i++)
+            n += 1u + strlen(st->exps[i]);
+    }
     for (size_t i = 0; i < st->count; i++)
-        n += record_size(&st->recs[i], v2);
+        n += record_size(&st->recs[i], version);
     if (extra)
-        n += record_size(extra, v2);
+        n += record_size(extra, version);
     return n;
 }
 
@@ -324,10 +421,11 @@ int ledger_emit(const ledger_state *st, const ledger_record *extra, uint64_t spe
     em->failed = 0;
     crypto_generichash_init(&em->h, NULL, 0, LEDGER_CHECKSUM_BYTES);
 
-    int v2 = uses_delta(st);
+    unsigned version = format_of(st);
+    int v2 = version >= LEDGER_VERSION_DELTA;
     uint8_t hdr[LEDGER_HEADER2_BYTES];
     memcpy(hdr, LEDGER_MAGIC, 8);
-    put_le(hdr + 8, v2 ? LEDGER_VERSION_DELTA : LEDGER_VERSION, 4);
+    put_le(hdr + 8, version, 4);
     put_le(hdr + 12, 0, 4); /* flags */
     put_le(hdr + 16, bits_of(st->budget), 8);
     put_le(hdr + 24, bits_of(st->cap), 8);
@@ -341,10 +439,19 @@ int ledger_emit(const ledger_state *st, const ledger_record *extra, uint64_t spe
     }
     put_le(hdr + at, (uint64_t)(st->count + (extra ? 1 : 0)), 4);
     em_put(em, hdr, at + 4, 1);
+    if (version >= LEDGER_VERSION_EXP) {
+        put_le(hdr, st->n_exps, 4);
+        em_put(em, hdr, 4, 1);
+        for (size_t i = 0; i < st->n_exps; i++) {
+            uint8_t len = (uint8_t)strlen(st->exps[i]);
+            em_put(em, &len, 1, 1);
+            em_put(em, (const uint8_t *)st->exps[i], len, 1);
+        }
+    }
     for (size_t i = 0; i < st->count && !em->failed; i++)
-        em_record(em, &st->recs[i], v2);
+        em_record(em, &st->recs[i], version);
     if (extra)
-        em_record(em, extra, v2);
+        em_record(em, extra, version);
 
     uint8_t sum[LEDGER_CHECKSUM_BYTES];
     crypto_generichash_final(&em->h, sum, sizeof sum);
@@ -393,21 +500,36 @@ ldpb_err ledger_encode(const ledger_state *st, uint8_t **out, size_t *len)
 /* One entry at buf[*off, body): format 1 (id_len | id | kind | epsilon | value) or format 2
  * (id_len | id | kind | epsilon | delta | n | n values). 0 if it does not fit or is malformed;
  * r->vec is then NULL. */
-static int parse_record(const uint8_t *buf, size_t body, size_t *off, int v2, ledger_record *r)
+static size_t entry_min(unsigned version)
+{
+    return version >= LEDGER_VERSION_EXP     ? LEDGER_ENTRY3_MIN
+           : version == LEDGER_VERSION_DELTA ? LEDGER_ENTRY2_MIN
+                                             : LEDGER_ENTRY_MIN;
+}
+
+static int parse_record(const uint8_t *buf, size_t body, size_t *off, unsigned version,
+                        ledger_record *r)
 {
     size_t o = *off;
+    int v2 = version >= LEDGER_VERSION_DELTA;
     memset(r, 0, sizeof *r);
-    if (body - o < (v2 ? LEDGER_ENTRY2_MIN : LEDGER_ENTRY_MIN))
+    if (body - o < entry_min(version))
         return 0;
     r->id_len = buf[o];
-    size_t fixed = v2 ? LEDGER_ENTRY2_FIXED : 18u;
+    size_t fixed = version >= LEDGER_VERSION_EXP ? LEDGER_ENTRY3_FIXED
+                   : v2                          ? LEDGER_ENTRY2_FIXED
+                                                 : 18u;
     if (r->id_len == 0 || r->id_len > LDPB_ASSIGNMENT_ID_MAX || body - o < fixed + r->id_len)
         return 0;
     memcpy(r->id, buf + o + 1, r->id_len);
     o += 1u + r->id_len;
-    r->kind = buf[o];
-    r->epsilon = double_of(get_le(buf + o + 1, 8));
-    o += 9;
+    r->kind = buf[o++];
+    if (version >= LEDGER_VERSION_EXP) {
+        r->exp = (uint32_t)get_le(buf + o, 4);
+        o += 4;
+    }
+    r->epsilon = double_of(get_le(buf + o, 8));
+    o += 8;
     if (!v2) {
         r->value = double_of(get_le(buf + o, 8));
         r->n = 1;
@@ -433,11 +555,45 @@ static int parse_record(const uint8_t *buf, size_t body, size_t *off, int v2, le
     return 1;
 }
 
+/* Format 3's table of experiment names at buf[*off, body): at least one (a state without any is
+ * written in an older format), at most one per entry, each valid and not "default", in strictly
+ * increasing byte order (so none twice). 0 if malformed. */
+static ldpb_err parse_exps(const uint8_t *buf, size_t body, size_t *off, uint64_t count,
+                           ledger_state *st)
+{
+    size_t o = *off;
+    if (body - o < 4)
+        return LDPB_ECORRUPT;
+    uint64_t n = get_le(buf + o, 4);
+    o += 4;
+    if (n == 0 || n > count || n > (body - o) / 2)
+        return LDPB_ECORRUPT;
+    st->exps = calloc((size_t)n, sizeof *st->exps);
+    if (!st->exps)
+        return LDPB_ENOMEM;
+    st->exps_alloc = (size_t)n;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = o < body ? buf[o] : 0;
+        if (o >= body || len > body - o - 1 ||
+            !ldpb_wire_experiment_valid((const char *)buf + o + 1, len))
+            return LDPB_ECORRUPT;
+        memcpy(st->exps[i], buf + o + 1, len);
+        o += 1 + len;
+        if (strcmp(st->exps[i], "default") == 0 ||
+            (i > 0 && strcmp(st->exps[i - 1], st->exps[i]) >= 0))
+            return LDPB_ECORRUPT;
+        st->n_exps = i + 1;
+    }
+    *off = o;
+    return LDPB_OK;
+}
+
 ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
 {
     ldpb_err err = LDPB_ECORRUPT;
     ledger_record r;
     memset(&r, 0, sizeof r);
+    uint8_t *used = NULL; /* format 3: which names of the table the entries use */
     if (!buf || len < LEDGER_HEADER_BYTES + LEDGER_CHECKSUM_BYTES || len > LEDGER_FILE_MAX)
         goto fail;
 
@@ -449,10 +605,10 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
         goto fail;
 
     uint64_t version = get_le(buf + 8, 4);
-    if (memcmp(buf, LEDGER_MAGIC, 8) != 0 ||
-        (version != LEDGER_VERSION && version != LEDGER_VERSION_DELTA) || get_le(buf + 12, 4) != 0)
+    if (memcmp(buf, LEDGER_MAGIC, 8) != 0 || version < LEDGER_VERSION ||
+        version > LEDGER_VERSION_EXP || get_le(buf + 12, 4) != 0)
         goto fail;
-    int v2 = version == LEDGER_VERSION_DELTA;
+    int v2 = version >= LEDGER_VERSION_DELTA;
     size_t header = v2 ? LEDGER_HEADER2_BYTES : LEDGER_HEADER_BYTES;
     if (body < header)
         goto fail;
@@ -469,17 +625,22 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
         delta_cap = double_of(get_le(buf + 48, 8));
         delta_spent = get_le(buf + 56, 8);
         /* format 2 is written only with a delta budget: one without is not what emit writes */
-        if (ledger_check_delta_limits(delta_budget, delta_cap) != LDPB_OK || !(delta_budget > 0.0))
+        if (ledger_check_delta_limits(delta_budget, delta_cap) != LDPB_OK ||
+            (version == LEDGER_VERSION_DELTA && !(delta_budget > 0.0)))
             goto fail;
     }
     uint64_t delta_budget_units = ledger_delta_budget_units(delta_budget);
     uint64_t count = get_le(buf + header - 4, 4);
     if (spent > budget_units || delta_spent > delta_budget_units || count > LDPB_LEDGER_ENTRIES_MAX)
         goto fail;
-    /* Each entry takes at least LEDGER_ENTRY_MIN bytes: a count the body cannot hold is refused
-     * before anything is allocated for it. */
-    size_t avail = body - header;
-    if (count > avail / (v2 ? LEDGER_ENTRY2_MIN : LEDGER_ENTRY_MIN))
+    size_t off = header;
+    if (version >= LEDGER_VERSION_EXP && (err = parse_exps(buf, body, &off, count, st)) != 0)
+        goto fail;
+    err = LDPB_ECORRUPT;
+    /* Each entry takes at least entry_min bytes: a count the body cannot hold is refused before
+     * anything is allocated for it. */
+    size_t avail = body - off;
+    if (count > avail / entry_min((unsigned)version))
         goto fail;
 
     st->budget = budget;
@@ -495,13 +656,24 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
         err = LDPB_ECORRUPT;
     }
 
-    size_t off = header;
     uint64_t charged = 0, delta_charged = 0;
+    size_t exps_used = 0;
+    used = st->n_exps ? calloc(st->n_exps, 1) : NULL;
+    if (st->n_exps && !used) {
+        err = LDPB_ENOMEM;
+        goto fail;
+    }
     for (uint64_t i = 0; i < count; i++) {
-        if (!parse_record(buf, body, &off, v2, &r))
+        if (!parse_record(buf, body, &off, (unsigned)version, &r))
             goto fail;
-        if (!record_valid(&r, cap, delta_cap) || ledger_state_find(st, r.id, r.id_len))
+        if (!record_valid(&r, cap, delta_cap) || ledger_state_find(st, r.id, r.id_len) ||
+            r.exp > st->n_exps)
             goto fail;
+        /* Every name of the table is used: emit writes no other. */
+        if (r.exp > 0 && !used[r.exp - 1]) {
+            used[r.exp - 1] = 1;
+            exps_used++;
+        }
         /* charged <= spent <= budget_units < 2^53 holds after each step, so no overflow; the
          * delta sums stay below 2^63 the same way. */
         charged += ledger_charge_units(r.epsilon);
@@ -512,13 +684,15 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
         ledger_state_append(st, &r);
         r.vec = NULL; /* the state owns it */
     }
-    if (off != body)
-        goto fail; /* bytes between the last entry and the checksum */
+    if (off != body || exps_used != st->n_exps)
+        goto fail; /* bytes between the last entry and the checksum, or an unused name */
+    free(used);
     st->spent_units = spent;
     st->delta_spent_units = delta_spent;
     return LDPB_OK;
 
 fail:
+    free(used);
     record_wipe(&r);
     ledger_state_fini(st);
     st->budget = st->cap = 0.0;

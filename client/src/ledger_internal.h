@@ -12,12 +12,16 @@
 #include "ldpb/ledger.h"
 
 /* File layout (docs/ledger.md): a header, the entries, a 32-byte BLAKE2b. Format 1 (44-byte
- * header, epsilon only) is written while the ledger has no delta budget, so a ledger that never
- * used one stays readable by older libraries; format 2 (68-byte header: the delta budget, cap and
- * spend; entries with a delta and a vector of values) once it has. */
+ * header, epsilon only) is written while the ledger has no delta budget and every entry is of the
+ * experiment "default", so a ledger that never used more stays readable by older libraries;
+ * format 2 (68-byte header: the delta budget, cap and spend; entries with a delta and a vector of
+ * values) once it has a delta budget; format 3 (format 2's header, then the table of experiment
+ * names, and entries that name their experiment by its index in it) once an entry is of another
+ * experiment than "default". */
 #define LEDGER_MAGIC          "LDPBLEDG"
 #define LEDGER_VERSION        1u
 #define LEDGER_VERSION_DELTA  2u
+#define LEDGER_VERSION_EXP    3u
 #define LEDGER_HEADER_BYTES   44u
 #define LEDGER_HEADER2_BYTES  68u
 #define LEDGER_CHECKSUM_BYTES 32u
@@ -27,6 +31,14 @@
 #define LEDGER_ENTRY2_FIXED 20u /* all but the id and the values */
 #define LEDGER_ENTRY2_MIN   (LEDGER_ENTRY2_FIXED + 1u + 8u)
 #define LEDGER_ENTRY2_MAX   (LEDGER_ENTRY2_FIXED + LDPB_ASSIGNMENT_ID_MAX + 8u * LEDGER_VALUES_MAX)
+/* Format 3: id_len | id | kind | experiment u32 | epsilon | delta | n u16 | n values; the
+ * experiment is 0 for "default", else 1 + its index in the name table (names in strictly
+ * increasing byte order, each 1..64 bytes of [a-z0-9._-], never "default"), which follows the
+ * header as count u32 | count times (len u8 | name). */
+#define LEDGER_ENTRY3_FIXED 24u
+#define LEDGER_ENTRY3_MIN   (LEDGER_ENTRY3_FIXED + 1u + 8u)
+#define LEDGER_ENTRY3_MAX   (LEDGER_ENTRY3_FIXED + LDPB_ASSIGNMENT_ID_MAX + 8u * LEDGER_VALUES_MAX)
+#define LEDGER_EXP_NAME_MAX LDPB_EXPERIMENT_NAME_MAX
 /* Values of one entry: 1 for a scalar mechanism, a packed statistics triangle (ldpb/ctxstat.h)
  * for the local contextual mode. */
 #define LEDGER_VALUES_MAX 561u
@@ -38,7 +50,8 @@
 
 /* The largest well-formed file: anything bigger is refused before it is read. */
 #define LEDGER_FILE_MAX                                                                            \
-    ((size_t)LEDGER_HEADER2_BYTES + (size_t)LDPB_LEDGER_ENTRIES_MAX * LEDGER_ENTRY2_MAX +          \
+    ((size_t)LEDGER_HEADER2_BYTES + 4u +                                                           \
+     (size_t)LDPB_LEDGER_ENTRIES_MAX * (1u + LEDGER_EXP_NAME_MAX + LEDGER_ENTRY3_MAX) +            \
      LEDGER_CHECKSUM_BYTES)
 
 typedef struct ledger_record {
@@ -50,7 +63,10 @@ typedef struct ledger_record {
     double delta; /* 0 for the scalar mechanisms */
     uint16_t n;   /* values: 1, or the statistics in vec */
     double *vec;  /* owned by the state once appended; NULL for a scalar entry */
+    uint32_t exp; /* the experiment: 0 "default", else 1 + its index in ledger_state.exps */
 } ledger_record;
+
+typedef char ledger_exp_name[LEDGER_EXP_NAME_MAX + 1];
 
 typedef struct ledger_state {
     double budget, cap;
@@ -64,6 +80,10 @@ typedef struct ledger_state {
     uint32_t *slots; /* open addressing, linear probing; record index + 1, 0 = empty */
     size_t nslots;   /* 0 or a power of two, at least twice the capacity */
     uint8_t hash_key[crypto_shorthash_KEYBYTES];
+    /* The experiments of the records other than "default", in increasing byte order, each used
+     * by a record (NUL-terminated). */
+    ledger_exp_name *exps;
+    size_t n_exps, exps_alloc;
 } ledger_state;
 
 /* Empties `st` and draws a fresh hash key (the aggregator picks the ids, so the table is keyed
@@ -83,6 +103,21 @@ const ledger_record *ledger_state_find(const ledger_state *st, const uint8_t *id
 /* Appends a record whose id is not present; room must have been reserved. The state takes
  * rec->vec. */
 void ledger_state_append(ledger_state *st, const ledger_record *rec);
+
+/* The experiment index of `name` (NULL, "" or "default": 0). LDPB_OK with *exp set; LDPB_ESTATE
+ * if the state holds no such experiment (*exp is then where ledger_state_exp_add would put it);
+ * LDPB_EINVAL for a name that is not an experiment name. */
+ldpb_err ledger_state_exp_find(const ledger_state *st, const char *name, uint32_t *exp);
+
+/* Adds experiment `name` (valid, not held yet) at its place in the order, renumbering the records
+ * after it, and sets *exp. LDPB_ENOMEM leaves the state as it was. */
+ldpb_err ledger_state_exp_add(ledger_state *st, const char *name, uint32_t *exp);
+
+/* Undoes ledger_state_exp_add of index `exp`, which no record uses. */
+void ledger_state_exp_remove(ledger_state *st, uint32_t exp);
+
+/* The name of experiment index `exp`: "" for 0 ("default"). */
+const char *ledger_state_exp_name(const ledger_state *st, uint32_t exp);
 
 /* Budget and cap rules shared by open and the parser: LDPB_EINVAL if either is not finite,
  * LDPB_ERANGE unless 2^-32 <= budget <= LDPB_LEDGER_BUDGET_MAX and 0 < cap <= budget. */

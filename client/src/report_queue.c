@@ -1,6 +1,9 @@
 /* File layout (little-endian): "ldpb-queue-v1\n" (14 bytes), count u32, count records of 83
  * bytes (id_len u8, id[64] zero-padded, mechanism u8, is_bit u8, epsilon f64, value f64), then
- * a 32-byte BLAKE2b (crypto_generichash) of everything before it. The checksum only catches
+ * a 32-byte BLAKE2b (crypto_generichash) of everything before it. Format 2 ("ldpb-queue-v2\n")
+ * is the same with records of 148 bytes: the 83 of format 1, then exp_len u8 and exp[64]
+ * zero-padded, the experiment name (exp_len 0: "default"). Format 1 is written while every entry
+ * is of "default", so such a queue stays readable by older libraries. The checksum only catches
  * damage; the loader also checks every entry as the wire checks a report (rq_parse). */
 #include "report_queue.h"
 
@@ -17,8 +20,10 @@
 #include "ldpb/mech_table.h"
 
 #define RQ_MAGIC      "ldpb-queue-v1\n"
+#define RQ_MAGIC2     "ldpb-queue-v2\n"
 #define RQ_MAGIC_LEN  14u
 #define RQ_RECORD     83u
+#define RQ_RECORD2    (RQ_RECORD + 1u + LDPB_EXPERIMENT_NAME_MAX)
 #define RQ_HASH_BYTES 32u
 
 static void put_f64(uint8_t *p, double v)
@@ -39,9 +44,18 @@ static double get_f64(const uint8_t *p)
     return v;
 }
 
-static size_t file_size(size_t n)
+static size_t file_size(size_t n, size_t record)
 {
-    return RQ_MAGIC_LEN + 4 + n * RQ_RECORD + RQ_HASH_BYTES;
+    return RQ_MAGIC_LEN + 4 + n * record + RQ_HASH_BYTES;
+}
+
+/* Format 2 only when an entry names an experiment. */
+static int needs_v2(const rq *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (q->e[i].experiment[0])
+            return 1;
+    return 0;
 }
 
 /* Every entry is checked as the wire checks a Report before it is sent (the mechanism known,
@@ -53,6 +67,10 @@ static ldpb_err check_entry(const rq_entry *e)
 {
     if (e->id_len < 1 || e->id_len > LDPB_ASSIGNMENT_ID_MAX || e->is_bit > 1)
         return LDPB_ECORRUPT;
+    size_t n = strlen(e->experiment);
+    if (n &&
+        (!ldpb_wire_experiment_valid(e->experiment, n) || strcmp(e->experiment, "default") == 0))
+        return LDPB_ECORRUPT;
     /* One table's rule, the same one the ledger applies to its records. */
     if (ldpb_mech_check_value((int)e->mechanism, e->epsilon, e->is_bit, e->value, "queue", NULL) !=
         LDPB_OK)
@@ -62,18 +80,23 @@ static ldpb_err check_entry(const rq_entry *e)
 
 ldpb_err rq_parse(rq *q, const uint8_t *b, size_t len, size_t max)
 {
-    if (len < file_size(0) || memcmp(b, RQ_MAGIC, RQ_MAGIC_LEN) != 0)
+    if (len < file_size(0, RQ_RECORD))
         return LDPB_ECORRUPT;
+    int v2 = memcmp(b, RQ_MAGIC2, RQ_MAGIC_LEN) == 0;
+    if (!v2 && memcmp(b, RQ_MAGIC, RQ_MAGIC_LEN) != 0)
+        return LDPB_ECORRUPT;
+    size_t record = v2 ? RQ_RECORD2 : RQ_RECORD;
     const uint8_t *p = b + RQ_MAGIC_LEN;
     size_t n = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
-    if (n > max || len != file_size(n))
+    if (n > max || len != file_size(n, record))
         return LDPB_ECORRUPT;
     uint8_t h[RQ_HASH_BYTES];
     crypto_generichash(h, sizeof h, b, len - RQ_HASH_BYTES, NULL, 0);
     if (sodium_memcmp(h, b + len - RQ_HASH_BYTES, RQ_HASH_BYTES) != 0)
         return LDPB_ECORRUPT;
     p += 4;
-    for (size_t i = 0; i < n; i++, p += RQ_RECORD) {
+    int named = 0; /* format 2 is written only with an experiment other than "default" */
+    for (size_t i = 0; i < n; i++, p += record) {
         rq_entry e;
         memset(&e, 0, sizeof e);
         e.id_len = p[0];
@@ -81,9 +104,20 @@ ldpb_err rq_parse(rq *q, const uint8_t *b, size_t len, size_t max)
         e.is_bit = p[66];
         e.epsilon = get_f64(p + 67);
         e.value = get_f64(p + 75);
-        ldpb_err err = check_entry(&e);
-        /* The id's padding is zeros, as written: one queue, one file image. */
+        size_t exp_len = v2 ? p[RQ_RECORD] : 0;
+        if (exp_len > LDPB_EXPERIMENT_NAME_MAX)
+            exp_len = LDPB_EXPERIMENT_NAME_MAX + 1; /* refused below */
+        else
+            memcpy(e.experiment, p + RQ_RECORD + 1, exp_len);
+        named |= exp_len > 0;
+        ldpb_err err = exp_len > LDPB_EXPERIMENT_NAME_MAX || memchr(e.experiment, 0, exp_len)
+                           ? LDPB_ECORRUPT
+                           : check_entry(&e);
+        /* The paddings are zeros, as written: one queue, one file image. */
         for (size_t k = 1u + e.id_len; !err && k < 65u; k++)
+            if (p[k] != 0)
+                err = LDPB_ECORRUPT;
+        for (size_t k = RQ_RECORD + 1u + exp_len; !err && v2 && k < RQ_RECORD2; k++)
             if (p[k] != 0)
                 err = LDPB_ECORRUPT;
         if (!err && rq_has(q, p + 1, e.id_len))
@@ -96,7 +130,7 @@ ldpb_err rq_parse(rq *q, const uint8_t *b, size_t len, size_t max)
         if (err)
             return err;
     }
-    return LDPB_OK;
+    return v2 && !named ? LDPB_ECORRUPT : LDPB_OK;
 }
 
 /* Reads the whole queue file from `fd` (a regular file, at most `cap` bytes) into *buf. */
@@ -170,7 +204,7 @@ ldpb_err rq_open(rq **out, const char *path, size_t max)
     }
     if (err)
         goto fail;
-    err = read_whole(fd, file_size(max), &buf, &len);
+    err = read_whole(fd, file_size(max, RQ_RECORD2), &buf, &len);
     close(fd);
     if (!err)
         err = rq_parse(q, buf, len, max);
@@ -190,16 +224,18 @@ fail:
 
 ldpb_err rq_encode(const rq *q, uint8_t **out, size_t *out_len)
 {
-    size_t len = file_size(q->n);
+    int v2 = needs_v2(q);
+    size_t record = v2 ? RQ_RECORD2 : RQ_RECORD;
+    size_t len = file_size(q->n, record);
     uint8_t *b = calloc(1, len);
     if (!b)
         return LDPB_ENOMEM;
-    memcpy(b, RQ_MAGIC, RQ_MAGIC_LEN);
+    memcpy(b, v2 ? RQ_MAGIC2 : RQ_MAGIC, RQ_MAGIC_LEN);
     uint8_t *p = b + RQ_MAGIC_LEN;
     for (int i = 0; i < 4; i++)
         p[i] = (uint8_t)(q->n >> (8 * i));
     p += 4;
-    for (size_t i = 0; i < q->n; i++, p += RQ_RECORD) {
+    for (size_t i = 0; i < q->n; i++, p += record) {
         const rq_entry *e = &q->e[i];
         p[0] = e->id_len;
         memcpy(p + 1, e->id, e->id_len);
@@ -207,6 +243,11 @@ ldpb_err rq_encode(const rq *q, uint8_t **out, size_t *out_len)
         p[66] = e->is_bit;
         put_f64(p + 67, e->epsilon);
         put_f64(p + 75, e->value);
+        if (v2) {
+            size_t n = strlen(e->experiment);
+            p[RQ_RECORD] = (uint8_t)n;
+            memcpy(p + RQ_RECORD + 1, e->experiment, n);
+        }
     }
     crypto_generichash(b + len - RQ_HASH_BYTES, RQ_HASH_BYTES, b, len - RQ_HASH_BYTES, NULL, 0);
     *out = b;
@@ -272,6 +313,8 @@ void rq_report_of(Ldpb__V1__Report *rep, const rq_entry *e)
         rep->value_case = LDPB__V1__REPORT__VALUE_REAL;
         rep->real = e->value;
     }
+    if (e->experiment[0])
+        rep->experiment = (char *)e->experiment;
 }
 
 void rq_close(rq *q)

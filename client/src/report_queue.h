@@ -20,6 +20,8 @@ typedef struct rq_entry {
     uint8_t is_bit;    /* the value travels as Report.bit, else as Report.real */
     double epsilon;
     double value; /* as sent: privatized (or the unit-scale reward in RAW mode) */
+    /* The experiment of the assignment; "" for "default" (sent as no experiment at all). */
+    char experiment[LDPB_EXPERIMENT_NAME_MAX + 1];
 } rq_entry;
 
 typedef struct rq {
@@ -39,8 +41,9 @@ ldpb_err rq_open(rq **out, const char *path, size_t max);
 /* Appends the entries of a queue file's bytes to `q` (for rq_open and the fuzzer). LDPB_ECORRUPT:
  * not a queue file, a bad checksum, more than `max` entries, or an entry the wire would refuse
  * (unknown mechanism, epsilon unsuited to it, a bit not 0 or 1, a non-finite or out-of-range
- * value, a bad id length or padding, an id twice); LDPB_ENOMEM. On an error `q` may hold some
- * of the entries: the caller discards it. */
+ * value, a bad id length or padding, an id twice, an experiment name that is not one or is
+ * "default" spelled out); LDPB_ENOMEM. Reads both formats (report_queue.c). On an error `q` may
+ * hold some of the entries: the caller discards it. */
 ldpb_err rq_parse(rq *q, const uint8_t *b, size_t len, size_t max);
 /* The file's bytes for `q`, malloc'd into *out (the caller wipes and frees). LDPB_ENOMEM. */
 ldpb_err rq_encode(const rq *q, uint8_t **out, size_t *out_len);
@@ -51,7 +54,7 @@ int rq_has(const rq *q, const uint8_t *id, size_t id_len);
 /* Appends `e` in memory (rq_save makes it durable). LDPB_ENOMEM. */
 ldpb_err rq_push(rq *q, const rq_entry *e);
 /* The Report that carries `e` (views into `e`, valid while it is): the value as a bit or a
- * real as the entry says. */
+ * real as the entry says, and the experiment unless it is "default". */
 void rq_report_of(Ldpb__V1__Report *rep, const rq_entry *e);
 /* Wipes and frees. Accepts NULL. */
 void rq_close(rq *q);

@@ -101,6 +101,19 @@ int ldpb_wire_utf8_valid(const char *str, size_t len)
     return 1;
 }
 
+int ldpb_wire_experiment_valid(const char *s, size_t len)
+{
+    if (!s || len < 1 || len > LDPB_WIRE_EXPERIMENT_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
+              ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 /* ---- frames ------------------------------------------------------------------------------ */
 
 ldpb_err ldpb_frame_parse(const uint8_t *buf, size_t len, ldpb_frame *out, char *detail)
@@ -228,15 +241,15 @@ static ldpb_err check_id(const ProtobufCBinaryData *id, const char *what, char *
     return LDPB_OK;
 }
 
-static ldpb_err check_string(const char *s, const char *what, char *detail)
+static ldpb_err check_string_max(const char *s, size_t max, const char *what, char *detail)
 {
     if (!s) {
         say(detail, "%s is missing", what);
         return LDPB_EINVAL;
     }
-    size_t n = strnlen(s, LDPB_WIRE_STRING_MAX + 1);
-    if (n > LDPB_WIRE_STRING_MAX) {
-        say(detail, "%s is longer than %u bytes", what, LDPB_WIRE_STRING_MAX);
+    size_t n = strnlen(s, max + 1);
+    if (n > max) {
+        say(detail, "%s is longer than %zu bytes", what, max);
         return LDPB_ERANGE;
     }
     if (!ldpb_wire_utf8_valid(s, n)) {
@@ -244,6 +257,47 @@ static ldpb_err check_string(const char *s, const char *what, char *detail)
         return LDPB_EINVAL;
     }
     return LDPB_OK;
+}
+
+static ldpb_err check_string(const char *s, const char *what, char *detail)
+{
+    return check_string_max(s, LDPB_WIRE_STRING_MAX, what, detail);
+}
+
+/* An experiment name where one is optional (NULL: absent, which means "default"). The detail
+ * names the first offending byte rather than echoing the bytes, which may be anything. */
+static ldpb_err check_experiment(const char *s, const char *what, char *detail)
+{
+    if (!s)
+        return LDPB_OK;
+    size_t n = strnlen(s, LDPB_WIRE_EXPERIMENT_MAX + 1);
+    if (n == 0) {
+        say(detail, "%s is empty (leave it out for the experiment \"default\")", what);
+        return LDPB_EINVAL;
+    }
+    if (n > LDPB_WIRE_EXPERIMENT_MAX) {
+        say(detail, "%s is longer than %u bytes", what, LDPB_WIRE_EXPERIMENT_MAX);
+        return LDPB_ERANGE;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!ldpb_wire_experiment_valid(s + i, 1)) {
+            say(detail,
+                "%s: byte %zu (0x%02x) is not allowed in an experiment name (a-z, 0-9, '.', "
+                "'_', '-')",
+                what, i, (unsigned)(unsigned char)s[i]);
+            return LDPB_EINVAL;
+        }
+    return LDPB_OK;
+}
+
+/* An experiment name where one is required. */
+static ldpb_err check_experiment_required(const char *s, const char *what, char *detail)
+{
+    if (!s) {
+        say(detail, "%s is missing", what);
+        return LDPB_EINVAL;
+    }
+    return check_experiment(s, what, detail);
 }
 
 static ldpb_err check_assign_request(const Ldpb__V1__AssignRequest *m, char *detail)
@@ -272,7 +326,7 @@ static ldpb_err check_assign_request(const Ldpb__V1__AssignRequest *m, char *det
             return LDPB_ERANGE;
         }
     }
-    return LDPB_OK;
+    return check_experiment(m->experiment, "assign_request.experiment", detail);
 }
 
 /* A packed statistics vector: n finite values, n = (d+1)(d+2)/2 for a d in [1, D_MAX] (d_of:
@@ -385,7 +439,16 @@ static ldpb_err check_assignment(const Ldpb__V1__Assignment *m, char *detail)
     return ldpb_mech_check_kappa((int)m->mechanism, m->has_kappa, m->kappa, "assignment", detail);
 }
 
+static ldpb_err check_report_value(const Ldpb__V1__Report *m, char *detail);
+
 static ldpb_err check_report(const Ldpb__V1__Report *m, char *detail)
+{
+    ldpb_err err = check_report_value(m, detail);
+    return err ? err : check_experiment(m->experiment, "report.experiment", detail);
+}
+
+/* Everything of a report but its experiment. */
+static ldpb_err check_report_value(const Ldpb__V1__Report *m, char *detail)
 {
     ldpb_err err = check_id(&m->assignment_id, "report", detail);
     if (err)
@@ -478,7 +541,7 @@ static ldpb_err check_status(const Ldpb__V1__Status *m, char *detail)
             return LDPB_EINVAL;
         }
     }
-    return LDPB_OK;
+    return check_experiment(m->experiment, "status.experiment", detail);
 }
 
 static ldpb_err missing_body(char *detail)
@@ -558,6 +621,110 @@ static ldpb_err check_batch_ack(const Ldpb__V1__BatchAck *m, char *detail)
     return LDPB_OK;
 }
 
+static const char *experiment_op_name(int op)
+{
+    switch (op) {
+    case LDPB__V1__EXPERIMENT_COMMAND__OP__CREATE:
+        return "create";
+    case LDPB__V1__EXPERIMENT_COMMAND__OP__LIST:
+        return "list";
+    case LDPB__V1__EXPERIMENT_COMMAND__OP__SHOW:
+        return "show";
+    case LDPB__V1__EXPERIMENT_COMMAND__OP__STOP:
+        return "stop";
+    default:
+        return NULL;
+    }
+}
+
+/* An operator command: a known op; a name for create, show and stop (and none for list); the
+ * settings text for create only; `after` for list only. */
+static ldpb_err check_experiment_command(const Ldpb__V1__ExperimentCommand *m, char *detail)
+{
+    const char *op = experiment_op_name((int)m->op);
+    if (!op) {
+        say(detail,
+            "experiment_command.op %d is not a known operation (1 create, 2 list, 3 show, "
+            "4 stop)",
+            (int)m->op);
+        return LDPB_EINVAL;
+    }
+    int is_list = m->op == LDPB__V1__EXPERIMENT_COMMAND__OP__LIST;
+    int is_create = m->op == LDPB__V1__EXPERIMENT_COMMAND__OP__CREATE;
+    ldpb_err err;
+    if (is_list) {
+        if (m->name) {
+            say(detail, "experiment_command.name is set for list, which takes none");
+            return LDPB_EINVAL;
+        }
+        err = check_experiment(m->after, "experiment_command.after", detail);
+    } else {
+        if (m->after) {
+            say(detail, "experiment_command.after is set for %s (list only)", op);
+            return LDPB_EINVAL;
+        }
+        err = check_experiment_required(m->name, "experiment_command.name", detail);
+    }
+    if (err)
+        return err;
+    if (is_create)
+        return check_string_max(m->config, LDPB_WIRE_CONFIG_MAX, "experiment_command.config",
+                                detail);
+    if (m->config) {
+        say(detail, "experiment_command.config is set for %s (create only)", op);
+        return LDPB_EINVAL;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_experiment_info(const Ldpb__V1__ExperimentInfo *m, size_t i, char *detail)
+{
+    char what[64];
+    snprintf(what, sizeof what, "experiment_reply.experiments[%zu].name", i);
+    ldpb_err err = check_experiment_required(m->name, what, detail);
+    if (!err)
+        err = check_string(m->policy, "experiment_reply.experiments[].policy", detail);
+    if (!err)
+        err = check_string(m->mode, "experiment_reply.experiments[].mode", detail);
+    if (!err && m->mechanism)
+        err = check_string(m->mechanism, "experiment_reply.experiments[].mechanism", detail);
+    if (err)
+        return err;
+    if (m->arms > LDPB_WIRE_ARMS_MAX) {
+        say(detail, "experiment_reply.experiments[%zu].arms %u, more than %u", i, (unsigned)m->arms,
+            LDPB_WIRE_ARMS_MAX);
+        return LDPB_ERANGE;
+    }
+    if ((m->has_epsilon && !(isfinite(m->epsilon) && m->epsilon >= 0.0)) ||
+        (m->has_delta && !(isfinite(m->delta) && m->delta >= 0.0))) {
+        say(detail,
+            "experiment_reply.experiments[%zu] has an epsilon or delta that is not a finite "
+            "number >= 0",
+            i);
+        return LDPB_EINVAL;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err check_experiment_reply(const Ldpb__V1__ExperimentReply *m, char *detail)
+{
+    if (m->n_experiments > LDPB_WIRE_EXPERIMENTS_MAX) {
+        say(detail, "experiment_reply has %zu experiments, more than %u", m->n_experiments,
+            LDPB_WIRE_EXPERIMENTS_MAX);
+        return LDPB_ERANGE;
+    }
+    if (m->n_experiments && !m->experiments)
+        return missing_body(detail);
+    for (size_t i = 0; i < m->n_experiments; i++) {
+        if (!m->experiments[i])
+            return missing_body(detail);
+        ldpb_err err = check_experiment_info(m->experiments[i], i, detail);
+        if (err)
+            return err;
+    }
+    return LDPB_OK;
+}
+
 ldpb_err ldpb_envelope_check(const Ldpb__V1__Envelope *env, char *detail)
 {
     if (!env)
@@ -578,7 +745,9 @@ ldpb_err ldpb_envelope_check(const Ldpb__V1__Envelope *env, char *detail)
     case LDPB__V1__ENVELOPE__BODY_ACK:
         return env->ack ? check_id(&env->ack->assignment_id, "ack", detail) : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST:
-        return env->status_request ? LDPB_OK : missing_body(detail);
+        return env->status_request ? check_experiment(env->status_request->experiment,
+                                                      "status_request.experiment", detail)
+                                   : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_STATUS:
         return env->status ? check_status(env->status, detail) : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_ERROR:
@@ -594,6 +763,12 @@ ldpb_err ldpb_envelope_check(const Ldpb__V1__Envelope *env, char *detail)
                                  : missing_body(detail);
     case LDPB__V1__ENVELOPE__BODY_BATCH_ACK:
         return env->batch_ack ? check_batch_ack(env->batch_ack, detail) : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND:
+        return env->experiment_command ? check_experiment_command(env->experiment_command, detail)
+                                       : missing_body(detail);
+    case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY:
+        return env->experiment_reply ? check_experiment_reply(env->experiment_reply, detail)
+                                     : missing_body(detail);
     default:
         say(detail, "envelope has no body");
         return LDPB_EINVAL;
@@ -750,7 +925,16 @@ static const struct {
     {&ldpb__v1__status__descriptor, 5, LDPB_WIRE_ARMS_MAX},
     {&ldpb__v1__report_batch__descriptor, 1, LDPB_WIRE_BATCH_MAX},
     {&ldpb__v1__batch_ack__descriptor, 1, LDPB_WIRE_BATCH_MAX},
+    {&ldpb__v1__experiment_reply__descriptor, 1, LDPB_WIRE_EXPERIMENTS_MAX},
 };
+
+/* Strings are at most LDPB_WIRE_STRING_MAX bytes but for a CREATE's settings text. */
+static size_t string_limit(const ProtobufCMessageDescriptor *msg, uint32_t id)
+{
+    if (msg == &ldpb__v1__experiment_command__descriptor && id == 3)
+        return LDPB_WIRE_CONFIG_MAX;
+    return LDPB_WIRE_STRING_MAX;
+}
 
 static size_t repeated_limit(const ProtobufCMessageDescriptor *msg, uint32_t id)
 {
@@ -833,9 +1017,9 @@ static ldpb_err scan_field(const ProtobufCMessageDescriptor *desc,
         return LDPB_OK;
     switch (f->type) {
     case PROTOBUF_C_TYPE_STRING:
-        if (vlen > LDPB_WIRE_STRING_MAX) {
-            say(sc->detail, "%s.%s has %zu bytes, more than %u", desc->short_name, f->name, vlen,
-                LDPB_WIRE_STRING_MAX);
+        if (vlen > string_limit(desc, f->id)) {
+            say(sc->detail, "%s.%s has %zu bytes, more than %zu", desc->short_name, f->name, vlen,
+                string_limit(desc, f->id));
             return LDPB_EPROTO;
         }
         if (!ldpb_wire_utf8_valid((const char *)v, vlen)) {

@@ -73,6 +73,7 @@ def _load(which: str) -> ctypes.CDLL:
 # ---- structures mirrored from the C headers (ldpb/mech.h, ldpb/client.h, ldpb/sim.h) ----------
 
 ASSIGNMENT_ID_MAX = 64
+EXPERIMENT_NAME_MAX = 64
 STATUS_STRING_MAX = 1024
 CLIENT_KEY_BYTES = 32
 RNG_SEED_BYTES = 32
@@ -99,7 +100,8 @@ class AssignmentC(ctypes.Structure):
                 ("mechanism", c_int), ("epsilon", c_double), ("kappa", c_double),
                 ("expires_at_ms", c_uint64), ("propensity", c_double),
                 ("policy_version", c_uint64), ("local_d", c_uint32), ("local_delta", c_double),
-                ("local_feature_norm", c_double), ("local_reward_bound", c_double)]
+                ("local_feature_norm", c_double), ("local_reward_bound", c_double),
+                ("experiment", c_char * (EXPERIMENT_NAME_MAX + 1))]
 
 
 class FlushStatsC(ctypes.Structure):
@@ -116,7 +118,8 @@ class ArmStatusC(ctypes.Structure):
 class StatusC(ctypes.Structure):
     _fields_ = [("policy", c_char * (STATUS_STRING_MAX + 1)),
                 ("model", c_char * (STATUS_STRING_MAX + 1)), ("reports", c_uint64),
-                ("assignments", c_uint64), ("n_arms", c_uint32), ("arms", POINTER(ArmStatusC))]
+                ("assignments", c_uint64), ("n_arms", c_uint32), ("arms", POINTER(ArmStatusC)),
+                ("experiment", c_char * (EXPERIMENT_NAME_MAX + 1))]
 
 
 class SimProgressC(ctypes.Structure):

@@ -569,11 +569,24 @@ static void schema_is_covered_by_the_limits(void **state)
 {
     (void)state;
     const ProtobufCMessageDescriptor *all[] = {
-        &ldpb__v1__envelope__descriptor,   &ldpb__v1__assign_request__descriptor,
-        &ldpb__v1__assignment__descriptor, &ldpb__v1__report__descriptor,
-        &ldpb__v1__ack__descriptor,        &ldpb__v1__status_request__descriptor,
-        &ldpb__v1__arm_status__descriptor, &ldpb__v1__status__descriptor,
-        &ldpb__v1__error__descriptor,      &ldpb__v1__local_model__descriptor,
+        &ldpb__v1__envelope__descriptor,
+        &ldpb__v1__assign_request__descriptor,
+        &ldpb__v1__assignment__descriptor,
+        &ldpb__v1__report__descriptor,
+        &ldpb__v1__ack__descriptor,
+        &ldpb__v1__status_request__descriptor,
+        &ldpb__v1__arm_status__descriptor,
+        &ldpb__v1__status__descriptor,
+        &ldpb__v1__error__descriptor,
+        &ldpb__v1__local_model__descriptor,
+        &ldpb__v1__report_and_assign__descriptor,
+        &ldpb__v1__ack_and_assignment__descriptor,
+        &ldpb__v1__report_batch__descriptor,
+        &ldpb__v1__report_result__descriptor,
+        &ldpb__v1__batch_ack__descriptor,
+        &ldpb__v1__experiment_command__descriptor,
+        &ldpb__v1__experiment_info__descriptor,
+        &ldpb__v1__experiment_reply__descriptor,
     };
     size_t repeated = 0;
     for (size_t i = 0; i < COUNT(all); i++) {
@@ -587,12 +600,15 @@ static void schema_is_covered_by_the_limits(void **state)
                         (all[i] == &ldpb__v1__status__descriptor && fd->id == 5) ||
                         (all[i] == &ldpb__v1__report__descriptor && fd->id == 6) ||
                         (all[i] == &ldpb__v1__report__descriptor && fd->id == 7) ||
-                        (all[i] == &ldpb__v1__local_model__descriptor && fd->id == 2);
+                        (all[i] == &ldpb__v1__local_model__descriptor && fd->id == 2) ||
+                        (all[i] == &ldpb__v1__report_batch__descriptor && fd->id == 1) ||
+                        (all[i] == &ldpb__v1__batch_ack__descriptor && fd->id == 1) ||
+                        (all[i] == &ldpb__v1__experiment_reply__descriptor && fd->id == 1);
             if (!known)
                 fail_msg("%s.%s is repeated but has no limit in wire.c", all[i]->name, fd->name);
         }
     }
-    assert_int_equal(repeated, 5);
+    assert_int_equal(repeated, 8);
 }
 
 /* docs/protocol.md, "Contexts": the worked bytes of a K = 2, d = 2 feature set decode to it, and a
@@ -1340,6 +1356,397 @@ static void status_capacity(void **state)
     assert_int_equal(status_arms_fit(0, 1000000), 5958);
 }
 
+/* ---- experiments --------------------------------------------------------------------------- */
+
+/* Names that are not experiment names, with the error the sender's check gives. */
+static const struct {
+    const char *name;
+    ldpb_err err;
+} bad_names[] = {
+    {"", LDPB_EINVAL},
+    {"Upper", LDPB_EINVAL},
+    {"a b", LDPB_EINVAL},
+    {"a/b", LDPB_EINVAL},
+    {"caf\xc3\xa9", LDPB_EINVAL}, /* UTF-8, but not [a-z0-9._-] */
+    {"tab\t", LDPB_EINVAL},
+    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", LDPB_ERANGE}, /* 65 */
+};
+
+/* Sets the experiment field of every message that has one to `name`; NULL clears them. */
+typedef struct exp_msgs {
+    Ldpb__V1__AssignRequest ar;
+    Ldpb__V1__Report rep;
+    Ldpb__V1__StatusRequest sr;
+    Ldpb__V1__Status st;
+    Ldpb__V1__ReportAndAssign ra;
+    Ldpb__V1__Report *batch[2];
+    Ldpb__V1__Report rep2;
+    Ldpb__V1__ReportBatch rb;
+} exp_msgs;
+
+static void exp_msgs_init(exp_msgs *m)
+{
+    Ldpb__V1__AssignRequest ar = LDPB__V1__ASSIGN_REQUEST__INIT;
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    Ldpb__V1__StatusRequest sr = LDPB__V1__STATUS_REQUEST__INIT;
+    Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
+    Ldpb__V1__ReportAndAssign ra = LDPB__V1__REPORT_AND_ASSIGN__INIT;
+    Ldpb__V1__ReportBatch rb = LDPB__V1__REPORT_BATCH__INIT;
+    m->ar = ar;
+    m->ar.has_max_epsilon = 1;
+    m->ar.max_epsilon = 1.0;
+    m->rep = rep;
+    m->rep.assignment_id.data = id16;
+    m->rep.assignment_id.len = sizeof id16;
+    m->rep.mechanism = LDPB__V1__MECHANISM__LINEAR;
+    m->rep.epsilon = 1.0;
+    m->rep.value_case = LDPB__V1__REPORT__VALUE_BIT;
+    m->rep.bit = 1;
+    m->rep2 = m->rep;
+    m->sr = sr;
+    m->st = st;
+    m->st.policy = "ldp-ucb-b";
+    m->st.model = "local";
+    m->ra = ra;
+    m->ra.report = &m->rep;
+    m->ra.next = &m->ar;
+    m->rb = rb;
+    m->batch[0] = &m->rep2;
+    m->batch[1] = &m->rep;
+    m->rb.n_reports = 2;
+    m->rb.reports = m->batch;
+}
+
+/* Each body with an experiment field, in turn; `which` selects the field set to `name` in it. */
+static void body_at(exp_msgs *m, int k, const char *name, Ldpb__V1__Envelope *e)
+{
+    env_init(e);
+    m->ar.experiment = m->rep.experiment = m->rep2.experiment = NULL;
+    m->sr.experiment = m->st.experiment = NULL;
+    switch (k) {
+    case 0:
+        m->ar.experiment = (char *)name;
+        e->body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+        e->assign_request = &m->ar;
+        break;
+    case 1:
+        m->rep.experiment = (char *)name;
+        e->body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+        e->report = &m->rep;
+        break;
+    case 2:
+        m->sr.experiment = (char *)name;
+        e->body_case = LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST;
+        e->status_request = &m->sr;
+        break;
+    case 3:
+        m->st.experiment = (char *)name;
+        e->body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+        e->status = &m->st;
+        break;
+    case 4: /* the report inside a report_and_assign */
+        m->rep.experiment = (char *)name;
+        e->body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+        e->report_and_assign = &m->ra;
+        break;
+    case 5: /* the next request inside a report_and_assign */
+        m->ar.experiment = (char *)name;
+        e->body_case = LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN;
+        e->report_and_assign = &m->ra;
+        break;
+    default: /* the second report of a batch */
+        m->rep.experiment = (char *)name;
+        e->body_case = LDPB__V1__ENVELOPE__BODY_REPORT_BATCH;
+        e->report_batch = &m->rb;
+        break;
+    }
+}
+
+/* Every experiment field: a name round-trips (so does the longest, 64 bytes, and "default"),
+ * and every malformed one is refused by the sender's check and by the decoder. */
+static void experiment_fields(void **state)
+{
+    (void)state;
+    static const char *good[] = {
+        "default", "e0", "a.b_c-9",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    exp_msgs m;
+    exp_msgs_init(&m);
+    for (int k = 0; k < 7; k++) {
+        for (size_t i = 0; i < COUNT(good); i++) {
+            Ldpb__V1__Envelope e;
+            body_at(&m, k, good[i], &e);
+            Ldpb__V1__Envelope *d = round_trip(&e);
+            const char *got = k == 0   ? d->assign_request->experiment
+                              : k == 1 ? d->report->experiment
+                              : k == 2 ? d->status_request->experiment
+                              : k == 3 ? d->status->experiment
+                              : k == 4 ? d->report_and_assign->report->experiment
+                              : k == 5 ? d->report_and_assign->next->experiment
+                                       : d->report_batch->reports[1]->experiment;
+            assert_non_null(got);
+            assert_string_equal(got, good[i]);
+            ldpb_envelope_free(d);
+        }
+        for (size_t i = 0; i < COUNT(bad_names); i++) {
+            Ldpb__V1__Envelope e;
+            body_at(&m, k, bad_names[i].name, &e);
+            char detail[LDPB_DETAIL_BYTES] = "";
+            assert_int_equal(ldpb_envelope_check(&e, detail), bad_names[i].err);
+            assert_non_null(strstr(detail, "experiment"));
+            refused_both_ways(&e, bad_names[i].err);
+        }
+    }
+    assert_true(ldpb_wire_experiment_valid("a", 1));
+    assert_false(ldpb_wire_experiment_valid("a", 0));
+    assert_false(ldpb_wire_experiment_valid(NULL, 1));
+    assert_false(ldpb_wire_experiment_valid("ab\0", 3));
+}
+
+/* Without an experiment, every body encodes to exactly the bytes it did before experiments (the
+ * known answers below were worked out by hand from the protobuf encoding, docs/protocol.md): an
+ * older aggregator reads what a client sends for "default", byte for byte. With one, the field is
+ * appended inside its message and nothing else changes. */
+static void no_experiment_encodes_as_before(void **state)
+{
+    (void)state;
+    static const uint8_t assign_kat[] = {
+        0x08, 0x01,                                                       /* protocol_version 1 */
+        0x10, 0xef, 0x9b, 0xaf, 0xcd, 0xf8, 0xac, 0xd1, 0x91, 0x01,       /* request_id */
+        0x52, 0x09, 0x11, 0,    0,    0,    0,    0,    0,    0xf0, 0x3f, /* 10: max_epsilon 1.0 */
+    };
+    static const uint8_t status_kat[] = {
+        0x08, 0x01, 0x10, 0xef, 0x9b, 0xaf, 0xcd,
+        0xf8, 0xac, 0xd1, 0x91, 0x01, 0x72, 0x00, /* 14: status_request {} */
+    };
+    exp_msgs m;
+    exp_msgs_init(&m);
+    Ldpb__V1__Envelope e;
+    size_t len = 0;
+    body_at(&m, 0, NULL, &e);
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_OK);
+    assert_int_equal(len, sizeof assign_kat);
+    assert_memory_equal(buf, assign_kat, len);
+    body_at(&m, 2, NULL, &e);
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, NULL), LDPB_OK);
+    assert_int_equal(len, sizeof status_kat);
+    assert_memory_equal(buf, status_kat, len);
+
+    /* With "e1": 0x22 0x02 'e' '1' (field 4) at the end of the assign request, whose length
+     * grows by 4; the status request's field 1 the same way. */
+    uint8_t with[64];
+    body_at(&m, 0, "e1", &e);
+    assert_int_equal(ldpb_envelope_encode(&e, with, sizeof with, &len, NULL), LDPB_OK);
+    assert_int_equal(len, sizeof assign_kat + 4);
+    assert_memory_equal(with, assign_kat, 12);
+    assert_int_equal(with[12], 0x52);
+    assert_int_equal(with[13], 0x0d);
+    assert_memory_equal(with + 14, assign_kat + 14, 9);
+    assert_memory_equal(with + 23,
+                        "\x22\x02"
+                        "e1",
+                        4);
+    body_at(&m, 2, "e1", &e);
+    assert_int_equal(ldpb_envelope_encode(&e, with, sizeof with, &len, NULL), LDPB_OK);
+    assert_int_equal(len, sizeof status_kat + 4);
+    assert_memory_equal(with + 12,
+                        "\x72\x04\x0a\x02"
+                        "e1",
+                        6);
+
+    /* A report: field 9 (0x4a) appended, nothing else changed. */
+    uint8_t before[128];
+    size_t before_len = 0;
+    body_at(&m, 1, NULL, &e);
+    assert_int_equal(ldpb_envelope_encode(&e, before, sizeof before, &before_len, NULL), LDPB_OK);
+    body_at(&m, 1, "e1", &e);
+    assert_int_equal(ldpb_envelope_encode(&e, with, sizeof with, &len, NULL), LDPB_OK);
+    assert_int_equal(len, before_len + 4);
+    assert_memory_equal(with + len - 4,
+                        "\x4a\x02"
+                        "e1",
+                        4);
+}
+
+static Ldpb__V1__Envelope command_env(Ldpb__V1__ExperimentCommand *c, int op, const char *name,
+                                      const char *config, const char *after)
+{
+    Ldpb__V1__ExperimentCommand init = LDPB__V1__EXPERIMENT_COMMAND__INIT;
+    *c = init;
+    c->op = (Ldpb__V1__ExperimentCommand__Op)op;
+    c->name = (char *)name;
+    c->config = (char *)config;
+    c->after = (char *)after;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND;
+    e.experiment_command = c;
+    return e;
+}
+
+/* ExperimentCommand: a known op; a valid name for create, show and stop and none for list;
+ * settings for create only, UTF-8, at most LDPB_WIRE_CONFIG_MAX bytes (the decoder's scan allows
+ * that much in this one field, LDPB_WIRE_STRING_MAX in every other); `after` for list only. */
+static void experiment_command_rules(void **state)
+{
+    (void)state;
+    Ldpb__V1__ExperimentCommand c;
+    Ldpb__V1__Envelope e = command_env(&c, 1, "exp-1", "policy = ldp-ucb-b\narms = 3\n", NULL);
+    Ldpb__V1__Envelope *d = round_trip(&e);
+    assert_string_equal(d->experiment_command->config, "policy = ldp-ucb-b\narms = 3\n");
+    ldpb_envelope_free(d);
+    e = command_env(&c, 1, "exp-1", "", NULL); /* every setting at its default */
+    ldpb_envelope_free(round_trip(&e));
+    e = command_env(&c, 2, NULL, NULL, NULL);
+    ldpb_envelope_free(round_trip(&e));
+    e = command_env(&c, 2, NULL, NULL, "exp-1");
+    ldpb_envelope_free(round_trip(&e));
+    e = command_env(&c, 3, "default", NULL, NULL);
+    ldpb_envelope_free(round_trip(&e));
+    e = command_env(&c, 4, "exp-1", NULL, NULL);
+    ldpb_envelope_free(round_trip(&e));
+
+    const struct {
+        int op;
+        const char *name, *config, *after;
+        ldpb_err err;
+        const char *says;
+    } bad[] = {
+        {0, "exp-1", NULL, NULL, LDPB_EINVAL, "op 0"},
+        {5, "exp-1", NULL, NULL, LDPB_EINVAL, "op 5"},
+        {1, NULL, "arms = 2", NULL, LDPB_EINVAL, "name is missing"},
+        {1, "exp-1", NULL, NULL, LDPB_EINVAL, "config is missing"},
+        {1, "Exp", "arms = 2", NULL, LDPB_EINVAL, "experiment_command.name"},
+        {3, NULL, NULL, NULL, LDPB_EINVAL, "name is missing"},
+        {4, "", NULL, NULL, LDPB_EINVAL, "empty"},
+        {3, "exp-1", "arms = 2", NULL, LDPB_EINVAL, "create only"},
+        {2, "exp-1", NULL, NULL, LDPB_EINVAL, "takes none"},
+        {2, NULL, "arms = 2", NULL, LDPB_EINVAL, "create only"},
+        {2, NULL, NULL, "A", LDPB_EINVAL, "experiment_command.after"},
+        {4, "exp-1", NULL, "exp-0", LDPB_EINVAL, "list only"},
+    };
+    for (size_t i = 0; i < COUNT(bad); i++) {
+        e = command_env(&c, bad[i].op, bad[i].name, bad[i].config, bad[i].after);
+        char detail[LDPB_DETAIL_BYTES] = "";
+        assert_int_equal(ldpb_envelope_check(&e, detail), bad[i].err);
+        if (!strstr(detail, bad[i].says))
+            fail_msg("case %zu: \"%s\" does not say \"%s\"", i, detail, bad[i].says);
+        refused_both_ways(&e, bad[i].err);
+    }
+
+    /* The settings' size: LDPB_WIRE_CONFIG_MAX bytes pass both ways, one more is refused, by the
+     * decoder before it allocates anything. */
+    static char big[LDPB_WIRE_CONFIG_MAX + 2];
+    memset(big, '#', LDPB_WIRE_CONFIG_MAX);
+    big[LDPB_WIRE_CONFIG_MAX] = '\0';
+    e = command_env(&c, 1, "exp-1", big, NULL);
+    ldpb_envelope_free(round_trip(&e));
+    big[LDPB_WIRE_CONFIG_MAX] = '#';
+    big[LDPB_WIRE_CONFIG_MAX + 1] = '\0';
+    char detail[LDPB_DETAIL_BYTES] = "";
+    size_t len = 0;
+    assert_int_equal(ldpb_envelope_encode(&e, buf, sizeof buf, &len, detail), LDPB_ERANGE);
+    assert_non_null(strstr(detail, "config"));
+    len = raw_pack(&e, buf);
+    refused_before_decoding(buf, len);
+    /* Not UTF-8 */
+    e = command_env(&c, 1, "exp-1", "arms = \xff", NULL);
+    refused_both_ways(&e, LDPB_EINVAL);
+    /* another string field still has LDPB_WIRE_STRING_MAX */
+    static char long_name[LDPB_WIRE_STRING_MAX + 2];
+    memset(long_name, 'a', LDPB_WIRE_STRING_MAX + 1);
+    e = command_env(&c, 3, long_name, NULL, NULL);
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_ERANGE);
+    len = raw_pack(&e, buf);
+    refused_before_decoding(buf, len);
+}
+
+static void info_init(Ldpb__V1__ExperimentInfo *i, const char *name)
+{
+    Ldpb__V1__ExperimentInfo init = LDPB__V1__EXPERIMENT_INFO__INIT;
+    *i = init;
+    i->name = (char *)name;
+    i->policy = "ldp-ucb-b";
+    i->mode = "local";
+    i->arms = 3;
+    i->mechanism = "linear";
+    i->has_epsilon = 1;
+    i->epsilon = 1.0;
+    i->has_horizon = 1;
+    i->horizon = 1000;
+    i->reports = 5;
+    i->assignments = 7;
+    i->running = 1;
+}
+
+/* ExperimentReply: names, strings and numbers checked; at most LDPB_WIRE_EXPERIMENTS_MAX
+ * experiments, refused by the scan beyond. */
+static void experiment_reply_rules(void **state)
+{
+    (void)state;
+    Ldpb__V1__ExperimentInfo a, b;
+    info_init(&a, "default");
+    info_init(&b, "e1");
+    b.running = 0;
+    b.has_delta = 1;
+    b.delta = 1e-6;
+    Ldpb__V1__ExperimentInfo *v[2] = {&a, &b};
+    Ldpb__V1__ExperimentReply r = LDPB__V1__EXPERIMENT_REPLY__INIT;
+    r.n_experiments = 2;
+    r.experiments = v;
+    r.has_more = 1;
+    r.more = 1;
+    Ldpb__V1__Envelope e;
+    env_init(&e);
+    e.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY;
+    e.experiment_reply = &r;
+    Ldpb__V1__Envelope *d = round_trip(&e);
+    assert_int_equal(d->experiment_reply->n_experiments, 2);
+    assert_string_equal(d->experiment_reply->experiments[1]->name, "e1");
+    assert_false(d->experiment_reply->experiments[1]->running);
+    assert_true(d->experiment_reply->has_more && d->experiment_reply->more);
+    ldpb_envelope_free(d);
+    r.n_experiments = 0; /* an empty list */
+    ldpb_envelope_free(round_trip(&e));
+    r.n_experiments = 2;
+
+    b.name = "E1";
+    refused_both_ways(&e, LDPB_EINVAL);
+    b.name = "e1";
+    b.epsilon = NAN;
+    refused_both_ways(&e, LDPB_EINVAL);
+    b.epsilon = 1.0;
+    b.delta = -1.0;
+    refused_both_ways(&e, LDPB_EINVAL);
+    b.delta = 1e-6;
+    b.mode = "bad\xc0";
+    char detail[LDPB_DETAIL_BYTES] = "";
+    assert_int_equal(ldpb_envelope_check(&e, detail), LDPB_EINVAL);
+    assert_non_null(strstr(detail, "mode"));
+    b.mode = "local";
+    b.arms = LDPB_WIRE_ARMS_MAX + 1;
+    refused_both_ways(&e, LDPB_ERANGE);
+    b.arms = 3;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_OK);
+
+    /* One more experiment than the limit: refused before decoding. */
+    size_t n = LDPB_WIRE_EXPERIMENTS_MAX + 1;
+    Ldpb__V1__ExperimentInfo **many = calloc(n, sizeof *many);
+    Ldpb__V1__ExperimentInfo one;
+    info_init(&one, "x");
+    assert_non_null(many);
+    for (size_t i = 0; i < n; i++)
+        many[i] = &one;
+    r.experiments = many;
+    r.n_experiments = n;
+    assert_int_equal(ldpb_envelope_check(&e, NULL), LDPB_ERANGE);
+    size_t len = raw_pack(&e, buf);
+    refused_before_decoding(buf, len);
+    r.n_experiments = n - 1;
+    ldpb_envelope_free(round_trip(&e));
+    free(many);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1368,6 +1775,10 @@ int main(void)
         cmocka_unit_test(utf8_validation),
         cmocka_unit_test(decode_out_of_memory),
         cmocka_unit_test(null_arguments),
+        cmocka_unit_test(experiment_fields),
+        cmocka_unit_test(no_experiment_encodes_as_before),
+        cmocka_unit_test(experiment_command_rules),
+        cmocka_unit_test(experiment_reply_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

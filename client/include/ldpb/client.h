@@ -138,6 +138,12 @@ typedef struct ldpb_assignment {
     double local_delta;
     double local_feature_norm;
     double local_reward_bound;
+    /* The experiment the assignment was issued in (docs/client.md, "Experiments"): "" (or
+     * "default") for the experiment "default", which is what ldpb_client_assign asks in; else the
+     * name given to ldpb_client_assign_in. Every report of the assignment names it to the
+     * aggregator (and nothing at all for "default", so an aggregator older than experiments
+     * serves it as before). */
+    char experiment[LDPB_EXPERIMENT_NAME_MAX + 1];
 } ldpb_assignment;
 
 typedef struct ldpb_client ldpb_client;
@@ -181,6 +187,21 @@ LDPB_API void ldpb_client_free(ldpb_client *c);
  * LDPB_ENOMEM. Retries and which replies count: docs/client.md. */
 LDPB_API ldpb_err ldpb_client_assign(ldpb_client *c, const double *context, size_t n_context,
                                      ldpb_assignment *out);
+
+/* Experiments (docs/client.md, "Experiments"): one aggregator may run many experiments, each a
+ * bandit problem of its own, named by 1 to LDPB_EXPERIMENT_NAME_MAX bytes of [a-z0-9._-]. The
+ * device's ledger is one budget across all of them: whichever experiment asks, a report is
+ * charged to the same lifetime budget, and LDPB_EBUDGET comes once it is spent.
+ *
+ * ldpb_client_assign_in is ldpb_client_assign in experiment `experiment` (NULL, "" or "default":
+ * the experiment "default", exactly as ldpb_client_assign, with no experiment on the wire); the
+ * assignment records it in out->experiment and its report names it. Errors: those of
+ * ldpb_client_assign; LDPB_EINVAL for a name that is not an experiment name; LDPB_ENOEXPERIMENT
+ * when the aggregator runs no such experiment (unknown or stopped; its reason in
+ * ldpb_client_errmsg), which is final for the call (not retried). */
+LDPB_API ldpb_err ldpb_client_assign_in(ldpb_client *c, const char *experiment,
+                                        const double *context, size_t n_context,
+                                        ldpb_assignment *out);
 
 /* Rescales, clips and privatizes `reward` for `a` through the ledger (durable before it is
  * released; an assignment privatized before, even before a restart, gets the stored value and
@@ -259,6 +280,11 @@ LDPB_API ldpb_err ldpb_client_report_context(ldpb_client *c, const ldpb_assignme
 LDPB_API ldpb_err ldpb_client_assign_local(ldpb_client *c, const double *features,
                                            uint32_t n_actions, uint32_t d, ldpb_assignment *out);
 
+/* ldpb_client_assign_local in experiment `experiment` (as ldpb_client_assign_in). */
+LDPB_API ldpb_err ldpb_client_assign_local_in(ldpb_client *c, const char *experiment,
+                                              const double *features, uint32_t n_actions,
+                                              uint32_t d, ldpb_assignment *out);
+
 /* Reports round `a` of the local contextual mode: x_chosen is the chosen row (d values) and
  * `reward` is rescaled to [0, 1] with reward_lo/reward_hi and clipped, as for every report. The
  * statistics of (x, reward) are privatized on the device with the assignment's mechanism through
@@ -297,6 +323,9 @@ typedef struct ldpb_status {
     uint64_t assignments; /* assignments issued */
     uint32_t n_arms;
     ldpb_arm_status *arms; /* n_arms entries in the order the aggregator sent them, or NULL */
+    /* The experiment the status is of, as the aggregator named it; "" if it named none (an
+     * aggregator older than experiments, whose only experiment is "default"). */
+    char experiment[LDPB_EXPERIMENT_NAME_MAX + 1];
 } ldpb_status;
 
 /* Asks the aggregator for its status (one StatusRequest, with the retries and reply rules of
@@ -307,6 +336,53 @@ typedef struct ldpb_status {
  * key?), LDPB_EAUTH (the client key is not on the allow-list), the aggregator's Error code,
  * LDPB_ETRANSPORT, LDPB_ENOMEM. On success release *out with ldpb_status_clear. */
 LDPB_API ldpb_err ldpb_client_status(ldpb_client *c, ldpb_status *out);
+
+/* The status of experiment `experiment` (NULL, "" or "default": as ldpb_client_status, with no
+ * experiment on the wire). Errors: those of ldpb_client_status; LDPB_EINVAL for a name that is
+ * not an experiment name; LDPB_ENOEXPERIMENT (final) when the aggregator runs no such
+ * experiment. */
+LDPB_API ldpb_err ldpb_client_status_in(ldpb_client *c, const char *experiment, ldpb_status *out);
+
+/* One experiment as an operator command reports it. Strings from the network have control bytes
+ * replaced by '?' and are cut to the buffers (at a character boundary); a field the aggregator
+ * did not send is "" or 0. */
+typedef struct ldpb_experiment_info {
+    char name[LDPB_EXPERIMENT_NAME_MAX + 1];
+    char policy[64];
+    char mode[16]; /* "local", "central" or "nonprivate" */
+    uint32_t arms;
+    char mechanism[32];
+    double epsilon;
+    double delta;
+    uint64_t horizon;
+    uint64_t reports, assignments;
+    int running; /* 0: stopped (its state is kept) */
+} ldpb_experiment_info;
+
+typedef enum ldpb_experiment_op {
+    LDPB_EXPERIMENT_CREATE = 1, /* start `name` with the settings `config` ("key = value" lines) */
+    LDPB_EXPERIMENT_LIST = 2,   /* every experiment, running or stopped, in name order */
+    LDPB_EXPERIMENT_SHOW = 3,   /* experiment `name` */
+    LDPB_EXPERIMENT_STOP = 4,   /* stop `name`: it serves no more, its state is kept */
+} ldpb_experiment_op;
+
+/* Sends an operator command (docs/client.md, "Operator commands"); the handle's client key must be
+ * on the aggregator's admin list. `name` is required for CREATE, SHOW and STOP and must be NULL
+ * for LIST; `config` (at most LDPB_CLIENT_CONFIG_MAX bytes of UTF-8) is required for CREATE and
+ * must be NULL otherwise. On LDPB_OK *out is a malloc'd array of *n experiments (LIST: every one,
+ * fetched page by page when they do not fit one reply; the others: the one named), freed with
+ * ldpb_experiment_info_free; *out is NULL and *n 0 on error (and for an empty LIST). Spends
+ * nothing. Errors: LDPB_EINVAL (NULL, a bad name, a missing or superfluous argument, an unknown
+ * op), LDPB_ERANGE (config too long), the aggregator's refusal with its reason in
+ * ldpb_client_errmsg (LDPB_EAUTH: the key is not on the admin list; LDPB_ENOEXPERIMENT: no such
+ * experiment; LDPB_EINVAL/LDPB_ERANGE: settings refused; LDPB_ESTATE: ...), and the exchange's
+ * errors as for ldpb_client_status. */
+#define LDPB_CLIENT_CONFIG_MAX 4096u
+LDPB_API ldpb_err ldpb_client_experiment(ldpb_client *c, ldpb_experiment_op op, const char *name,
+                                         const char *config, ldpb_experiment_info **out, size_t *n);
+
+/* Frees an array from ldpb_client_experiment. Accepts NULL. */
+LDPB_API void ldpb_experiment_info_free(ldpb_experiment_info *v);
 
 /* Frees the arms of a status filled by ldpb_client_status and zeroes it. Accepts NULL and a
  * zeroed status; calling it twice is harmless. */

@@ -33,6 +33,10 @@ typedef struct ldpb_ctxstat ldpb_ctxstat;
 /* Assignment ids are opaque bytes chosen by the aggregator. */
 #define LDPB_ASSIGNMENT_ID_MAX 64
 
+/* Experiment names: 1 to 64 bytes of [a-z0-9._-]; "" (and "default") is the experiment
+ * "default" (docs/client.md, "Experiments"). */
+#define LDPB_EXPERIMENT_NAME_MAX 64
+
 /* Limits of one ledger: the lifetime budget (spend is kept in units of 2^-32 epsilon, which must
  * stay exact in 64 bits) and the number of stored entries (about 86 MB of file at most). */
 #define LDPB_LEDGER_BUDGET_MAX  1e6
@@ -61,6 +65,9 @@ typedef struct ldpb_ledger_entry {
     double value;   /* the privatized output: 0/1 for Bernoulli kinds, a real for Laplace */
     double delta;   /* the delta charged: 0 but for a statistics report */
     size_t n_stats; /* a statistics report's values (ldpb_ledger_lookup_stats), else 0 */
+    /* The experiment of the assignment: "" for "default" (and for every entry of a ledger file
+     * written before experiments). */
+    char experiment[LDPB_EXPERIMENT_NAME_MAX + 1];
 } ldpb_ledger_entry;
 
 typedef struct ldpb_ledger ldpb_ledger;
@@ -97,6 +104,15 @@ LDPB_API ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, 
                                         const ldpb_mech *mech, ldpb_rng *rng, double reward,
                                         ldpb_ledger_entry *out);
 
+/* ldpb_ledger_privatize for an assignment of experiment `experiment` (NULL, "" or "default":
+ * the experiment "default", exactly as ldpb_ledger_privatize). The entry records the experiment;
+ * the charge comes out of the one budget every experiment shares. An id privatized before in
+ * another experiment is LDPB_ESTATE (nothing is drawn). Also LDPB_EINVAL for a name that is not an
+ * experiment name. */
+LDPB_API ldpb_err ldpb_ledger_privatize_in(ldpb_ledger *ledger, const char *experiment,
+                                           const uint8_t *id, size_t id_len, const ldpb_mech *mech,
+                                           ldpb_rng *rng, double reward, ldpb_ledger_entry *out);
+
 /* The local contextual mode's report (ldpb/ctxstat.h): privatizes the statistics of features x
  * (d values) and reward y with `mech` for the assignment `id`, charging the mechanism's epsilon
  * and delta, and writes the ldpb_ctxstat_values(mech) values to `stats` (room for `cap`). As
@@ -109,6 +125,13 @@ LDPB_API ldpb_err ldpb_ledger_privatize_stats(ldpb_ledger *ledger, const uint8_t
                                               const ldpb_ctxstat *mech, ldpb_rng *rng,
                                               const double *x, double y, ldpb_ledger_entry *out,
                                               double *stats, size_t cap);
+
+/* ldpb_ledger_privatize_stats in experiment `experiment`, as ldpb_ledger_privatize_in. */
+LDPB_API ldpb_err ldpb_ledger_privatize_stats_in(ldpb_ledger *ledger, const char *experiment,
+                                                 const uint8_t *id, size_t id_len,
+                                                 const ldpb_ctxstat *mech, ldpb_rng *rng,
+                                                 const double *x, double y, ldpb_ledger_entry *out,
+                                                 double *stats, size_t cap);
 
 /* Looks up a released entry and, for a statistics report, copies its values to `stats` (room for
  * `cap`; LDPB_ERANGE if too small). `stats` may be NULL for the other kinds. */
@@ -126,6 +149,13 @@ LDPB_API double ldpb_ledger_spent(const ldpb_ledger *ledger);
 LDPB_API double ldpb_ledger_remaining(const ldpb_ledger *ledger);
 LDPB_API ldpb_ledger_opts ldpb_ledger_get_opts(const ldpb_ledger *ledger);
 LDPB_API size_t ldpb_ledger_count(const ldpb_ledger *ledger);
+
+/* The epsilon (and delta, if `delta` is not NULL) charged to the entries of experiment
+ * `experiment` (NULL, "" or "default": the experiment "default"), and their number (`count`, may
+ * be NULL). Their sum over every experiment is what the entries charged: at most
+ * ldpb_ledger_spent, which is what counts against the budget. -1 for a NULL ledger. */
+LDPB_API double ldpb_ledger_spent_in(const ldpb_ledger *ledger, const char *experiment,
+                                     double *delta, size_t *count);
 
 /* Would a report at `epsilon` be allowed now? LDPB_OK or LDPB_EBUDGET (LDPB_EINVAL for a NULL
  * ledger or an epsilon that is not finite and > 0); spends nothing. */

@@ -55,10 +55,21 @@ extern "C" {
 #define LDPB_WIRE_UNKNOWN_MAX    64u        /* fields of unknown number, in the whole Envelope */
 #define LDPB_WIRE_DEPTH_MAX      8u         /* message nesting (the schema needs 3) */
 #define LDPB_WIRE_DECODE_MEM_MAX (2u << 20) /* bytes one decode may allocate */
-/* Reports in one ReportBatch (and results in one BatchAck). A report takes at most 88 bytes on
- * the wire (a 64-byte id and a double value), a result at most 73, so 512 of either fit
- * LDPB_PLAINTEXT_MAX with room to spare (45056 bytes). */
+/* Reports in one ReportBatch (and results in one BatchAck). A report without an experiment takes
+ * at most 88 bytes on the wire (a 64-byte id and a double value), a result at most 73, so 512 of
+ * either fit LDPB_PLAINTEXT_MAX with room to spare (45056 bytes). A report naming an experiment
+ * takes up to 66 bytes more (154 in all): a batch of such reports may not fit 512 to a frame, and
+ * the sender makes its batches smaller (the encoder refuses an oversized one with LDPB_ERANGE). */
 #define LDPB_WIRE_BATCH_MAX 512u
+/* Experiment names (AssignRequest, Report, StatusRequest, Status, ExperimentCommand,
+ * ExperimentInfo): 1 to LDPB_WIRE_EXPERIMENT_MAX bytes of [a-z0-9._-]. An absent field means the
+ * experiment "default". */
+#define LDPB_WIRE_EXPERIMENT_MAX 64u
+/* Bytes of ExperimentCommand.config, the settings of a CREATE (UTF-8, "key = value" lines). */
+#define LDPB_WIRE_CONFIG_MAX (LDPB_WIRE_STRING_MAX * 4u)
+/* Experiments in one ExperimentReply: a LIST longer than this (or than fits a frame) comes in
+ * pages (ExperimentCommand.after, ExperimentReply.more). */
+#define LDPB_WIRE_EXPERIMENTS_MAX 1024u
 /* Envelope fields numbered LDPB_WIRE_BODY_FIRST and above are message kinds (the body oneof);
  * this revision knows 10 to 16 and 21 to 26 (LDPB_WIRE_BODY_LAST). Fields 3 to 9 are for
  * optional Envelope fields. */
@@ -144,6 +155,10 @@ LDPB_API ldpb_err ldpb_wire_check_version(uint32_t version, char *detail);
 /* Maps the code of an Error or PLAIN_ERROR to an ldpb_err: a known nonzero code is itself; 0,
  * and codes this build does not know (a newer peer's), are LDPB_EPROTO. */
 LDPB_API ldpb_err ldpb_wire_err_from_code(uint32_t code);
+
+/* 1 if `s` (`len` bytes) is an experiment name: 1 to LDPB_WIRE_EXPERIMENT_MAX bytes, each one of
+ * a-z, 0-9, '.', '_', '-'; else 0. */
+LDPB_API int ldpb_wire_experiment_valid(const char *s, size_t len);
 
 /* 1 if `s` (`len` bytes) is valid UTF-8 (no overlong forms, surrogates or code points above
  * U+10FFFF) without NUL bytes, else 0. */
