@@ -92,12 +92,13 @@ static int mac(const agg_token_key *key, const uint8_t *body, uint8_t out[AGG_TO
     return crypto_generichash(out, AGG_TOKEN_MAC_BYTES, body, AGG_TOKEN_BODY_BYTES, k, 32);
 }
 
-ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id[AGG_TOKEN_BYTES])
+static void decode(const uint8_t *id, agg_token *out);
+
+/* The body (AGG_TOKEN_BODY_BYTES) of `t` with version byte `version` into id. */
+static void encode(uint8_t version, const agg_token *t, uint8_t *id)
 {
-    if (!key || !t || !id)
-        return LDPB_EINVAL;
     uint8_t *p = id;
-    *p++ = key->bound ? AGG_TOKEN_VERSION : 2u; /* an unbound key issues the previous format */
+    *p++ = version;
     for (int i = 7; i >= 0; i--)
         *p++ = (uint8_t)(t->expires_at_ms >> (8 * i));
     put_le(p, t->arm, 4);
@@ -110,8 +111,14 @@ ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id
     put_le(p, t->policy_version, 8);
     p += 8;
     memcpy(p, t->random, AGG_TOKEN_RANDOM_BYTES);
-    p += AGG_TOKEN_RANDOM_BYTES;
-    if (mac(key, id, p) != 0)
+}
+
+ldpb_err agg_token_seal(const agg_token_key *key, const agg_token *t, uint8_t id[AGG_TOKEN_BYTES])
+{
+    if (!key || !t || !id)
+        return LDPB_EINVAL;
+    encode(key->bound ? AGG_TOKEN_VERSION : 2u, t, id); /* unbound: the previous format */
+    if (mac(key, id, id + AGG_TOKEN_BODY_BYTES) != 0)
         return LDPB_ECRYPTO;
     return LDPB_OK;
 }
@@ -127,6 +134,13 @@ ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len,
         return LDPB_ECRYPTO;
     if (sodium_memcmp(want, id + AGG_TOKEN_BODY_BYTES, AGG_TOKEN_MAC_BYTES) != 0)
         return LDPB_ENOTFOUND;
+    decode(id, out);
+    return LDPB_OK;
+}
+
+/* The body of an authentic token of any version into `out`. */
+static void decode(const uint8_t *id, agg_token *out)
+{
     const uint8_t *p = id + 1;
     if (id[0] != 1) { /* versions 2 and 3 */
         out->expires_at_ms = 0;
@@ -147,7 +161,6 @@ ldpb_err agg_token_open(const agg_token_key *key, const uint8_t *id, size_t len,
     out->policy_version = get_le(p, 8);
     p += 8;
     memcpy(out->random, p, AGG_TOKEN_RANDOM_BYTES);
-    return LDPB_OK;
 }
 
 /* The MAC of a contextual assignment covers the body, a domain string and the chosen arm's
@@ -200,4 +213,71 @@ ldpb_err agg_token_open_bound(const agg_token_key *key, const uint8_t *id, size_
     if (mac(key, plain, plain + AGG_TOKEN_BODY_BYTES) != 0)
         return LDPB_ECRYPTO;
     return agg_token_open(key, plain, sizeof plain, out);
+}
+
+/* ---- version 4: an experiment other than "default" ---------------------------------------- */
+
+static int is_default(const char *experiment)
+{
+    return !experiment || !experiment[0] || strcmp(experiment, "default") == 0;
+}
+
+/* Version 4's MAC (k3): the body, then -- for a contextual assignment -- the domain string and
+ * the features as in version 3, then the experiment's name prefixed by its length (at most 255
+ * bytes, so the input stays unambiguous). */
+static int mac_exp(const agg_token_key *key, const uint8_t *body, const double *x, size_t n,
+                   const char *experiment, uint8_t out[AGG_TOKEN_MAC_BYTES])
+{
+    size_t len = strlen(experiment);
+    crypto_generichash_state st;
+    if (!key->bound || len > 255 || crypto_generichash_init(&st, key->k3, 32, AGG_TOKEN_MAC_BYTES))
+        return -1;
+    crypto_generichash_update(&st, body, AGG_TOKEN_BODY_BYTES);
+    if (x) {
+        crypto_generichash_update(&st, (const uint8_t *)bound_context, sizeof bound_context - 1);
+        for (size_t i = 0; i < n; i++) {
+            uint8_t b[8];
+            put_le(b, dbl_bits(x[i]), 8);
+            crypto_generichash_update(&st, b, sizeof b);
+        }
+    }
+    uint8_t l = (uint8_t)len;
+    crypto_generichash_update(&st, &l, 1);
+    crypto_generichash_update(&st, (const uint8_t *)experiment, len);
+    return crypto_generichash_final(&st, out, AGG_TOKEN_MAC_BYTES);
+}
+
+ldpb_err agg_token_seal_in(const agg_token_key *key, const char *experiment, const agg_token *t,
+                           const double *x, size_t n, uint8_t id[AGG_TOKEN_BYTES])
+{
+    if (is_default(experiment))
+        return x ? agg_token_seal_bound(key, t, x, n, id) : agg_token_seal(key, t, id);
+    if (!key || !t || !id)
+        return LDPB_EINVAL;
+    if (!key->bound)
+        return LDPB_ECRYPTO; /* experiments came with state identities: never unbound */
+    encode(AGG_TOKEN_VERSION_EXP, t, id);
+    if (mac_exp(key, id, x, n, experiment, id + AGG_TOKEN_BODY_BYTES) != 0)
+        return LDPB_ECRYPTO;
+    return LDPB_OK;
+}
+
+ldpb_err agg_token_open_in(const agg_token_key *key, const char *experiment, const uint8_t *id,
+                           size_t len, const double *x, size_t n, agg_token *out)
+{
+    if (is_default(experiment))
+        return x ? agg_token_open_bound(key, id, len, x, n, out)
+                 : agg_token_open(key, id, len, out);
+    if (!key || !out || (!id && len))
+        return LDPB_EINVAL;
+    if (len != AGG_TOKEN_BYTES || id[0] != AGG_TOKEN_VERSION_EXP || !key->bound ||
+        strlen(experiment) > 255)
+        return LDPB_ENOTFOUND;
+    uint8_t want[AGG_TOKEN_MAC_BYTES];
+    if (mac_exp(key, id, x, n, experiment, want) != 0)
+        return LDPB_ECRYPTO;
+    if (sodium_memcmp(want, id + AGG_TOKEN_BODY_BYTES, AGG_TOKEN_MAC_BYTES) != 0)
+        return LDPB_ENOTFOUND;
+    decode(id, out);
+    return LDPB_OK;
 }

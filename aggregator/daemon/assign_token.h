@@ -21,6 +21,13 @@
  * "ldpb assignment token key v1": they are accepted only by a state migrated from that time
  * (agg_store_legacy_tokens), never by a state created with its identity.
  *
+ * Version 4 (experiments other than "default", docs/protocol.md): the version 3 layout with
+ * version u8 (4), and the MAC (K3) over the 46 bytes of the body, then -- a contextual
+ * assignment's -- the ASCII string "ldpb contextual features v1" and the features as in version 3,
+ * then u8 name_len || name, the experiment's name. A report naming another experiment than the
+ * one its assignment was issued in fails the MAC. The default experiment keeps version 3 byte for
+ * byte, so outstanding ids and old clients keep working.
+ *
  * Thread safety: reentrant; a key is read-only after derivation. */
 #ifndef LDPB_AGG_ASSIGN_TOKEN_H
 #define LDPB_AGG_ASSIGN_TOKEN_H
@@ -32,6 +39,7 @@
 #include "ldpb/seal.h"
 
 #define AGG_TOKEN_VERSION      3u
+#define AGG_TOKEN_VERSION_EXP  4u
 #define AGG_TOKEN_STATE_BYTES  16u /* AGG_STATE_ID_BYTES */
 #define AGG_TOKEN_RANDOM_BYTES 8u
 #define AGG_TOKEN_MAC_BYTES    16u
@@ -86,5 +94,16 @@ ldpb_err agg_token_seal_bound(const agg_token_key *key, const agg_token *t, cons
                               size_t n, uint8_t id[AGG_TOKEN_BYTES]);
 ldpb_err agg_token_open_bound(const agg_token_key *key, const uint8_t *id, size_t len,
                               const double *x, size_t n, agg_token *out);
+
+/* The token of an assignment in `experiment` (NULL, "" or "default": the default experiment, whose
+ * tokens are version 3 as agg_token_seal / agg_token_seal_bound write them; any other name:
+ * version 4, which needs a bound key). Bound to the features x[0..n) when x is not NULL. Errors as
+ * agg_token_seal; LDPB_ECRYPTO for a version 4 token under an unbound key. */
+ldpb_err agg_token_seal_in(const agg_token_key *key, const char *experiment, const agg_token *t,
+                           const double *x, size_t n, uint8_t id[AGG_TOKEN_BYTES]);
+/* Opens a token as issued in `experiment` (as agg_token_seal_in): LDPB_ENOTFOUND for a token of
+ * another experiment too. */
+ldpb_err agg_token_open_in(const agg_token_key *key, const char *experiment, const uint8_t *id,
+                           size_t len, const double *x, size_t n, agg_token *out);
 
 #endif

@@ -40,6 +40,8 @@ struct agg_metrics {
 /* The fixed series, and each arm's lines at most. */
 #define BODY_FIXED   16384
 #define BODY_PER_ARM 160
+/* four series of one experiment: each name (< 45 bytes), the label (< 80) and a count */
+#define BODY_PER_EXPERIMENT 4 * 160
 
 /* The process series are the ones Prometheus' own client libraries export (client_golang's
  * process collector), so an operator's existing dashboards read them unchanged. Each is read from
@@ -127,7 +129,48 @@ static void proc_read(proc_sample *p)
         p->max_fds = (double)rl.rlim_cur;
 }
 
-static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms)
+/* Per-experiment series: the first metrics_experiments_max experiments by declaration (the
+ * configuration's order, then the runtime-created ones by creation) get a label each, so the set of
+ * series stays stable and bounded; the rest are summed under experiment="_other". */
+static size_t render_experiments(agg_server *s, char *buf, size_t cap, agg_exp_stats *ex,
+                                 size_t max)
+{
+    agg_exp_stats rest;
+    size_t n_rest = 0, n = 0;
+    size_t k = agg_server_experiment_stats(s, ex, max, &rest, &n_rest);
+    if (n_rest)
+        ex[k++] = rest;
+    static const struct {
+        const char *name, *type, *help;
+        int which;
+    } series[] = {
+        {"ldpb_experiment_reports_total", "counter", "Reports counted, by experiment.", 0},
+        {"ldpb_experiment_duplicate_reports_total", "counter",
+         "Resent reports acknowledged as duplicates, by experiment.", 1},
+        {"ldpb_experiment_assignments_total", "counter", "Assignments issued, by experiment.", 2},
+        {"ldpb_experiment_running", "gauge",
+         "1 while the experiment runs (under _other: how many of them run).", 3},
+    };
+    for (size_t j = 0; j < sizeof series / sizeof series[0]; j++) {
+        int r = snprintf(buf + n, cap - n, "# HELP %s %s\n# TYPE %s %s\n", series[j].name,
+                         series[j].help, series[j].name, series[j].type);
+        n = r > 0 && n + (size_t)r < cap ? n + (size_t)r : cap - 1;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t v = series[j].which == 0   ? ex[i].reports
+                         : series[j].which == 1 ? ex[i].duplicates
+                         : series[j].which == 2 ? ex[i].assignments
+                                                : (uint64_t)ex[i].running;
+            /* names are [a-z0-9._-]: nothing to escape */
+            r = snprintf(buf + n, cap - n, "%s{experiment=\"%s\"} %" PRIu64 "\n",
+                         series[j].name, ex[i].name, v);
+            n = r > 0 && n + (size_t)r < cap ? n + (size_t)r : cap - 1;
+        }
+    }
+    return n;
+}
+
+static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms,
+                     agg_exp_stats *ex, size_t ex_max)
 {
     agg_server *s = m->s;
     proc_sample ps;
@@ -206,6 +249,13 @@ static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms
         if (st.errors[c])
             EMIT("ldpb_errors_total{code=\"%s\"} %" PRIu64 "\n", ldpb_errname((ldpb_err)c),
                  st.errors[c]);
+    COUNTER("ldpb_multi_experiment_commits_total",
+            "Committed transactions holding items of more than one experiment.",
+            st.multi_experiment_batches);
+    EMIT("# HELP ldpb_experiments Experiments known (running or stopped).\n"
+         "# TYPE ldpb_experiments gauge\nldpb_experiments %" PRIu64 "\n",
+         st.experiments);
+    n += render_experiments(s, buf + n, cap - n, ex, ex_max);
     EMIT("# HELP ldpb_queue_depth Items waiting for the committer.\n"
          "# TYPE ldpb_queue_depth gauge\nldpb_queue_depth %" PRIu64 "\n",
          st.queue_depth);
@@ -260,16 +310,20 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     struct MHD_Response *resp;
     unsigned status;
     if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0) {
-        size_t k = agg_server_arms(m->s), cap = BODY_FIXED + k * BODY_PER_ARM;
+        size_t k = agg_server_arms(m->s), ex_max = agg_server_metrics_experiments_max(m->s);
+        size_t cap = BODY_FIXED + k * BODY_PER_ARM + (ex_max + 1) * BODY_PER_EXPERIMENT;
         char *body = malloc(cap);
         agg_arm_status *arms = calloc(k ? k : 1, sizeof *arms);
-        if (!body || !arms) {
+        agg_exp_stats *ex = calloc(ex_max + 1, sizeof *ex);
+        if (!body || !arms || !ex) {
             free(body);
             free(arms);
+            free(ex);
             return MHD_NO;
         }
-        size_t n = render(m, body, cap, arms);
+        size_t n = render(m, body, cap, arms, ex, ex_max);
         free(arms);
+        free(ex);
         resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
             free(body);

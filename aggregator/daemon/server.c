@@ -191,37 +191,11 @@ static ldpb_err load_keys(agg_server *s, const agg_config *cfg, char *errmsg)
     return LDPB_OK;
 }
 
-/* The policy (served and `next`), its generators, the noise sources, and what every assignment
- * asks for. */
-static ldpb_err make_policy(agg_server *s, const agg_config *cfg, char *errmsg)
+/* The committer's generators (shared by every experiment) and the generator that seeds each
+ * experiment's decisions. */
+static ldpb_err make_generators(agg_server *s, char *errmsg)
 {
-    /* The policy, its generators and the noise source. */
-    char pmsg[AGG_ERRMSG_MAX] = "";
-    ldpb_err err;
-    s->contextual = agg_ctx_policy_find(cfg->policy) != NULL;
-    if (s->contextual) {
-        err = agg_ctx_policy_new(&s->policy, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
-        if (!err)
-            err = agg_ctx_policy_new(&s->next, cfg->policy, &cfg->params, &cfg->ctx, pmsg);
-    } else {
-        err = agg_policy_new(&s->policy, cfg->policy, &cfg->params, pmsg);
-        if (!err)
-            err = agg_policy_new(&s->next, cfg->policy, &cfg->params, pmsg);
-    }
-    if (err) {
-        say(errmsg, "policy %s: %s", cfg->policy, pmsg[0] ? pmsg : ldpb_strerror(err));
-        return err;
-    }
-    /* A policy that knows the probability of its choice (the EXP3 family) logs it exactly.
-     * Otherwise only a choice that is a pure draw can be repeated to estimate its probability;
-     * the others choose deterministically from their state (ties aside: propensity 1) or advance
-     * a round-robin pointer, which extra calls would disturb. */
-    s->mc_propensity = s->policy->ops->choose_is_draw && !s->policy->ops->propensity;
-    err = ldpb_rng_new_system(&s->policy_rng);
-    if (!err)
-        err = ldpb_rng_new_system(&s->noise_rng);
-    if (!err)
-        err = agg_noise_new(&s->noise, AGG_NOISE_SECURE, s->noise_rng, NULL);
+    ldpb_err err = ldpb_rng_new_system(&s->seed_rng);
     if (!err)
         err = ldpb_rng_new_system(&s->next_rng);
     if (!err)
@@ -232,24 +206,33 @@ static ldpb_err make_policy(agg_server *s, const agg_config *cfg, char *errmsg)
         say(errmsg, "cannot create the generators: %s", ldpb_strerror(err));
         return err;
     }
-    agg_rand_seed(&s->rand, s->policy_rng);
     agg_rand_seed(&s->next_rand, s->next_rng);
-    /* What every assignment asks for: the configured mechanism in local mode, the table's raw
-     * row otherwise (agg_config_check has built the mechanism as the clients will). */
-    s->wire_desc =
-        ldpb_mech_desc_of(cfg->mode == AGG_MODE_LOCAL ? cfg->params.mechanism : LDPB_MECH_ID_RAW);
-    if (!s->wire_desc) {
-        err = LDPB_EINVAL;
-        say(errmsg, "mechanism %d is not a known mechanism", cfg->params.mechanism);
+    return LDPB_OK;
+}
+
+/* The experiment of the top-level keys, "default". */
+static ldpb_err make_default(agg_server *s, const agg_config *cfg, char *errmsg)
+{
+    agg_exp_config ec;
+    memset(&ec, 0, sizeof ec);
+    snprintf(ec.name, sizeof ec.name, "%s", AGG_EXPERIMENT_DEFAULT);
+    ec.policy = cfg->policy;
+    ec.mode = cfg->mode;
+    ec.params = cfg->params;
+    ec.ctx = cfg->ctx;
+    ec.decision_retention_s = cfg->decision_retention_s;
+    agg_experiment *e = NULL;
+    ldpb_err err = agg_experiment_new(&e, &ec, s->seed_rng, errmsg);
+    if (err)
+        return err;
+    e->from_config = 1;
+    err = agg_registry_add(&s->exps, e);
+    if (err) {
+        agg_experiment_free(e);
+        say(errmsg, "cannot register experiment %s", ec.name);
         return err;
     }
-    s->local_ctx = s->contextual && agg_ctx_policy_is_local(s->policy);
-    if (s->local_ctx) /* devices report statistics, whatever `mechanism` says */
-        s->wire_desc = ldpb_mech_desc_of(LDPB_MECH_ID_GAUSSIAN_STATS);
-    s->wire_mechanism = s->wire_desc->id;
-    s->wire_epsilon = s->wire_desc->local ? cfg->params.epsilon : 0.0;
-    s->mech_name = s->wire_desc->name;
-
+    s->def = e;
     return LDPB_OK;
 }
 
@@ -262,9 +245,12 @@ static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
     /* The meta compares only what the policy reads: a state saved under another value of an
      * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
      * state. */
+    agg_experiment *d = s->def;
     agg_store_meta meta = {cfg->policy,    agg_mode_name(cfg->mode),
-                           cfg->params,    agg_policy_reads(s->policy->ops, &cfg->params),
-                           cfg->new_state, cfg->store};
+                           cfg->params,    agg_policy_reads(d->policy->ops, &cfg->params),
+                           cfg->new_state, cfg->store,
+                           NULL,           0,
+                           NULL,           NULL};
     char smsg[AGG_STORE_ERRMAX] = "";
     ldpb_err err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
     if (err) {
@@ -273,9 +259,11 @@ static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
     }
     uint8_t *blob = NULL;
     size_t blob_len = 0;
-    err = agg_store_load(s->store, &blob, &blob_len, &s->committed);
-    if (!err && blob) {
-        err = agg_policy_restore(s->policy, blob, blob_len);
+    agg_store_counters c;
+    memset(&c, 0, sizeof c);
+    err = agg_store_load(s->store, &blob, &blob_len, &c);
+    if (!err) {
+        err = agg_experiment_restore(d, blob, blob_len, &c);
         if (err)
             say(errmsg, "state_dir %s: the stored policy state does not restore (%s)",
                 cfg->state_dir, ldpb_strerror(err));
@@ -292,10 +280,9 @@ static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
                                  errmsg, AGG_SERVER_ERRMAX);
     if (err)
         return err;
-    s->policy_version = s->committed.policy_version;
-    atomic_store(&s->n_reports, s->committed.reports);
-    atomic_store(&s->n_duplicates, s->committed.duplicates);
-    atomic_store(&s->n_assignments, s->committed.assignments);
+    atomic_store(&s->n_reports, c.reports);
+    atomic_store(&s->n_duplicates, c.duplicates);
+    atomic_store(&s->n_assignments, c.assignments);
     atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
     check_space(s);
 
@@ -331,7 +318,8 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     s->send = null_send;
     s->send_ctx = s;
     pthread_mutex_init(&s->seal_mu, NULL);
-    pthread_mutex_init(&s->policy_mu, NULL);
+    pthread_mutex_init(&s->exp_mu, NULL);
+    agg_registry_init(&s->exps);
     pthread_mutex_init(&s->queue_mu, NULL);
     pthread_mutex_init(&s->reply_mu, NULL);
     pthread_cond_init(&s->reply_cv, NULL);
@@ -345,7 +333,9 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
 
     ldpb_err err = load_keys(s, cfg, errmsg);
     if (!err)
-        err = make_policy(s, cfg, errmsg);
+        err = make_generators(s, errmsg);
+    if (!err)
+        err = make_default(s, cfg, errmsg);
     if (!err)
         err = open_state(s, cfg, errmsg);
     if (err)
@@ -356,7 +346,8 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     s->q = calloc(s->q_cap, sizeof *s->q);
     s->batch = calloc(cfg->batch_max, sizeof *s->batch);
     s->batch_status = calloc(cfg->batch_max, sizeof *s->batch_status);
-    if (!s->q || !s->batch || !s->batch_status) {
+    s->touched = calloc(cfg->batch_max + 1, sizeof *s->touched);
+    if (!s->q || !s->batch || !s->batch_status || !s->touched) {
         err = LDPB_ENOMEM;
         say(errmsg, "out of memory for a queue of %zu", s->q_cap);
         goto fail;
@@ -370,12 +361,12 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
           "state %s: policy %s (%s mode), %u arms, %" PRIu64 " reports, %" PRIu64
           " assignments so far",
           cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->params.k,
-          s->committed.reports, s->committed.assignments);
+          (uint64_t)atomic_load(&s->n_reports), (uint64_t)atomic_load(&s->n_assignments));
     logf_(s, AGG_LOG_INFO, "%s; %zu nonces of earlier runs still within the replay window",
           agg_store_state_note(s->store), agg_nonce_log_loaded(s->nlog));
-    if (s->policy->ops->propensity)
+    if (s->def->policy->ops->propensity)
         logf_(s, AGG_LOG_INFO, "propensity: the policy's exact probability of each choice");
-    else if (s->mc_propensity)
+    else if (s->def->mc_propensity)
         logf_(s, AGG_LOG_INFO, "propensity: estimated from %" PRIu64 " extra draws per choice",
               cfg->propensity_samples);
     else
@@ -432,6 +423,13 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     o->decisions_dropped = atomic_load(&s->n_decisions_dropped);
     o->send_failures = atomic_load(&s->n_send_failures);
     o->relay_batches = atomic_load(&s->n_relay_batches);
+    o->multi_experiment_batches = atomic_load(&s->n_multi_exp_batches);
+    size_t n_exp = agg_registry_count(&s->exps);
+    o->experiments = n_exp;
+    for (size_t i = 0; i < n_exp; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        o->experiments_running += e && atomic_load(&e->running);
+    }
     o->assignments_paused = atomic_load(&s->commits_failing) || atomic_load(&s->space_low);
     o->decisions_deleted = atomic_load(&s->n_decisions_deleted);
     o->decision_rows = atomic_load(&s->n_decision_rows);
@@ -443,7 +441,53 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
 
 uint32_t agg_server_arms(const agg_server *s)
 {
-    return (uint32_t)s->cfg->params.k;
+    return s->def ? (uint32_t)s->def->ec.params.k : 0;
+}
+
+size_t agg_server_metrics_experiments_max(const agg_server *s)
+{
+#ifdef AGG_EXP_CONFIG_FALLBACK
+    (void)s;
+    return 100;
+#else
+    return (size_t)s->cfg->metrics_experiments_max;
+#endif
+}
+
+static void exp_stats_of(agg_experiment *e, agg_exp_stats *o)
+{
+    o->reports = atomic_load(&e->n_reports);
+    o->duplicates = atomic_load(&e->n_duplicates);
+    o->assignments = atomic_load(&e->n_assignments);
+    o->running = atomic_load(&e->running);
+}
+
+size_t agg_server_experiment_stats(agg_server *s, agg_exp_stats *out, size_t max,
+                                   agg_exp_stats *rest, size_t *n_rest)
+{
+    memset(rest, 0, sizeof *rest);
+    snprintf(rest->name, sizeof rest->name, "_other");
+    *n_rest = 0;
+    size_t n = agg_registry_count(&s->exps), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (!e)
+            break;
+        if (k < max) {
+            memset(&out[k], 0, sizeof out[k]);
+            snprintf(out[k].name, sizeof out[k].name, "%s", e->ec.name);
+            exp_stats_of(e, &out[k++]);
+            continue;
+        }
+        agg_exp_stats x;
+        exp_stats_of(e, &x);
+        rest->reports += x.reports;
+        rest->duplicates += x.duplicates;
+        rest->assignments += x.assignments;
+        rest->running += x.running;
+        (*n_rest)++;
+    }
+    return k;
 }
 
 void agg_server_set_commit_hook(agg_server *s, agg_store_commit_hook fn, void *ctx)
@@ -453,11 +497,14 @@ void agg_server_set_commit_hook(agg_server *s, agg_store_commit_hook fn, void *c
 
 ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k)
 {
-    if (k < (uint32_t)s->cfg->params.k)
+    agg_experiment *e = s->def;
+    if (!e)
+        return LDPB_ENOEXPERIMENT;
+    if (k < (uint32_t)e->ec.params.k)
         return LDPB_ERANGE;
-    pthread_mutex_lock(&s->policy_mu);
-    ldpb_err err = agg_policy_describe(s->policy, arms, (uint32_t)s->cfg->params.k);
-    pthread_mutex_unlock(&s->policy_mu);
+    pthread_mutex_lock(&e->policy_mu);
+    ldpb_err err = agg_policy_describe(e->policy, arms, (uint32_t)e->ec.params.k);
+    pthread_mutex_unlock(&e->policy_mu);
     return err;
 }
 
@@ -643,7 +690,7 @@ void agg_server_stop(agg_server *s)
     close_listeners(s, LINGER_MS); /* lets the transport flush the last replies */
     s->started = 0;
     logf_(s, AGG_LOG_INFO, "stopped: %" PRIu64 " reports counted, %" PRIu64 " assignments",
-          s->committed.reports, (uint64_t)atomic_load(&s->n_assignments));
+          (uint64_t)atomic_load(&s->n_reports), (uint64_t)atomic_load(&s->n_assignments));
 }
 
 void agg_server_free(agg_server *s)
@@ -660,11 +707,8 @@ void agg_server_free(agg_server *s)
         s->q_count--;
     }
     agg_store_close(s->store);
-    agg_policy_free(s->policy);
-    agg_noise_free(s->noise);
-    ldpb_rng_free(s->policy_rng);
-    ldpb_rng_free(s->noise_rng);
-    agg_policy_free(s->next);
+    agg_registry_fini(&s->exps);
+    ldpb_rng_free(s->seed_rng);
     agg_noise_free(s->next_noise);
     ldpb_rng_free(s->next_rng);
     ldpb_rng_free(s->next_noise_rng);
@@ -681,10 +725,11 @@ void agg_server_free(agg_server *s)
         sodium_memzero(s->batch, s->cfg->batch_max * sizeof *s->batch);
     free(s->batch);
     free(s->batch_status);
+    free(s->touched);
     free(s->save_buf);
     free(s->snap_buf);
     pthread_mutex_destroy(&s->seal_mu);
-    pthread_mutex_destroy(&s->policy_mu);
+    pthread_mutex_destroy(&s->exp_mu);
     pthread_mutex_destroy(&s->queue_mu);
     pthread_mutex_destroy(&s->reply_mu);
     pthread_cond_destroy(&s->reply_cv);

@@ -62,6 +62,10 @@ typedef struct agg_server_stats {
     uint64_t send_failures;     /* replies the transport could not send */
     uint64_t relay_batches;     /* relay batches accepted (their inner frames are in requests) */
     uint64_t queue_depth;       /* items waiting for the committer now */
+    uint64_t multi_experiment_batches; /* committed transactions holding items of more than one
+                                          experiment */
+    uint64_t experiments;              /* experiments known (running or stopped) */
+    uint64_t experiments_running;
     /* committed transactions by duration: [b] counts those above bucket b-1's bound and at most
      * agg_commit_bucket_us[b]; the last slot those above every bound */
     uint64_t commit_hist[AGG_COMMIT_BUCKETS + 1];
@@ -136,7 +140,22 @@ void agg_server_set_commit_hook(agg_server *s, agg_store_commit_hook fn, void *c
 /* A snapshot of the counters. */
 void agg_server_stats_get(agg_server *s, agg_server_stats *out);
 
-/* The number of arms, and the served policy's per-arm state (pulls, estimate, interval) into
+/* One experiment's counters for /metrics. */
+typedef struct agg_exp_stats {
+    char name[65];
+    uint64_t reports, duplicates, assignments;
+    int running;
+} agg_exp_stats;
+
+/* The counters of the first `max` experiments in declaration/creation order into out[0..),
+ * their number returned; the others' counters summed into *rest (name "_other"), their number
+ * in *n_rest. */
+size_t agg_server_experiment_stats(agg_server *s, agg_exp_stats *out, size_t max,
+                                   agg_exp_stats *rest, size_t *n_rest);
+/* How many experiments get labelled series on /metrics (metrics_experiments_max). */
+size_t agg_server_metrics_experiments_max(const agg_server *s);
+
+/* The default experiment's number of arms (0 if there is none), and its served policy's per-arm state (pulls, estimate, interval) into
  * arms[0..k) for k at least that number, under the policy lock (a scrape waits at most for the
  * committer's copy of the state). The served state is always a committed one. LDPB_ERANGE if
  * k is too small; the policy's describe() errors. */

@@ -61,13 +61,13 @@ static ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, siz
     return err;
 }
 
-static agg_store_row row_of(const agg_server *s, const item *it)
+static agg_store_row row_of(const item *it)
 {
-    agg_store_row r;
+    agg_store_row r = {0};
     r.id = it->id;
     r.id_len = AGG_TOKEN_BYTES;
     r.arm = it->tok.arm;
-    r.mechanism = s->mech_name;
+    r.mechanism = it->exp->wire_desc->name;
     r.epsilon = it->tok.epsilon;
     r.propensity = it->tok.propensity;
     r.policy_version = it->tok.policy_version;
@@ -144,13 +144,14 @@ static size_t take_batch(agg_server *s)
 }
 
 /* Inside the open transaction: each item's row, and each report's status in batch_status (0 new,
- * 1 duplicate, LDPB_EEXPIRED). */
-static ldpb_err write_rows(agg_server *s, size_t n, uint64_t *n_new, uint64_t *n_dup)
+ * 1 duplicate, LDPB_EEXPIRED), counted into its experiment's b_new and b_dup. */
+static ldpb_err write_rows(agg_server *s, size_t n)
 {
     ldpb_err err = LDPB_OK;
     for (size_t i = 0; i < n && !err; i++) {
         item *it = &s->batch[i];
-        agg_store_row row = row_of(s, it);
+        uint64_t *n_new = &it->exp->b_new, *n_dup = &it->exp->b_dup;
+        agg_store_row row = row_of(it);
         s->batch_status[i] = 0;
         if (it->kind == ITEM_DECISION) {
             err = agg_store_add_decision(s->store, &row);
@@ -172,19 +173,19 @@ static ldpb_err write_rows(agg_server *s, size_t n, uint64_t *n_new, uint64_t *n
 
 /* One pass of the batch's new reports into `next`. A report the policy refuses gets its code in
  * batch_status, its row is taken back and *again is set (the pass stops there). */
-static ldpb_err observe_pass(agg_server *s, size_t n, agg_policy_env *env, int *observed,
-                             uint64_t *n_new, int *again)
+static ldpb_err observe_pass(agg_server *s, agg_experiment *e, size_t n, agg_policy_env *env,
+                             int *again)
 {
     ldpb_err err = LDPB_OK;
     for (size_t i = 0; i < n && !err && !*again; i++) {
         item *it = &s->batch[i];
-        if (it->kind != ITEM_REPORT || s->batch_status[i] != 0)
+        if (it->exp != e || it->kind != ITEM_REPORT || s->batch_status[i] != 0)
             continue;
-        ldpb_err oe = s->contextual
-                          ? agg_ctx_policy_observe(s->next, env, it->tok.arm, it->x, it->value)
-                          : agg_policy_observe_with_propensity(s->next, env, it->tok.arm, it->value,
+        ldpb_err oe = e->contextual
+                          ? agg_ctx_policy_observe(e->next, env, it->tok.arm, it->x, it->value)
+                          : agg_policy_observe_with_propensity(e->next, env, it->tok.arm, it->value,
                                                                it->tok.propensity);
-        if (oe == LDPB_ESTATE && s->contextual) {
+        if (oe == LDPB_ESTATE && e->contextual) {
             /* Assigned before the horizon was reached, reported after: counted, not
              * learned from (docs/aggregator.md, "Contextual policies"). */
             logf_(s, AGG_LOG_WARN,
@@ -193,7 +194,7 @@ static ldpb_err observe_pass(agg_server *s, size_t n, agg_policy_env *env, int *
             oe = LDPB_OK;
         }
         if (!oe) {
-            *observed = 1;
+            e->observed = 1;
         } else if (oe == LDPB_ENOMEM) {
             logf_(s, AGG_LOG_ERROR, "observing a report (arm %u): %s", (unsigned)it->tok.arm,
                   ldpb_strerror(oe));
@@ -203,11 +204,11 @@ static ldpb_err observe_pass(agg_server *s, size_t n, agg_policy_env *env, int *
             uint64_t more = 0;
             if (log_limit_pass(&s->refusal_log, s->cfg->error_log_interval_s, &more))
                 logf_(s, AGG_LOG_WARN,
-                      "the policy refused a validated report (arm %u): %s; answered "
-                      "alone, not counted (%" PRIu64 " more since the last line)",
-                      (unsigned)it->tok.arm, ldpb_strerror(oe), more);
+                      "experiment %s: the policy refused a validated report (arm %u): %s; "
+                      "answered alone, not counted (%" PRIu64 " more since the last line)",
+                      e->ec.name, (unsigned)it->tok.arm, ldpb_strerror(oe), more);
             s->batch_status[i] = (int)oe;
-            (*n_new)--;
+            e->b_new--;
             err = agg_store_remove_report(s->store, it->id, AGG_TOKEN_BYTES);
             *again = 1;
         }
@@ -218,14 +219,13 @@ static ldpb_err observe_pass(agg_server *s, size_t n, agg_policy_env *env, int *
 /* The batch's new reports observed into `next`, a copy of the served state, with the committer's
  * own generators (nothing a worker can read depends on its noise until the COMMIT), and `next`
  * saved into save_buf. */
-static ldpb_err observe_batch(agg_server *s, size_t n, int *observed, uint64_t *n_new,
-                              uint64_t *n_dup, size_t *save_len)
+static ldpb_err observe_batch(agg_server *s, agg_experiment *e, size_t n, size_t *save_len)
 {
     size_t snap_len = 0;
-    pthread_mutex_lock(&s->policy_mu);
-    ldpb_err err = save_policy(s->policy, &s->snap_buf, &s->snap_cap, &snap_len);
-    pthread_mutex_unlock(&s->policy_mu);
-    agg_policy_env env = {&s->next_rand, s->cfg->mode == AGG_MODE_CENTRAL ? s->next_noise : NULL};
+    pthread_mutex_lock(&e->policy_mu);
+    ldpb_err err = save_policy(e->policy, &s->snap_buf, &s->snap_cap, &snap_len);
+    pthread_mutex_unlock(&e->policy_mu);
+    agg_policy_env env = {&s->next_rand, e->ec.mode == AGG_MODE_CENTRAL ? s->next_noise : NULL};
     /* A report the policy refuses (docs/aggregator.md, "A report the policy refuses") is
      * answered alone and its row taken back; the copy restarts from the served state and the
      * batch is observed again without it, so the copy is as if it had never been seen,
@@ -236,48 +236,59 @@ static ldpb_err observe_batch(agg_server *s, size_t n, int *observed, uint64_t *
     int again = 1;
     while (!err && again) {
         again = 0;
-        *observed = 0;
-        err = agg_policy_restore(s->next, s->snap_buf, snap_len);
+        e->observed = 0;
+        err = agg_policy_restore(e->next, s->snap_buf, snap_len);
         if (!err)
-            err = observe_pass(s, n, &env, observed, n_new, &again);
+            err = observe_pass(s, e, n, &env, &again);
     }
     /* A copy of a refused report later in the same batch was taken for a duplicate of it:
      * it gets the same refusal, since nothing was counted. */
     for (size_t i = 0; i < n && !err; i++) {
-        if (s->batch[i].kind != ITEM_REPORT || s->batch_status[i] != 1)
+        if (s->batch[i].exp != e || s->batch[i].kind != ITEM_REPORT || s->batch_status[i] != 1)
             continue;
         for (size_t j = 0; j < i; j++) {
             int sj = s->batch_status[j];
-            if (s->batch[j].kind == ITEM_REPORT && sj > 1 && sj != LDPB_EEXPIRED &&
+            if (s->batch[j].exp == e && s->batch[j].kind == ITEM_REPORT && sj > 1 &&
+                sj != LDPB_EEXPIRED &&
                 memcmp(s->batch[j].id, s->batch[i].id, AGG_TOKEN_BYTES) == 0) {
                 s->batch_status[i] = sj;
-                (*n_dup)--;
+                e->b_dup--;
                 break;
             }
         }
     }
     if (!err)
-        err = save_policy(s->next, &s->save_buf, &s->save_cap, save_len);
+        err = save_policy(e->next, &s->save_buf, &s->save_cap, save_len);
     return err;
 }
 
-/* After a successful COMMIT: publishes `next` if the batch changed it and updates the counters. */
-static void publish(agg_server *s, const agg_store_counters *c, int observed, uint64_t n_deleted,
-                    size_t n, uint64_t t0)
+/* After a successful COMMIT: publishes each touched experiment's `next` if the batch changed it,
+ * and updates the counters. */
+static void publish(agg_server *s, uint64_t n_deleted, size_t n, uint64_t t0)
 {
-    s->committed = *c;
-    if (observed) {
-        /* Durable now: publish by swapping the instances, O(1) under the lock. The old served
-         * instance becomes `next`, overwritten by the next batch's copy. The served cursor
-         * restarts where the copy had it (as after a restart, to the saved one), so choices
-         * made during the commit may repeat once. */
-        pthread_mutex_lock(&s->policy_mu);
-        agg_policy *p = s->policy;
-        s->policy = s->next;
-        s->next = p;
-        s->policy_version = c->policy_version;
-        pthread_mutex_unlock(&s->policy_mu);
+    uint64_t n_new = 0, n_dup = 0;
+    for (size_t i = 0; i < s->n_touched; i++) {
+        agg_experiment *e = s->touched[i];
+        e->committed = e->pending;
+        if (e->observed) {
+            /* Durable now: publish by swapping the instances, O(1) under the lock. The old
+             * served instance becomes `next`, overwritten by the next batch's copy. The served
+             * cursor restarts where the copy had it (as after a restart, to the saved one), so
+             * choices made during the commit may repeat once. */
+            pthread_mutex_lock(&e->policy_mu);
+            agg_policy *p = e->policy;
+            e->policy = e->next;
+            e->next = p;
+            e->policy_version = e->pending.policy_version;
+            pthread_mutex_unlock(&e->policy_mu);
+        }
+        atomic_store(&e->n_reports, e->pending.reports);
+        atomic_store(&e->n_duplicates, e->pending.duplicates);
+        n_new += e->b_new;
+        n_dup += e->b_dup;
+        e->touched = 0;
     }
+    s->n_touched = 0;
     if (atomic_exchange(&s->commits_failing, 0)) {
         logf_(s, AGG_LOG_WARN,
               "commits succeed again: assignments resumed (%" PRIu64
@@ -287,8 +298,8 @@ static void publish(agg_server *s, const agg_store_counters *c, int observed, ui
     }
     atomic_fetch_add(&s->n_decisions_deleted, n_deleted);
     atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
-    atomic_store(&s->n_reports, c->reports);
-    atomic_store(&s->n_duplicates, c->duplicates);
+    atomic_fetch_add(&s->n_reports, n_new);
+    atomic_fetch_add(&s->n_duplicates, n_dup);
     atomic_fetch_add(&s->n_batches, 1);
     atomic_fetch_add(&s->n_batch_items, n);
     uint64_t took = mono_us() - t0;
@@ -297,6 +308,47 @@ static void publish(agg_server *s, const agg_store_counters *c, int observed, ui
     while (bucket < AGG_COMMIT_BUCKETS && (double)took > agg_commit_bucket_us[bucket])
         bucket++;
     atomic_fetch_add(&s->commit_hist[bucket], 1);
+}
+
+/* The experiments of s->batch[0..n) into s->touched, their batch counters reset. A probe (an
+ * empty batch while commits fail) writes the default experiment's state, so it is a real write. */
+static void collect_touched(agg_server *s, size_t n)
+{
+    s->n_touched = 0;
+    for (size_t i = 0; i <= n; i++) {
+        agg_experiment *e = i < n ? s->batch[i].exp : (s->n_touched ? NULL : s->def);
+        if (!e || e->touched)
+            continue;
+        e->touched = 1;
+        e->observed = 0;
+        e->b_new = e->b_dup = 0;
+        s->touched[s->n_touched++] = e;
+    }
+}
+
+/* Inside the transaction: one touched experiment's batch observed into its `next` (or, with no
+ * new report, its served state as it is, the round-robin cursor included, and nothing to
+ * publish), and its state and counters written. */
+static ldpb_err commit_experiment(agg_server *s, agg_experiment *e, size_t n)
+{
+    size_t save_len = 0;
+    ldpb_err err;
+    if (e->b_new == 0) {
+        pthread_mutex_lock(&e->policy_mu);
+        err = save_policy(e->policy, &s->save_buf, &s->save_cap, &save_len);
+        pthread_mutex_unlock(&e->policy_mu);
+    } else {
+        err = observe_batch(s, e, n, &save_len);
+    }
+    agg_store_counters c = e->committed;
+    c.policy_version += e->b_new;
+    c.reports += e->b_new;
+    c.duplicates += e->b_dup;
+    c.assignments = atomic_load(&e->n_assignments);
+    e->pending = c;
+    if (!err)
+        err = agg_store_put_state(s->store, s->save_buf, save_len, &c);
+    return err;
 }
 
 size_t agg_server_commit_batch(agg_server *s)
@@ -309,42 +361,34 @@ size_t agg_server_commit_batch(agg_server *s)
         return 0;
 
     uint64_t t0 = mono_us();
-    uint64_t n_new = 0, n_dup = 0;
-    int observed = 0;
-    size_t save_len = 0;
+    collect_touched(s, n);
     ldpb_err err = agg_store_begin(s->store);
     if (!err)
-        err = write_rows(s, n, &n_new, &n_dup);
-    if (!err && n_new == 0) {
-        /* Nothing to observe: the served state (its round-robin cursor included) is saved as it
-         * is, and nothing is published. */
-        pthread_mutex_lock(&s->policy_mu);
-        err = save_policy(s->policy, &s->save_buf, &s->save_cap, &save_len);
-        pthread_mutex_unlock(&s->policy_mu);
-    } else if (!err) {
-        err = observe_batch(s, n, &observed, &n_new, &n_dup, &save_len);
-    }
-    agg_store_counters c = s->committed;
-    c.policy_version += n_new;
-    c.reports += n_new;
-    c.duplicates += n_dup;
-    c.assignments = atomic_load(&s->n_assignments);
+        err = write_rows(s, n);
+    /* One transaction for the batch, whichever experiments it holds: each observes into its
+     * own `next` and writes its own state; the COMMIT makes all of them durable at once. */
+    for (size_t i = 0; i < s->n_touched && !err; i++)
+        err = commit_experiment(s, s->touched[i], n);
     uint64_t n_deleted = 0;
     if (!err)
         err = prune_decisions(s, n, &n_deleted);
     if (!err)
-        err = agg_store_put_state(s->store, s->save_buf, save_len, &c);
-    if (!err)
         err = agg_store_commit(s->store);
     if (err) {
-        /* `next` and its noise are dropped unreleased; the served state was never touched. */
+        /* Each `next` and its noise are dropped unreleased; the served states were never
+         * touched. */
         note_commit_failure(s, n);
         agg_store_rollback(s->store);
+        for (size_t i = 0; i < s->n_touched; i++)
+            s->touched[i]->touched = 0;
+        s->n_touched = 0;
         atomic_fetch_add(&s->n_commit_failures, 1);
         answer_batch(s, n, 1);
         return n;
     }
-    publish(s, &c, observed, n_deleted, n, t0);
+    if (s->n_touched > 1)
+        atomic_fetch_add(&s->n_multi_exp_batches, 1);
+    publish(s, n_deleted, n, t0);
     answer_batch(s, n, 0);
     return n;
 }

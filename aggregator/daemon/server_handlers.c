@@ -19,15 +19,28 @@
 
 /* ---- assign ------------------------------------------------------------------------------ */
 
-static agg_policy_env policy_env(agg_server *s)
+static agg_policy_env policy_env(agg_experiment *e)
 {
-    agg_policy_env env = {&s->rand, s->cfg->mode == AGG_MODE_CENTRAL ? s->noise : NULL};
+    agg_policy_env env = {&e->rand, e->ec.mode == AGG_MODE_CENTRAL ? e->noise : NULL};
     return env;
+}
+
+/* The experiment a request names (absent: "default"), if it runs; NULL with `reason` else. */
+static agg_experiment *find_running(agg_server *s, const char *name, char reason[256])
+{
+    agg_experiment *e = agg_registry_find(&s->exps, name);
+    if (e && atomic_load(&e->running))
+        return e;
+    const char *n = agg_experiment_is_default_name(name) ? AGG_EXPERIMENT_DEFAULT : name;
+    snprintf(reason, 256, "experiment '%s' %s on this aggregator", n,
+             e ? "is stopped" : "does not exist");
+    return NULL;
 }
 
 void count_decision(agg_server *s, const item *it)
 {
     atomic_fetch_add(&s->n_assignments, 1);
+    atomic_fetch_add(&it->exp->n_assignments, 1);
     if (!enqueue(s, it, s->q_cap / 2))
         atomic_fetch_add(&s->n_decisions_dropped, 1);
 }
@@ -66,15 +79,16 @@ static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const
     a.assignment_id.data = (uint8_t *)it->id;
     a.assignment_id.len = AGG_TOKEN_BYTES;
     a.arm = it->tok.arm;
-    a.mechanism = (Ldpb__V1__Mechanism)s->wire_mechanism;
-    a.epsilon = s->wire_epsilon;
+    agg_experiment *e = it->exp;
+    a.mechanism = (Ldpb__V1__Mechanism)e->wire_mechanism;
+    a.epsilon = e->wire_epsilon;
     a.expires_at_ms = it->tok.expires_at_ms;
     a.propensity = it->tok.propensity;
     a.has_policy_version = 1;
     a.policy_version = it->tok.policy_version;
-    if (s->wire_desc->params & LDPB_MECH_PARAM_KAPPA) {
+    if (e->wire_desc->params & LDPB_MECH_PARAM_KAPPA) {
         a.has_kappa = 1;
-        a.kappa = s->cfg->params.kappa;
+        a.kappa = e->ec.params.kappa;
     }
     a.local_model = lm;
     send_sealed(s, w, to, client_pk, key, &env_out);
@@ -82,23 +96,23 @@ static void send_assignment(agg_server *s, agg_worker *w, agg_reply_to to, const
 
 /* Completes t (its arm, propensity and policy version already set) into a sealed assignment id
  * -- bound to the assigned features when `bound` is not NULL -- and sends the assignment. */
-static void issue_assignment(agg_server *s, agg_worker *w, agg_reply_to to,
+static void issue_assignment(agg_server *s, agg_experiment *e, agg_worker *w, agg_reply_to to,
                              const uint8_t *client_pk, const ldpb_seal_key *key,
                              const Ldpb__V1__Envelope *req, agg_token *t, const double *bound,
                              uint32_t n_bound, Ldpb__V1__LocalModel *lm)
 {
     uint64_t now = ldpb_seal_now_ms();
-    t->mechanism = (uint8_t)s->wire_mechanism;
-    t->epsilon = s->wire_epsilon;
+    t->mechanism = (uint8_t)e->wire_mechanism;
+    t->epsilon = e->wire_epsilon;
     t->expires_at_ms = now + s->cfg->assignment_ttl_s * 1000u;
     ldpb_rng_bytes(w->rng, t->random, sizeof t->random);
     item it;
     memset(&it, 0, sizeof it);
     it.kind = ITEM_DECISION;
+    it.exp = e;
     it.tok = *t;
     it.at_ms = now;
-    ldpb_err err = bound ? agg_token_seal_bound(&s->token_key, t, bound, n_bound, it.id)
-                         : agg_token_seal(&s->token_key, t, it.id);
+    ldpb_err err = agg_token_seal_in(&s->token_key, e->ec.name, t, bound, n_bound, it.id);
     if (err) {
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
                           "cannot issue an assignment id");
@@ -110,8 +124,9 @@ static void issue_assignment(agg_server *s, agg_worker *w, agg_reply_to to,
 /* The local contextual mode's assignment (docs/protocol.md, "Local model"): no context comes in;
  * the committed model and the mechanism's parameters go out, and the device chooses. The id binds
  * nothing but itself: arm 0, propensity 1 (the device's choice and its probability stay there). */
-static void do_assign_local(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
-                            const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
+static void do_assign_local(agg_server *s, agg_experiment *e, agg_worker *w, agg_reply_to to,
+                            const uint8_t *client_pk, const ldpb_seal_key *key,
+                            const Ldpb__V1__Envelope *req)
 {
     const Ldpb__V1__AssignRequest *ar = req->assign_request;
     if (!ar->local_model || ar->n_context) {
@@ -131,8 +146,8 @@ static void do_assign_local(agg_server *s, agg_worker *w, agg_reply_to to, const
     agg_token t;
     memset(&t, 0, sizeof t);
     char reason[256] = "";
-    pthread_mutex_lock(&s->policy_mu);
-    uint64_t rounds = agg_ctx_policy_rounds(s->policy), horizon = agg_ctx_policy_horizon(s->policy);
+    pthread_mutex_lock(&e->policy_mu);
+    uint64_t rounds = agg_ctx_policy_rounds(e->policy), horizon = agg_ctx_policy_horizon(e->policy);
     ldpb_err err = LDPB_OK;
     if (rounds >= horizon) {
         snprintf(reason, sizeof reason,
@@ -142,13 +157,13 @@ static void do_assign_local(agg_server *s, agg_worker *w, agg_reply_to to, const
         err = LDPB_ESTATE;
     } else {
         /* The served policy is the committed state: the model is released only once durable. */
-        err = agg_ctx_policy_model(s->policy, stats, &n, &shift, &beta);
+        err = agg_ctx_policy_model(e->policy, stats, &n, &shift, &beta);
         if (err)
             snprintf(reason, sizeof reason, "the model cannot be computed (%s)",
                      ldpb_strerror(err));
     }
-    t.policy_version = s->policy_version;
-    pthread_mutex_unlock(&s->policy_mu);
+    t.policy_version = e->policy_version;
+    pthread_mutex_unlock(&e->policy_mu);
     if (err) {
         if (err != LDPB_ESTATE)
             logf_(s, AGG_LOG_ERROR, "%s", reason);
@@ -156,7 +171,7 @@ static void do_assign_local(agg_server *s, agg_worker *w, agg_reply_to to, const
                           reason);
         return;
     }
-    const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(agg_ctx_policy_mech(s->policy));
+    const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(agg_ctx_policy_mech(e->policy));
     Ldpb__V1__LocalModel lm = LDPB__V1__LOCAL_MODEL__INIT;
     lm.d = mo->d;
     lm.n_stats = n;
@@ -169,25 +184,25 @@ static void do_assign_local(agg_server *s, agg_worker *w, agg_reply_to to, const
     /* the device chooses: the assignment names no arm of the aggregator's */
     t.arm = 0;
     t.propensity = 1.0;
-    issue_assignment(s, w, to, client_pk, key, req, &t, NULL, 0, &lm);
+    issue_assignment(s, e, w, to, client_pk, key, req, &t, NULL, 0, &lm);
 }
 
 /* A contextual policy's assignment (docs/protocol.md, "Contexts"): the request's K x d feature
  * set is checked and chosen from; the id's MAC binds the chosen row, which the report resends. */
-static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
-                                 const uint8_t *client_pk, const ldpb_seal_key *key,
-                                 const Ldpb__V1__Envelope *req)
+static void do_assign_contextual(agg_server *s, agg_experiment *e, agg_worker *w,
+                                 agg_reply_to to, const uint8_t *client_pk,
+                                 const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
 {
     const Ldpb__V1__AssignRequest *ar = req->assign_request;
     char reason[256] = "";
     uint32_t arm = 0, ties = 1;
     agg_token t;
     memset(&t, 0, sizeof t);
-    pthread_mutex_lock(&s->policy_mu);
-    agg_policy_env env = policy_env(s);
+    pthread_mutex_lock(&e->policy_mu);
+    agg_policy_env env = policy_env(e);
     ldpb_err err = LDPB_OK;
     /* The tree has room for `horizon` observations: past it no report could be learned from. */
-    uint64_t rounds = agg_ctx_policy_rounds(s->policy), n = agg_ctx_policy_horizon(s->policy);
+    uint64_t rounds = agg_ctx_policy_rounds(e->policy), n = agg_ctx_policy_horizon(e->policy);
     if (rounds >= n) {
         snprintf(reason, sizeof reason,
                  "no assignments: the contextual policy has learned from its horizon of %" PRIu64
@@ -196,10 +211,10 @@ static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
         err = LDPB_ESTATE;
     } else {
         err =
-            agg_ctx_policy_choose(s->policy, &env, ar->context, ar->n_context, &arm, &ties, reason);
+            agg_ctx_policy_choose(e->policy, &env, ar->context, ar->n_context, &arm, &ties, reason);
     }
-    t.policy_version = s->policy_version;
-    pthread_mutex_unlock(&s->policy_mu);
+    t.policy_version = e->policy_version;
+    pthread_mutex_unlock(&e->policy_mu);
     if (err) {
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
                           reason);
@@ -209,8 +224,8 @@ static void do_assign_contextual(agg_server *s, agg_worker *w, agg_reply_to to,
      * arm had probability exactly 1/ties. */
     t.propensity = 1.0 / (double)ties;
     t.arm = arm;
-    uint32_t d = agg_ctx_policy_d(s->policy);
-    issue_assignment(s, w, to, client_pk, key, req, &t, ar->context + (size_t)arm * d, d, NULL);
+    uint32_t d = agg_ctx_policy_d(e->policy);
+    issue_assignment(s, e, w, to, client_pk, key, req, &t, ar->context + (size_t)arm * d, d, NULL);
 }
 
 void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
@@ -218,6 +233,12 @@ void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
 {
     const Ldpb__V1__AssignRequest *ar = req->assign_request;
     char reason[256];
+    agg_experiment *e = find_running(s, ar->experiment, reason);
+    if (!e) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_ENOEXPERIMENT, reason);
+        return;
+    }
     /* A client spends budget on the report of every assignment: while reports cannot be made
      * durable, issue none rather than let devices spend on reports that will be refused. */
     int failing = atomic_load(&s->commits_failing), low = atomic_load(&s->space_low);
@@ -230,10 +251,10 @@ void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
                                 "now; retry later");
         return;
     }
-    if (ar->has_max_epsilon && s->wire_desc->local && s->wire_epsilon > ar->max_epsilon) {
+    if (ar->has_max_epsilon && e->wire_desc->local && e->wire_epsilon > ar->max_epsilon) {
         snprintf(reason, sizeof reason,
                  "this aggregator asks for epsilon %g per report, above the client's cap %g",
-                 s->wire_epsilon, ar->max_epsilon);
+                 e->wire_epsilon, ar->max_epsilon);
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
                           LDPB_EBUDGET, reason);
         return;
@@ -241,8 +262,8 @@ void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
     uint32_t arm = 0;
     agg_token t;
     memset(&t, 0, sizeof t);
-    if (s->local_ctx) {
-        do_assign_local(s, w, to, client_pk, key, req);
+    if (e->local_ctx) {
+        do_assign_local(s, e, w, to, client_pk, key, req);
         return;
     }
     if (ar->local_model) {
@@ -250,56 +271,57 @@ void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
         snprintf(reason, sizeof reason,
                  "this aggregator serves policy %s, not the local contextual mode: it hands out "
                  "no model",
-                 s->cfg->policy);
+                 e->ec.policy);
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
                           LDPB_ENOTSUP, reason);
         return;
     }
-    if (s->contextual) {
-        do_assign_contextual(s, w, to, client_pk, key, req);
+    if (e->contextual) {
+        do_assign_contextual(s, e, w, to, client_pk, key, req);
         return;
     }
-    pthread_mutex_lock(&s->policy_mu);
-    agg_policy_env env = policy_env(s);
-    ldpb_err err = agg_policy_choose(s->policy, &env, &arm);
+    pthread_mutex_lock(&e->policy_mu);
+    agg_policy_env env = policy_env(e);
+    ldpb_err err = agg_policy_choose(e->policy, &env, &arm);
     if (!err) {
-        t.policy_version = s->policy_version;
-        if (s->policy->ops->propensity) {
+        t.policy_version = e->policy_version;
+        if (e->policy->ops->propensity) {
             /* read under the same hold as the choice: another worker's choice would replace it */
-            err = agg_policy_propensity(s->policy, &t.propensity);
+            err = agg_policy_propensity(e->policy, &t.propensity);
         } else {
-            uint64_t m = s->mc_propensity ? s->cfg->propensity_samples : 0, hits = 0;
+            uint64_t m = e->mc_propensity ? s->cfg->propensity_samples : 0, hits = 0;
             for (uint64_t i = 0; i < m && !err; i++) {
                 uint32_t again;
-                err = agg_policy_choose(s->policy, &env, &again);
+                err = agg_policy_choose(e->policy, &env, &again);
                 hits += again == arm;
             }
             t.propensity = (double)(1 + hits) / (double)(1 + m);
         }
     }
-    pthread_mutex_unlock(&s->policy_mu);
+    pthread_mutex_unlock(&e->policy_mu);
     if (err) {
-        logf_(s, AGG_LOG_ERROR, "the policy failed to choose an arm: %s", ldpb_strerror(err));
+        logf_(s, AGG_LOG_ERROR, "experiment %s: the policy failed to choose an arm: %s",
+              e->ec.name, ldpb_strerror(err));
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
                           "the policy failed to choose an arm");
         return;
     }
     t.arm = arm;
-    issue_assignment(s, w, to, client_pk, key, req, &t, NULL, 0, NULL);
+    issue_assignment(s, e, w, to, client_pk, key, req, &t, NULL, 0, NULL);
 }
 
 /* ---- report ------------------------------------------------------------------------------ */
 
 /* The checks of a report against its (authentic) assignment. LDPB_OK or an error with `reason`. */
-static ldpb_err check_report(agg_server *s, const agg_token *t, const Ldpb__V1__Report *r,
+static ldpb_err check_report(agg_experiment *e, const agg_token *t, const Ldpb__V1__Report *r,
                              double *value, char reason[256])
 {
-    if (t->arm >= s->cfg->params.k) {
+    if (t->arm >= e->ec.params.k) {
         snprintf(reason, 256, "unknown assignment (arm %" PRIu32 " outside this aggregator's %u)",
-                 t->arm, (unsigned)s->cfg->params.k);
+                 t->arm, (unsigned)e->ec.params.k);
         return LDPB_ENOTFOUND;
     }
-    if ((int)r->mechanism != (int)t->mechanism || (int)t->mechanism != s->wire_mechanism) {
+    if ((int)r->mechanism != (int)t->mechanism || (int)t->mechanism != e->wire_mechanism) {
         snprintf(reason, 256, "report mechanism %d, but the assignment asks for mechanism %d",
                  (int)r->mechanism, (int)t->mechanism);
         return LDPB_EINVAL;
@@ -314,10 +336,10 @@ static ldpb_err check_report(agg_server *s, const agg_token *t, const Ldpb__V1__
                  r->epsilon, t->epsilon);
         return LDPB_EINVAL;
     }
-    if (s->local_ctx) {
+    if (e->local_ctx) {
         /* The statistics of the local contextual mode: the mechanism devices were told to use
          * must be the one the report claims, and its values ones it can produce. */
-        const ldpb_ctxstat *m = agg_ctx_policy_mech(s->policy);
+        const ldpb_ctxstat *m = agg_ctx_policy_mech(e->policy);
         const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(m);
         if (!r->has_delta || r->delta != mo->delta) {
             snprintf(reason, 256, "report delta %.17g differs from the assignment's %.17g",
@@ -353,6 +375,74 @@ static ldpb_err check_report(agg_server *s, const agg_token *t, const Ldpb__V1__
     return LDPB_OK;
 }
 
+/* The reason for an id that does not open in experiment e: a token of the other format (version 3
+ * is the default experiment's, 4 any other's) was certainly issued in another experiment. */
+static void unknown_reason(const agg_experiment *e, const uint8_t *id, size_t len, int contextual,
+                           char reason[256])
+{
+    int is_def = strcmp(e->ec.name, AGG_EXPERIMENT_DEFAULT) == 0;
+    uint8_t other = is_def ? AGG_TOKEN_VERSION_EXP : AGG_TOKEN_VERSION;
+    if (len == AGG_TOKEN_BYTES && id[0] == other)
+        snprintf(reason, 256, "assignment %s was not issued in experiment '%s'",
+                 is_def ? "of another experiment" : "of the default experiment", e->ec.name);
+    else if (is_def)
+        snprintf(reason, 256, "%s",
+                 contextual ? "unknown assignment, or the report's context is not the assigned "
+                              "arm's features"
+                            : "unknown assignment (not issued by this aggregator, or corrupted)");
+    else
+        snprintf(reason, 256,
+                 "unknown assignment%s: not issued in experiment '%s' by this aggregator, or "
+                 "corrupted",
+                 contextual ? " or not the assigned arm's features" : "", e->ec.name);
+}
+
+/* Opens and checks a Report's assignment id in its experiment, filling it->exp, it->tok and
+ * it->value; `features` says whether the report may carry a contextual one's data (do_report) or
+ * not (the reports of a batch or a report_and_assign). An error with `reason` otherwise. */
+static ldpb_err open_report(agg_server *s, const Ldpb__V1__Report *r, int features, item *it,
+                            char reason[256])
+{
+    agg_experiment *e = find_running(s, r->experiment, reason);
+    if (!e)
+        return LDPB_ENOEXPERIMENT;
+    it->exp = e;
+    ldpb_err err = LDPB_OK;
+    uint32_t d = e->contextual ? agg_ctx_policy_d(e->policy) : 0;
+    const uint8_t *id = r->assignment_id.data;
+    size_t id_len = r->assignment_id.len;
+    if (e->contextual && !features) {
+        /* A contextual report needs the assigned arm's features, bound to its id: do_report's
+         * path; batches and report_and_assign do not carry them. The local mode's device must
+         * never be told to send its features. */
+        snprintf(reason, 256, "%s",
+                 e->local_ctx ? "this aggregator serves the local contextual mode: send each "
+                                "report alone, with its privatized statistics (Report.stats); the "
+                                "features stay on the device"
+                              : "this aggregator serves a contextual policy: send each report "
+                                "alone, with the assigned arm's features (Report.context)");
+        return LDPB_EINVAL;
+    }
+    if (e->contextual && !e->local_ctx && r->n_context != d) {
+        snprintf(reason, 256,
+                 "report context has %zu values; this aggregator's contextual policy needs the "
+                 "assigned arm's %u features, as sent in the assign request",
+                 r->n_context, (unsigned)d);
+        return LDPB_EINVAL;
+    }
+    /* The local mode binds nothing but the id; its stats are checked against the mechanism. */
+    int bound = e->contextual && !e->local_ctx;
+    err = agg_token_open_in(&s->token_key, e->ec.name, id, id_len, bound ? r->context : NULL, d,
+                            &it->tok);
+    if (err == LDPB_ENOTFOUND)
+        unknown_reason(e, id, id_len, bound, reason);
+    else if (err)
+        snprintf(reason, 256, "cannot verify the assignment id");
+    if (!err)
+        err = check_report(e, &it->tok, r, &it->value, reason);
+    return err;
+}
+
 void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
                const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
 {
@@ -360,44 +450,17 @@ void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
     char reason[256] = "";
     item it;
     memset(&it, 0, sizeof it);
-    ldpb_err err = LDPB_OK;
-    uint32_t d = s->contextual ? agg_ctx_policy_d(s->policy) : 0;
-    if (s->local_ctx) {
-        /* Nothing is bound but the id; the stats are checked against the mechanism next. */
-        err = agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it.tok);
-    } else if (s->contextual && r->n_context != d) {
-        snprintf(reason, sizeof reason,
-                 "report context has %zu values; this aggregator's contextual policy needs the "
-                 "assigned arm's %u features, as sent in the assign request",
-                 r->n_context, (unsigned)d);
-        err = LDPB_EINVAL;
-    } else if (s->contextual) {
-        err = agg_token_open_bound(&s->token_key, r->assignment_id.data, r->assignment_id.len,
-                                   r->context, d, &it.tok);
-        if (err == LDPB_ENOTFOUND) {
-            snprintf(reason, sizeof reason,
-                     "unknown assignment, or the report's context is not the assigned arm's "
-                     "features");
-        }
-    } else {
-        err = agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it.tok);
-    }
-    if (err == LDPB_ENOTFOUND && !reason[0])
-        snprintf(reason, sizeof reason,
-                 "unknown assignment (not issued by this aggregator, or corrupted)");
-    else if (err && !reason[0])
-        snprintf(reason, sizeof reason, "cannot verify the assignment id");
-    if (!err)
-        err = check_report(s, &it.tok, r, &it.value, reason);
-    if (!err && s->contextual) {
+    ldpb_err err = open_report(s, r, 1, &it, reason);
+    agg_experiment *e = it.exp;
+    if (!err && e->contextual) {
         /* the local mode's report carries its statistics where the others carry features */
-        size_t nx = s->local_ctx ? r->n_stats : d;
+        size_t nx = e->local_ctx ? r->n_stats : agg_ctx_policy_d(e->policy);
         it.x = malloc(nx * sizeof *it.x);
         if (!it.x) {
             err = LDPB_ENOMEM;
             snprintf(reason, sizeof reason, "out of memory");
         } else {
-            memcpy(it.x, s->local_ctx ? r->stats : r->context, nx * sizeof *it.x);
+            memcpy(it.x, e->local_ctx ? r->stats : r->context, nx * sizeof *it.x);
         }
     }
     if (err) {
@@ -426,26 +489,7 @@ void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
 static ldpb_err prepare_report(agg_server *s, const Ldpb__V1__Report *r, item *it, char reason[256])
 {
     memset(it, 0, sizeof *it);
-    if (s->contextual) {
-        /* A contextual report needs the assigned arm's features, bound to its id: do_report's
-         * path; batches and report_and_assign do not carry them. */
-        /* The local mode's device must never be told to send its features. */
-        snprintf(reason, 256, "%s",
-                 s->local_ctx ? "this aggregator serves the local contextual mode: send each "
-                                "report alone, with its privatized statistics (Report.stats); the "
-                                "features stay on the device"
-                              : "this aggregator serves a contextual policy: send each report "
-                                "alone, with the assigned arm's features (Report.context)");
-        return LDPB_EINVAL;
-    }
-    ldpb_err err =
-        agg_token_open(&s->token_key, r->assignment_id.data, r->assignment_id.len, &it->tok);
-    if (err == LDPB_ENOTFOUND)
-        snprintf(reason, 256, "unknown assignment (not issued by this aggregator, or corrupted)");
-    else if (err)
-        snprintf(reason, 256, "cannot verify the assignment id");
-    if (!err)
-        err = check_report(s, &it->tok, r, &it->value, reason);
+    ldpb_err err = open_report(s, r, 0, it, reason);
     if (err)
         return err;
     it->kind = ITEM_REPORT;
@@ -553,7 +597,15 @@ static const char *model_name(agg_model m)
 void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
                const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
 {
-    uint32_t k = (uint32_t)s->cfg->params.k;
+    char reason[256];
+    const char *name = req->status_request ? req->status_request->experiment : NULL;
+    agg_experiment *e = find_running(s, name, reason);
+    if (!e) {
+        send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
+                          LDPB_ENOEXPERIMENT, reason);
+        return;
+    }
+    uint32_t k = (uint32_t)e->ec.params.k;
     if (k > LDPB_WIRE_ARMS_MAX) {
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id,
                           LDPB_ERANGE, "too many arms for a status reply");
@@ -576,9 +628,9 @@ void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
         }
         w->arms_cap = k;
     }
-    pthread_mutex_lock(&s->policy_mu);
-    ldpb_err err = agg_policy_describe(s->policy, w->arms, k);
-    pthread_mutex_unlock(&s->policy_mu);
+    pthread_mutex_lock(&e->policy_mu);
+    ldpb_err err = agg_policy_describe(e->policy, w->arms, k);
+    pthread_mutex_unlock(&e->policy_mu);
     if (err) {
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
                           "the policy cannot describe its state");
@@ -603,10 +655,13 @@ void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
     Ldpb__V1__Status st = LDPB__V1__STATUS__INIT;
     env.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
     env.status = &st;
-    st.policy = (char *)s->cfg->policy;
-    st.model = (char *)model_name(s->policy->ops->model);
-    st.reports = atomic_load(&s->n_reports);
-    st.assignments = atomic_load(&s->n_assignments);
+    st.policy = e->ec.policy;
+    st.model = (char *)model_name(e->policy->ops->model);
+    st.reports = atomic_load(&e->n_reports);
+    st.assignments = atomic_load(&e->n_assignments);
+    /* Named only when asked for by name: an old client's status stays as it was. */
+    if (name)
+        st.experiment = e->ec.name;
     st.n_arms = k;
     st.arms = w->arm_ptrs;
     atomic_fetch_add(&s->n_status, 1);

@@ -9,7 +9,8 @@
  *
  * Locks, always taken in this order and never held across I/O:
  *   seal_mu    the key cache and the replay cache (neither is thread-safe)
- *   policy_mu  the served policy, its decision generator, and the policy version
+ *   exp_mu     the set of experiments (create, stop, reload); the registry's rwlock under it
+ *   policy_mu  an experiment's served policy, its decision generator, and its policy version
  *   queue_mu   the committer's queue
  * The served policy only ever holds committed states: the committer observes a batch into its
  * own copy ("next", with its own noise source), writes that state in the batch's transaction, and
@@ -28,6 +29,7 @@
 
 #include "assign_token.h"
 #include "ctx_policy.h"
+#include "experiment.h"
 #include "ldpb/detail.h"
 #include "ldpb/keyfile.h"
 #include "ldpb/mech.h"
@@ -81,6 +83,7 @@ typedef enum item_kind { ITEM_REPORT = 1, ITEM_DECISION = 2 } item_kind;
 /* One entry of the committer's queue. */
 typedef struct item {
     item_kind kind;
+    agg_experiment *exp; /* the experiment it belongs to */
     int expired; /* report received after the assignment's expiry */
     agg_token tok;
     uint8_t id[AGG_TOKEN_BYTES];
@@ -138,20 +141,12 @@ struct agg_server {
     pthread_mutex_t seal_mu;
 
     agg_store *store;
-    agg_policy *policy; /* served: always a committed state (choose() may move its cursor) */
-    int mc_propensity;  /* ops->choose_is_draw: estimate the propensity by repeated draws */
-    int contextual;     /* ctx_policy.h: assignments need the request's K x d features */
-    int local_ctx; /* ... or, for the local contextual mode, hand out the model (devices choose) */
-    ldpb_rng *policy_rng, *noise_rng;
-    agg_rand rand;
-    agg_noise *noise; /* the served policy's: choose() requires one but never draws from it */
-    uint64_t policy_version; /* under policy_mu: reports the served (committed) state counts */
-    pthread_mutex_t policy_mu;
-    int wire_mechanism; /* what every assignment asks for */
-    double wire_epsilon;
-    const char *mech_name;
-    /* The mechanism table's row of wire_mechanism. */
-    const ldpb_mech_desc *wire_desc;
+    /* The experiments (experiment.h); `def` is "default" (NULL if the configuration has none).
+     * exp_mu serializes what changes the set (a create, a stop, a reload) and guards seed_rng. */
+    agg_exp_registry exps;
+    agg_experiment *def;
+    pthread_mutex_t exp_mu;
+    ldpb_rng *seed_rng;
 
     /* the committer's queue: a ring of items */
     item *q;
@@ -168,18 +163,19 @@ struct agg_server {
     uint8_t *save_buf, *snap_buf;
     size_t save_cap, snap_cap;
     agg_worker *cw;
-    agg_store_counters committed;
+    agg_experiment **touched; /* the experiments of the batch (batch_max of them at most) */
+    size_t n_touched;
     log_limit commit_log;
     log_limit refusal_log; /* committer only: reports the policy refused */
     /* Why assignments are refused (docs/aggregator.md, "Retention and a full disk"): the last
      * transaction failed, or state_dir has less than min_free_mb free. Set and cleared by the
      * committer, read by the workers. */
     atomic_int commits_failing, space_low;
-    agg_policy *next; /* the served state plus the batch, until its COMMIT publishes it (then
-                         the two instances swap) */
+    /* The committer's generators, shared by every experiment's `next` (only the committer draws
+     * from them): the only source of central noise in the service. */
     ldpb_rng *next_rng, *next_noise_rng;
     agg_rand next_rand;
-    agg_noise *next_noise; /* the only source of central noise in the service */
+    agg_noise *next_noise;
 
     /* The reply stage (docs/aggregator.md, "The pipeline"): the committer hands each batch's
      * answers to the repliers, which seal and send them, so the serial section ends with the
@@ -217,6 +213,7 @@ struct agg_server {
     atomic_uint_fast64_t commit_hist[AGG_COMMIT_BUCKETS + 1]; /* per bucket, +Inf last */
     atomic_uint_fast64_t n_decisions_dropped, n_send_failures;
     atomic_uint_fast64_t n_relay_batches;
+    atomic_uint_fast64_t n_multi_exp_batches;
     atomic_uint_fast64_t n_decisions_deleted, n_decision_rows, free_bytes;
 };
 

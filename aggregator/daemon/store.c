@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_be.h"
@@ -69,25 +70,49 @@ void agg_store_close(agg_store *s)
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the flock */
     free(s->pending_meta);
+    free(s->pending_default);
     free(s);
 }
 
 #define META_ROWS_MAX 16
 
-/* The rows of `m`: schema_version, policy, mode, arms, then every parameter of
- * agg_policy_params() by its name, with 0 ("raw" for the mechanism) for those the policy does
- * not read (the text earlier states hold for an unused kappa, epsilon or mechanism). */
+int64_t agg_store_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int agg_store_exp_name_valid(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > AGG_STORE_EXP_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* The rows of `m`: schema_version, then, when the configuration has a `default`, policy, mode,
+ * arms and every parameter of agg_policy_params() by its name, with 0 ("raw" for the mechanism)
+ * for those the policy does not read (the text earlier states hold for an unused kappa, epsilon
+ * or mechanism). */
 static size_t meta_rows(const agg_store_meta *m, agg_meta_row *rows)
 {
     size_t n = 0;
     rows[n].key = "schema_version";
     snprintf(rows[n].value, sizeof rows[n].value, "%d", AGG_STORE_SCHEMA_VERSION);
     rows[n++].compared = 1;
+    if (!m->policy)
+        return n;
     rows[n].key = "policy";
     snprintf(rows[n].value, sizeof rows[n].value, "%s", m->policy);
     rows[n++].compared = 1;
     rows[n].key = "mode";
-    snprintf(rows[n].value, sizeof rows[n].value, "%s", m->mode);
+    snprintf(rows[n].value, sizeof rows[n].value, "%s", m->mode ? m->mode : "");
     rows[n++].compared = 1;
     rows[n].key = "arms";
     snprintf(rows[n].value, sizeof rows[n].value, "%" PRIu32, m->params.k);
@@ -106,42 +131,52 @@ static size_t meta_rows(const agg_store_meta *m, agg_meta_row *rows)
     return n;
 }
 
-ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const agg_store_meta *m,
-                               char *errmsg)
+/* The settings text of `default` for a caller of version 1 (no default_settings): the compared
+ * meta rows as sorted-by-position "key = value" lines, which are the daemon's option names. */
+static char *legacy_settings(const agg_meta_row *rows, size_t n)
 {
-    agg_meta_row rows[META_ROWS_MAX];
-    size_t n_rows = meta_rows(m, rows);
-    int64_t n = rd->count_meta(s);
-    if (n < 0) {
-        say(errmsg, "%s", s->errmsg);
-        return LDPB_EIO;
+    size_t cap = 1, used = 0;
+    for (size_t i = 1; i < n; i++)
+        cap += strlen(rows[i].key) + strlen(rows[i].value) + 4;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    t[0] = '\0';
+    for (size_t i = 1; i < n; i++)
+        if (rows[i].compared)
+            used += (size_t)snprintf(t + used, cap - used, "%s = %s\n", rows[i].key, rows[i].value);
+    return t;
+}
+
+/* Keeps rows[from..n) for the first transaction, and the row `default` (id `id`) with them. */
+static ldpb_err keep_pending(agg_store *s, const agg_store_meta *m, const agg_meta_row *rows,
+                             size_t from, size_t n, int64_t id, char *errmsg)
+{
+    if (n > from) {
+        s->pending_meta = malloc((n - from) * sizeof *s->pending_meta);
+        if (!s->pending_meta)
+            goto nomem;
+        memcpy(s->pending_meta, rows + from, (n - from) * sizeof *rows);
+        s->n_pending_meta = n - from;
     }
-    if (n == 0) {
-        /* Data without meta is no state this program wrote: adopting it would attach the
-         * configuration of today to reports and a policy state of unknown origin. */
-        int64_t data = rd->count_data(s);
-        if (data < 0) {
-            say(errmsg, "%s", s->errmsg);
-            return LDPB_EIO;
-        }
-        if (data > 0) {
-            say(errmsg,
-                "state: the database holds %lld rows of reports, decisions or policy state "
-                "but no meta rows saying which configuration they belong to",
-                (long long)data);
-            return LDPB_ECORRUPT;
-        }
-        /* Fresh: the rows wait for the first transaction (agg_store_begin). */
-        s->pending_meta = malloc(n_rows * sizeof *s->pending_meta);
-        if (!s->pending_meta) {
-            say(errmsg, "out of memory");
-            return LDPB_ENOMEM;
-        }
-        memcpy(s->pending_meta, rows, n_rows * sizeof *rows);
-        s->n_pending_meta = n_rows;
-        return LDPB_OK;
+    if (m->policy) {
+        s->pending_default =
+            m->default_settings ? strdup(m->default_settings) : legacy_settings(rows, n);
+        if (!s->pending_default)
+            goto nomem;
+        s->default_id = id;
     }
-    for (size_t i = 0; i < n_rows; i++) {
+    return LDPB_OK;
+nomem:
+    say(errmsg, "out of memory");
+    return LDPB_ENOMEM;
+}
+
+/* Compares the rows [from..n) that the open compares with the stored ones. */
+static ldpb_err compare_rows(agg_store *s, const agg_meta_reader *rd, const agg_meta_row *rows,
+                             size_t from, size_t n, char *errmsg)
+{
+    for (size_t i = from; i < n; i++) {
         if (!rows[i].compared)
             continue;
         char have[128];
@@ -155,18 +190,203 @@ ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const ag
             return LDPB_ECORRUPT;
         }
         if (strcmp(have, rows[i].value) != 0) {
-            if (i == 0)
-                say(errmsg,
-                    "the state in this directory has schema version %s; this ldpb-aggregator "
-                    "reads version %s (use the matching version, or another state_dir)",
-                    have, rows[i].value);
-            else
-                say(errmsg,
-                    "the state in this directory belongs to another configuration: %s is '%s' "
-                    "there but '%s' now (use another state_dir, or the old configuration)",
-                    rows[i].key, have, rows[i].value);
+            say(errmsg,
+                "the state in this directory belongs to another configuration: %s is '%s' "
+                "there but '%s' now (use another state_dir, or the old configuration)",
+                rows[i].key, have, rows[i].value);
             return LDPB_ESTATE;
         }
+    }
+    return LDPB_OK;
+}
+
+/* The stored schema_version: 1 or 2 (the ones this program reads), or LDPB_ESTATE with today's
+ * message for another; 0 when the row is missing (ECORRUPT set). */
+static ldpb_err check_version(agg_store *s, const agg_meta_reader *rd, char *errmsg, int *version)
+{
+    char have[128];
+    int got = rd->get(s, "schema_version", have, sizeof have);
+    if (got < 0) {
+        say(errmsg, "%s", s->errmsg);
+        return LDPB_EIO;
+    }
+    if (got == 0) {
+        say(errmsg, "state: meta has no 'schema_version' row");
+        return LDPB_ECORRUPT;
+    }
+    if (strcmp(have, "1") == 0 || strcmp(have, "2") == 0) {
+        *version = have[0] - '0';
+        return LDPB_OK;
+    }
+    say(errmsg,
+        "the state in this directory has schema version %s; this ldpb-aggregator reads version "
+        "%d (use the matching version, or another state_dir)",
+        have, AGG_STORE_SCHEMA_VERSION);
+    return LDPB_ESTATE;
+}
+
+/* A state of version 1 holds the experiment `default` only: it migrates when the configuration's
+ * `default` has its meta (today's comparison and messages), in the open transaction. */
+static ldpb_err migrate_v1(agg_store *s, const agg_meta_reader *rd, const agg_store_meta *m,
+                           const agg_meta_row *rows, size_t n_rows, char *errmsg)
+{
+    if (!m->policy) {
+        say(errmsg,
+            "the state in this directory is of schema version 1, whose reports and policy state "
+            "are those of the experiment 'default', but the configuration declares no 'default' "
+            "(declare it with the top-level keys, as before, to migrate the state to version %d, "
+            "or use another state_dir)",
+            AGG_STORE_SCHEMA_VERSION);
+        return LDPB_ESTATE;
+    }
+    ldpb_err err = compare_rows(s, rd, rows, 1, n_rows, errmsg);
+    if (err)
+        return err;
+    char *settings =
+        m->default_settings ? strdup(m->default_settings) : legacy_settings(rows, n_rows);
+    if (!settings) {
+        say(errmsg, "out of memory");
+        return LDPB_ENOMEM;
+    }
+    err = rd->migrate(s, settings, m->default_retention_ms);
+    free(settings);
+    if (!err) {
+        agg_meta_row v = {"schema_version", "", 1};
+        snprintf(v.value, sizeof v.value, "%d", AGG_STORE_SCHEMA_VERSION);
+        err = s->ops->write_meta(s, &v, 1);
+    }
+    if (err) {
+        say(errmsg, "migrating the state from schema version 1: %s", s->errmsg);
+        return err;
+    }
+    s->default_id = 1;
+    return LDPB_OK;
+}
+
+/* Data without meta is no state this program wrote: adopting it would attach the configuration
+ * of today to reports and a policy state of unknown origin. */
+static ldpb_err refuse_data_without_meta(agg_store *s, const agg_meta_reader *rd, int shape,
+                                         char *errmsg)
+{
+    int64_t data = rd->count_data(s, shape);
+    if (data < 0) {
+        say(errmsg, "%s", s->errmsg);
+        return LDPB_EIO;
+    }
+    if (data > 0) {
+        say(errmsg,
+            "state: the database holds %lld rows of reports, decisions or policy state "
+            "but no meta rows saying which configuration they belong to",
+            (long long)data);
+        return LDPB_ECORRUPT;
+    }
+    return LDPB_OK;
+}
+
+/* A state of version 2: the `default` of the configuration is compared with the stored one, or,
+ * new to the state, written with the first transaction. */
+static ldpb_err settle_default(agg_store *s, const agg_meta_reader *rd, const agg_store_meta *m,
+                               const agg_meta_row *rows, size_t n_rows, char *errmsg)
+{
+    int64_t id = 0;
+    int found = rd->find(s, AGG_STORE_DEFAULT_EXP, &id);
+    char have[128];
+    int has_meta = found < 0 ? -1 : rd->get(s, "policy", have, sizeof have);
+    if (found < 0 || has_meta < 0) {
+        say(errmsg, "%s", s->errmsg);
+        return LDPB_EIO;
+    }
+    if (found != has_meta) {
+        say(errmsg, "state: the experiment 'default' %s but meta %s its configuration",
+            found ? "is stored" : "is missing", found ? "lacks" : "has");
+        return LDPB_ECORRUPT;
+    }
+    s->default_id = found ? id : 0;
+    if (!m->policy)
+        return LDPB_OK;
+    if (found)
+        return compare_rows(s, rd, rows, 1, n_rows, errmsg);
+    int64_t next = rd->next_id(s);
+    if (next < 0) {
+        say(errmsg, "%s", s->errmsg);
+        return LDPB_EIO;
+    }
+    return keep_pending(s, m, rows, 1, n_rows, next, errmsg);
+}
+
+ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const agg_store_meta *m,
+                               char *errmsg)
+{
+    if (!m->policy && m->default_settings) {
+        say(errmsg, "store: default_settings without the policy of 'default'");
+        return LDPB_EINVAL;
+    }
+    agg_meta_row rows[META_ROWS_MAX];
+    size_t n_rows = meta_rows(m, rows);
+    int shape = rd->shape(s);
+    if (shape < 0) {
+        say(errmsg, "%s", s->errmsg);
+        return LDPB_EIO;
+    }
+    if (shape != 1) {
+        ldpb_err e = rd->create(s);
+        if (e) {
+            say(errmsg, "%s", s->errmsg);
+            return e;
+        }
+        shape = 2;
+    }
+    int64_t n = rd->count_meta(s);
+    if (n < 0) {
+        say(errmsg, "%s", s->errmsg);
+        return LDPB_EIO;
+    }
+    ldpb_err err;
+    if (n == 0) {
+        err = refuse_data_without_meta(s, rd, shape, errmsg);
+        /* Empty tables of version 1 (a first start that committed nothing) are rebuilt. */
+        if (!err && shape == 1 && rd->migrate(s, NULL, 0)) {
+            say(errmsg, "migrating the empty state from schema version 1: %s", s->errmsg);
+            err = LDPB_EIO;
+        }
+        if (err)
+            return err;
+        /* Fresh: the rows (and `default`, id 1) wait for the first transaction. */
+        s->fresh = 1;
+        return keep_pending(s, m, rows, 0, n_rows, 1, errmsg);
+    }
+    int version = 0;
+    err = check_version(s, rd, errmsg, &version);
+    if (err)
+        return err;
+    if (version != shape) {
+        say(errmsg, "state: meta says schema version %d but the tables are of version %d", version,
+            shape);
+        return LDPB_ECORRUPT;
+    }
+    if (version == 1)
+        return migrate_v1(s, rd, m, rows, n_rows, errmsg);
+    return settle_default(s, rd, m, rows, n_rows, errmsg);
+}
+
+ldpb_err agg_store_check_counts(agg_store *s, const char *name, int has_state, const int64_t v[5])
+{
+    for (int i = 0; i < 5; i++) {
+        if (v[i] < 0) {
+            say(s->errmsg, "experiment '%s': negative counter in its row", name);
+            return LDPB_ECORRUPT;
+        }
+    }
+    if (!has_state && v[4] != 0) {
+        say(s->errmsg, "experiment '%s': reports are stored but the policy state is missing", name);
+        return LDPB_ECORRUPT;
+    }
+    if (has_state && (v[0] != v[1] || v[1] != v[4])) {
+        say(s->errmsg,
+            "experiment '%s': the state counts %lld reports (policy version %lld) but the "
+            "reports table has %lld",
+            name, (long long)v[1], (long long)v[0], (long long)v[4]);
+        return LDPB_ECORRUPT;
     }
     return LDPB_OK;
 }
@@ -237,7 +457,13 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
 
 ldpb_err agg_store_load(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c)
 {
-    return s->ops->load(s, blob, len, c);
+    if (!s->default_id || s->pending_default) {
+        *blob = NULL;
+        *len = 0;
+        memset(c, 0, sizeof *c);
+        return LDPB_OK;
+    }
+    return s->ops->load(s, s->default_id, blob, len, c);
 }
 
 ldpb_err agg_store_begin(agg_store *s)
@@ -246,6 +472,11 @@ ldpb_err agg_store_begin(agg_store *s)
     ldpb_err err = s->ops->begin(s);
     if (!err && s->pending_meta)
         err = s->ops->write_meta(s, s->pending_meta, s->n_pending_meta);
+    if (!err && s->pending_default) {
+        int64_t id = 0;
+        err = s->ops->add_experiment(s, s->default_id, AGG_STORE_DEFAULT_EXP, s->pending_default, 1,
+                                     &id);
+    }
     return err;
 }
 
@@ -266,6 +497,8 @@ ldpb_err agg_store_commit(agg_store *s)
         free(s->pending_meta); /* durable now */
         s->pending_meta = NULL;
         s->n_pending_meta = 0;
+        free(s->pending_default);
+        s->pending_default = NULL;
     }
     return err;
 }
@@ -297,9 +530,22 @@ void agg_store_rollback(agg_store *s)
     s->ops->rollback(s);
 }
 
+/* The experiment id a call names: 0 is `default`. LDPB_ENOEXPERIMENT where there is none. */
+static ldpb_err resolve(agg_store *s, int64_t exp, int64_t *id)
+{
+    *id = exp ? exp : s->default_id;
+    if (*id > 0)
+        return LDPB_OK;
+    say(s->errmsg, exp ? "no experiment with id %lld" : "the state has no experiment 'default'",
+        (long long)exp);
+    return LDPB_ENOEXPERIMENT;
+}
+
 ldpb_err agg_store_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 {
-    return s->ops->add_report(s, r, is_new);
+    agg_store_row row = *r;
+    ldpb_err err = resolve(s, r->experiment, &row.experiment);
+    return err ? err : s->ops->add_report(s, &row, is_new);
 }
 
 ldpb_err agg_store_has_report(agg_store *s, const uint8_t *id, size_t id_len, int *exists)
@@ -314,8 +560,14 @@ ldpb_err agg_store_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
 
 ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d)
 {
+    agg_store_row row = *d;
+    ldpb_err err = resolve(s, d->experiment, &row.experiment);
+    if (err)
+        return err;
+    if (!row.retain_until_ms)
+        row.retain_until_ms = row.expires_at_ms;
     uint64_t added = 0;
-    ldpb_err err = s->ops->add_decision(s, d, &added);
+    err = s->ops->add_decision(s, &row, &added);
     s->decision_delta += (int64_t)added;
     return err;
 }
@@ -353,13 +605,143 @@ void agg_store_inject_disk_full(agg_store *s, int on)
 ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
                              const agg_store_counters *c)
 {
-    return s->ops->put_state(s, blob, len, c);
+    return agg_store_put_exp_state(s, 0, blob, len, c);
+}
+
+ldpb_err agg_store_put_exp_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                                 const agg_store_counters *c)
+{
+    int64_t id;
+    ldpb_err err = resolve(s, exp, &id);
+    if (err)
+        return err;
+    if (!blob || len == 0) {
+        say(s->errmsg, "experiment %lld: an empty policy state", (long long)id);
+        return LDPB_EINVAL;
+    }
+    int found = 0;
+    err = s->ops->put_state(s, id, blob, len, c, &found);
+    if (!err && !found) {
+        say(s->errmsg, "no experiment with id %lld", (long long)id);
+        err = LDPB_ENOEXPERIMENT;
+    }
+    return err;
 }
 
 ldpb_err agg_store_arm_counts(agg_store *s, uint64_t *counts, uint32_t k)
 {
     memset(counts, 0, (size_t)k * sizeof *counts);
-    return s->ops->arm_counts(s, counts, k);
+    if (!s->default_id || s->pending_default)
+        return LDPB_OK;
+    return s->ops->arm_counts(s, s->default_id, counts, k);
+}
+
+ldpb_err agg_store_arm_counts_exp(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k)
+{
+    memset(counts, 0, (size_t)k * sizeof *counts);
+    int64_t id;
+    ldpb_err err = resolve(s, exp, &id);
+    if (err)
+        return err;
+    return id == s->default_id && s->pending_default ? LDPB_OK
+                                                     : s->ops->arm_counts(s, id, counts, k);
+}
+
+int64_t agg_store_default_experiment(const agg_store *s)
+{
+    return s->default_id;
+}
+
+ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    agg_store_exp *v = NULL;
+    size_t nv = 0;
+    ldpb_err err = s->ops->experiments(s, &v, &nv);
+    if (err)
+        return err;
+    if (s->pending_default) {
+        /* Not written yet: listed as the first transaction will write it. */
+        agg_store_exp *w = realloc(v, (nv + 1) * sizeof *w);
+        char *settings = w ? strdup(s->pending_default) : NULL;
+        if (!settings) {
+            agg_store_experiments_free(w ? w : v, nv);
+            say(s->errmsg, "out of memory");
+            return LDPB_ENOMEM;
+        }
+        v = w;
+        memset(&v[nv], 0, sizeof v[nv]);
+        v[nv].id = s->default_id;
+        snprintf(v[nv].name, sizeof v[nv].name, "%s", AGG_STORE_DEFAULT_EXP);
+        v[nv].settings = settings;
+        v[nv].from_config = 1;
+        v[nv].running = 1;
+        nv++;
+    }
+    *out = v;
+    *n = nv;
+    return LDPB_OK;
+}
+
+void agg_store_experiments_free(agg_store_exp *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].settings);
+        free(v[i].state);
+    }
+    free(v);
+}
+
+ldpb_err agg_store_add_experiment(agg_store *s, const char *name, const char *settings,
+                                  int from_config, int64_t *id)
+{
+    if (!agg_store_exp_name_valid(name) || !settings) {
+        say(s->errmsg, "experiment name '%.80s': want 1..%d bytes of [a-z0-9._-], and settings",
+            name ? name : "(null)", AGG_STORE_EXP_NAME_MAX);
+        return LDPB_EINVAL;
+    }
+    if (strcmp(name, AGG_STORE_DEFAULT_EXP) == 0) {
+        say(s->errmsg,
+            "the experiment 'default' is the one of the configuration's top-level keys; the "
+            "store creates it from them");
+        return LDPB_EINVAL;
+    }
+    return s->ops->add_experiment(s, 0, name, settings, from_config ? 1 : 0, id);
+}
+
+/* set_running and set_settings: the experiment must exist. */
+static ldpb_err found_or_not(agg_store *s, ldpb_err err, int found, int64_t id)
+{
+    if (!err && !found) {
+        say(s->errmsg, "no experiment with id %lld", (long long)id);
+        err = LDPB_ENOEXPERIMENT;
+    }
+    return err;
+}
+
+ldpb_err agg_store_set_running(agg_store *s, int64_t id, int running)
+{
+    int64_t eid;
+    ldpb_err err = resolve(s, id, &eid);
+    int found = 0;
+    if (!err)
+        err = s->ops->set_running(s, eid, running ? 1 : 0, &found);
+    return err ? err : found_or_not(s, err, found, eid);
+}
+
+ldpb_err agg_store_set_settings(agg_store *s, int64_t id, const char *settings)
+{
+    if (!settings) {
+        say(s->errmsg, "settings: NULL");
+        return LDPB_EINVAL;
+    }
+    int64_t eid;
+    ldpb_err err = resolve(s, id, &eid);
+    int found = 0;
+    if (!err)
+        err = s->ops->set_settings(s, eid, settings, &found);
+    return err ? err : found_or_not(s, err, found, eid);
 }
 
 const char *agg_store_errmsg(const agg_store *s)
@@ -371,12 +753,25 @@ ldpb_err agg_store_export_csv_url(const char *url, const char *dir, FILE *out, c
 {
     errmsg[0] = '\0';
     const agg_store_ops *ops = backend_of(url, errmsg);
-    return ops ? ops->export_csv(url, dir, out, errmsg) : LDPB_EINVAL;
+    return ops ? ops->export_csv(url, dir, AGG_STORE_DEFAULT_EXP, 0, out, errmsg) : LDPB_EINVAL;
 }
 
 ldpb_err agg_store_export_csv(const char *dir, FILE *out, char *errmsg)
 {
     return agg_store_export_csv_url(NULL, dir, out, errmsg);
+}
+
+ldpb_err agg_store_export_csv_exp(const char *url, const char *dir, const char *experiment,
+                                  FILE *out, char *errmsg)
+{
+    errmsg[0] = '\0';
+    if (experiment && !agg_store_exp_name_valid(experiment)) {
+        say(errmsg, "experiment name '%.80s': want 1..%d bytes of [a-z0-9._-]", experiment,
+            AGG_STORE_EXP_NAME_MAX);
+        return LDPB_EINVAL;
+    }
+    const agg_store_ops *ops = backend_of(url, errmsg);
+    return ops ? ops->export_csv(url, dir, experiment, 1, out, errmsg) : LDPB_EINVAL;
 }
 
 ldpb_err agg_store_backup_check(const char *url, char *errmsg)

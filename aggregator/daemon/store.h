@@ -2,13 +2,23 @@
  * (store_be.h): "sqlite:" (the default), one SQLite database (WAL, synchronous=FULL) in the state
  * directory, state_dir/aggregator.db; "postgresql://..." (libpq's URI), a PostgreSQL database
  * (synchronous_commit on). Either way the state directory holds the lock, the identity marker and
- * the replay log. Tables (docs/aggregator.md lists every column):
- *   meta       the configuration the state belongs to (schema version, policy, K, mechanism,
- *              epsilon, kappa, mode, horizon, beta, gamma, eps_arm); a restart with another
- * configuration is refused state      one row: the policy's saved state, its version (reports
- * counted) and counters, updated in the same transaction as the reports it reflects reports    one
- * row per counted report, keyed by assignment id (single use, idempotent) decisions  the propensity
- * log of issued assignments (written asynchronously; best effort)
+ * the replay log. Tables of schema version 2 (docs/aggregator.md lists every column):
+ *   meta         schema version, and the learning problem of the experiment `default` (policy,
+ *                mode, K, the parameters the policy reads): a restart whose `default` differs is
+ *                refused, as in version 1
+ *   experiments  one row per experiment, running or stopped: name, settings text, origin,
+ *                the policy's saved state and its counters, updated in the same transaction as
+ *                the reports they reflect
+ *   reports      one row per counted report, keyed by assignment id (unique across experiments:
+ *                single use, idempotent), with its experiment
+ *   decisions    the propensity log of issued assignments, with their experiment and the time
+ *                retention may delete them (written asynchronously; best effort)
+ * A state of version 1 (one experiment, a `state` table) is migrated at open, in one
+ * transaction, into the experiment `default`.
+ *
+ * The calls of version 1 keep their meaning, applied to the experiment `default`: agg_store_load,
+ * agg_store_put_state, agg_store_arm_counts, agg_store_export_csv(_url), and a row whose
+ * `experiment` is 0.
  *
  * A store handle is used by one thread at a time (the committer); not thread-safe. */
 #ifndef LDPB_AGG_STORE_H
@@ -21,16 +31,25 @@
 #include "ldpb/err.h"
 #include "policy.h"
 
-#define AGG_STORE_SCHEMA_VERSION 1
+#define AGG_STORE_SCHEMA_VERSION 2
+#define AGG_STORE_EXP_NAME_MAX   64 /* as AGG_EXPERIMENT_NAME_MAX (config.h) */
+#define AGG_STORE_DEFAULT_EXP    "default"
 #define AGG_STORE_DB_NAME        "aggregator.db"
 #define AGG_STORE_ERRMAX         512
 
 typedef struct agg_store agg_store;
 
-/* What the state belongs to: rows schema_version, policy, mode, arms (params.k) and one per
- * parameter of agg_policy_params(), named as the parameter. On every open of an existing state
- * the rows of the policy, the mode, k and the parameters in `reads` are compared; the others
- * cannot change what the state means, and are stored as 0 ("raw" for the mechanism). */
+/* What the state belongs to: rows schema_version, and for the experiment `default` policy, mode,
+ * arms (params.k) and one per parameter of agg_policy_params(), named as the parameter. On every
+ * open of an existing state the rows of the policy, the mode, k and the parameters in `reads` are
+ * compared; the others cannot change what the state means, and are stored as 0 ("raw" for the
+ * mechanism).
+ *
+ * `policy` NULL (and `default_settings` NULL) says the configuration has no experiment `default`:
+ * nothing of it is compared, a fresh state gets no `default` row, and a state of version 1 (which
+ * holds `default` only) is refused. With `policy` set, a fresh state (or a state that had no
+ * `default` so far) gets the row `default` (id 1 in a fresh state) with its first transaction,
+ * and a version-1 state migrates into it when its meta rows match. */
 typedef struct agg_store_meta {
     const char *policy;
     const char *mode;
@@ -38,6 +57,19 @@ typedef struct agg_store_meta {
     unsigned reads; /* AGG_PARAM_* bits the policy reads: agg_policy_reads() */
     int new_state;  /* --new-state: the operator starts a new state where the database is gone */
     const char *store_url; /* --store: NULL or "sqlite:" for SQLite, "postgresql://..." */
+    /* The settings text of `default` (agg_exp_config_format), stored in its row when the store
+     * creates it. NULL with `policy` set: a caller of version 1; the row gets the compared meta
+     * rows as "key = value" lines instead. */
+    const char *default_settings;
+    /* How long decisions of a migrated version-1 state stay after their expiry: their
+     * retain_until_ms = expires_at_ms + this (0: a caller that prunes with the version-1 cutoff,
+     * now minus the retention, as agg_store_prune_decisions's `expired_before_ms`). */
+    uint64_t default_retention_ms;
+    /* Tests only: runs inside the open's transaction, after the schema's creation or migration
+     * and the meta's checks, before its COMMIT; a nonzero return fails the open (LDPB_EIO,
+     * rolled back), and a hook that never returns is a crash in the middle of the migration. */
+    int (*open_hook)(void *ctx);
+    void *open_hook_ctx;
 } agg_store_meta;
 
 /* Whether `url` names a store backend ("sqlite:", "postgresql://...", "postgres://..."), without
@@ -64,8 +96,12 @@ typedef struct agg_store_row {
     double propensity;
     uint64_t policy_version;
     uint64_t expires_at_ms;
-    uint64_t at_ms; /* issued (decision) or received (report) */
-    double value;   /* reports only */
+    uint64_t at_ms;     /* issued (decision) or received (report) */
+    double value;       /* reports only */
+    int64_t experiment; /* its id (agg_store_exp.id); 0: the experiment `default` */
+    /* Decisions: when retention may delete the row (expiry + the experiment's retention); 0:
+     * expires_at_ms (a caller of version 1, pruning with its own cutoff). */
+    uint64_t retain_until_ms;
 } agg_store_row;
 
 /* Opens (creating the directory, mode 0700, and the database if needed) the state in `dir`
@@ -88,8 +124,9 @@ const char *agg_store_state_note(const agg_store *s);
 /* Closes the database (checkpointing the WAL). Accepts NULL. */
 void agg_store_close(agg_store *s);
 
-/* The saved policy state and counters. *blob is NULL (and *len 0) for a fresh state; otherwise
- * malloc'd, freed by the caller. Errors: LDPB_EIO, LDPB_ECORRUPT, LDPB_ENOMEM. */
+/* The saved policy state and counters of the experiment `default`. *blob is NULL (and *len 0) for a
+ * fresh state; otherwise malloc'd, freed by the caller. Errors: LDPB_EIO, LDPB_ECORRUPT,
+ * LDPB_ENOMEM. */
 ldpb_err agg_store_load(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c);
 
 /* Transactions: begin, then rows, then put_state, then commit (or rollback). LDPB_EIO on any
@@ -105,7 +142,8 @@ void agg_store_rollback(agg_store *s);
 typedef int (*agg_store_commit_hook)(void *ctx);
 void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx);
 
-/* Inserts a report unless its id is there: *is_new = 1 if inserted, 0 if already counted. */
+/* Inserts a report unless its id is there (in whichever experiment): *is_new = 1 if inserted, 0
+ * if already counted. LDPB_ENOEXPERIMENT for a row of experiment 0 where there is no `default`. */
 ldpb_err agg_store_add_report(agg_store *s, const agg_store_row *r, int *is_new);
 
 /* *exists = 1 if a report with this id was counted. */
@@ -118,10 +156,10 @@ ldpb_err agg_store_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
 /* Logs an issued assignment (ignored if already logged). */
 ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d);
 
-/* Retention of the propensity log, inside the open transaction: deletes decisions whose expiry
- * is before `expired_before_ms`, then, while more than `max_rows` remain, the ones expiring
- * first; `limit` rows at most in all, so one transaction's extra work stays bounded. *deleted
- * gets how many went. */
+/* Retention of the propensity log, inside the open transaction: deletes decisions whose
+ * retain_until_ms is before `expired_before_ms` (one ordered delete across every experiment),
+ * then, while more than `max_rows` remain, the ones whose retain_until_ms comes first; `limit` rows
+ * at most in all, so one transaction's extra work stays bounded. *deleted gets how many went. */
 ldpb_err agg_store_prune_decisions(agg_store *s, uint64_t expired_before_ms, uint64_t max_rows,
                                    uint64_t limit, uint64_t *deleted);
 
@@ -133,18 +171,20 @@ uint64_t agg_store_decision_rows(const agg_store *s);
  * reacts to (docs/aggregator.md, "Retention and a full disk"). */
 void agg_store_inject_disk_full(agg_store *s, int on);
 
-/* Replaces the policy state and counters. */
+/* Replaces the policy state and counters of the experiment `default` (LDPB_ENOEXPERIMENT where
+ * the state has none). */
 ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
                              const agg_store_counters *c);
 
-/* Counted reports per arm (counts[0..k-1], zeroed first). LDPB_EIO; LDPB_ECORRUPT for an arm
- * outside [0, k). */
+/* Counted reports per arm of the experiment `default` (counts[0..k-1], zeroed first). LDPB_EIO;
+ * LDPB_ECORRUPT for an arm outside [0, k). */
 ldpb_err agg_store_arm_counts(agg_store *s, uint64_t *counts, uint32_t k);
 
 /* The last error message of the backend. */
 const char *agg_store_errmsg(const agg_store *s);
 
-/* Writes the propensity log of the state in `dir` as CSV to `out` (docs/aggregator.md: columns
+/* Writes the propensity log of the experiment `default` of the state in `dir` as CSV to `out`
+ * (docs/aggregator.md: columns
  * assignment_id, arm, propensity, policy_version, mechanism, epsilon, value, issued_at_ms,
  * expires_at_ms, reported_at_ms; one row per issued assignment, value and reported_at_ms empty
  * when unreported, plus reports whose decision row was not logged or was deleted by retention).
@@ -168,5 +208,66 @@ ldpb_err agg_store_backup(const char *dir, const char *dest, char *errmsg);
  * LDPB_ENOTSUP, LDPB_EINVAL for an unknown scheme). */
 ldpb_err agg_store_backup_url(const char *url, const char *dir, const char *dest, char *errmsg);
 ldpb_err agg_store_backup_check(const char *url, char *errmsg);
+
+/* ---- experiments (schema version 2) --------------------------------------------------------- */
+
+/* One experiment as stored. */
+typedef struct agg_store_exp {
+    int64_t id;
+    char name[AGG_STORE_EXP_NAME_MAX + 1];
+    char *settings;  /* malloc'd: the settings text (agg_exp_config_format) */
+    int from_config; /* origin: 1 the configuration, 0 created at runtime */
+    int running;
+    uint8_t *state; /* malloc'd; NULL (state_len 0) for an experiment without a saved state */
+    size_t state_len;
+    agg_store_counters counters;
+} agg_store_exp;
+
+/* Every experiment, running or stopped, with its state and counters, ordered by id: one query.
+ * The `default` that the store creates with the first transaction of a fresh state is listed
+ * before that transaction too (its id is known). *out malloc'd (NULL when *n is 0), freed with
+ * agg_store_experiments_free. Errors: LDPB_EIO, LDPB_ECORRUPT (an experiment whose counters do
+ * not match its reports, or reports without a state: the message names it), LDPB_ENOMEM. */
+ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n);
+void agg_store_experiments_free(agg_store_exp *v, size_t n);
+
+/* The id of the experiment `default`, or 0 when the state has none. */
+int64_t agg_store_default_experiment(const agg_store *s);
+
+/* Inside an open transaction (agg_store_begin). Adds a running experiment without a state.
+ * `name`: 1..64 bytes of [a-z0-9._-]; `default` is the store's own (agg_store_meta) and refused
+ * here. LDPB_EINVAL (a bad name or settings NULL), LDPB_ESTATE (the name exists: the message says
+ * so), LDPB_EIO. */
+ldpb_err agg_store_add_experiment(agg_store *s, const char *name, const char *settings,
+                                  int from_config, int64_t *id);
+
+/* Inside an open transaction: marks experiment `id` (0: `default`) running or stopped.
+ * LDPB_ENOEXPERIMENT if there is no such experiment, LDPB_EIO. */
+ldpb_err agg_store_set_running(agg_store *s, int64_t id, int running);
+
+/* Inside an open transaction: replaces the settings text of experiment `id` (0: `default`), for
+ * a change the caller allows (the decision retention). LDPB_ENOEXPERIMENT, LDPB_EINVAL, LDPB_EIO.
+ */
+ldpb_err agg_store_set_settings(agg_store *s, int64_t id, const char *settings);
+
+/* Inside an open transaction: replaces experiment `id`'s (0: `default`) policy state and
+ * counters. LDPB_ENOEXPERIMENT, LDPB_EIO. */
+ldpb_err agg_store_put_exp_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                                 const agg_store_counters *c);
+
+/* Counted reports per arm of experiment `exp` (0: `default`), through an index on (experiment,
+ * arm): counts[0..k-1], zeroed first. LDPB_EIO; LDPB_ECORRUPT for an arm outside [0, k). */
+ldpb_err agg_store_arm_counts_exp(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k);
+
+/* The propensity log as agg_store_export_csv_url writes it, with an 11th column `experiment` (its
+ * name), for the experiment named `experiment` or, NULL, for every experiment (one snapshot, the
+ * same order: expires_at_ms, then assignment_id). A state of version 1 not yet migrated is read
+ * as the experiment `default`. LDPB_ENOEXPERIMENT for a name the state does not have; LDPB_EIO,
+ * LDPB_ECORRUPT, LDPB_EINVAL (URL). */
+ldpb_err agg_store_export_csv_exp(const char *url, const char *dir, const char *experiment,
+                                  FILE *out, char *errmsg);
+
+/* Whether `name` is an experiment name: 1..64 bytes of [a-z0-9._-]. */
+int agg_store_exp_name_valid(const char *name);
 
 #endif

@@ -1,7 +1,9 @@
 /* Inside the store seam (store.h): what store.c shares with its backends. A backend is one table
  * of operations (agg_store_ops), chosen by the scheme of the store URL; store.c keeps what every
- * backend does alike: the state directory's lock, the meta rows and their comparison, the pending
- * meta of a fresh state, the count of decision rows, retention's arithmetic, the test hooks. */
+ * backend does alike: the state directory's lock, the schema version and the migration's order,
+ * the meta rows and their comparison, the pending meta and `default` of a fresh state, which
+ * experiment a row of experiment 0 belongs to, the count of decision rows, retention's
+ * arithmetic, the test hooks. */
 #ifndef LDPB_AGG_STORE_BE_H
 #define LDPB_AGG_STORE_BE_H
 
@@ -21,32 +23,51 @@ typedef struct agg_meta_row {
 typedef struct agg_store_ops {
     const char *scheme; /* the URL's scheme, "sqlite" or "postgresql" */
     const char *alias;  /* another spelling of it ("postgres", as libpq accepts), or NULL */
-    /* Connects, brings the schema to AGG_STORE_SCHEMA_VERSION (or refuses another version), and
-     * in one transaction checks the meta (agg_store_settle_meta) and settles the identity
-     * (state_id.h) into s->ident; then sets s->decision_rows. Runs with the state directory
+    /* Connects, and in one transaction brings the schema to AGG_STORE_SCHEMA_VERSION (creating it,
+     * or migrating version 1 through agg_store_settle_meta, or refusing another version), checks
+     * the meta (agg_store_settle_meta) and settles the identity (state_id.h; a state that holds
+     * data is !s->fresh) into s->ident; then sets s->decision_rows. Runs with the state directory
      * locked; `s->be` is the backend's own, freed by close. */
     ldpb_err (*open)(agg_store *s, const char *url, const char *dir, const agg_store_meta *m,
                      char *errmsg);
     void (*close)(agg_store *s);
-    ldpb_err (*load)(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c);
+    /* The state and counters of experiment `exp` (an id that exists), checked against its
+     * reports. */
+    ldpb_err (*load)(agg_store *s, int64_t exp, uint8_t **blob, size_t *len, agg_store_counters *c);
+    /* Every stored experiment, ordered by id, checked as load checks one; *out malloc'd. */
+    ldpb_err (*experiments)(agg_store *s, agg_store_exp **out, size_t *n);
+    /* Inserts an experiment row: id `want` (> 0), or the next id (max + 1) when `want` is 0;
+     * LDPB_ESTATE when the name exists. */
+    ldpb_err (*add_experiment)(agg_store *s, int64_t want, const char *name, const char *settings,
+                               int from_config, int64_t *id);
+    /* *found = 0 when no row has this id. */
+    ldpb_err (*set_running)(agg_store *s, int64_t id, int running, int *found);
+    ldpb_err (*set_settings)(agg_store *s, int64_t id, const char *settings, int *found);
     ldpb_err (*begin)(agg_store *s);
     ldpb_err (*write_meta)(agg_store *s, const agg_meta_row *rows, size_t n);
     ldpb_err (*commit)(agg_store *s);
     void (*rollback)(agg_store *s);
+    /* Rows come with their experiment resolved (> 0) and, for decisions, retain_until_ms set. */
     ldpb_err (*add_report)(agg_store *s, const agg_store_row *r, int *is_new);
     ldpb_err (*has_report)(agg_store *s, const uint8_t *id, size_t id_len, int *exists);
     ldpb_err (*remove_report)(agg_store *s, const uint8_t *id, size_t id_len);
     /* *added: rows inserted (0 for a decision already logged). */
     ldpb_err (*add_decision)(agg_store *s, const agg_store_row *d, uint64_t *added);
-    /* Deletes up to `limit` decisions expiring before `before_ms`, earliest first. */
+    /* Deletes up to `limit` decisions whose retain_until_ms is before `before_ms`, earliest
+     * first. */
     ldpb_err (*prune_expired)(agg_store *s, uint64_t before_ms, uint64_t limit, uint64_t *n);
-    /* Deletes the `count` decisions expiring first. */
+    /* Deletes the `count` decisions whose retain_until_ms comes first. */
     ldpb_err (*prune_oldest)(agg_store *s, uint64_t count, uint64_t *n);
-    ldpb_err (*put_state)(agg_store *s, const uint8_t *blob, size_t len,
-                          const agg_store_counters *c);
+    /* *found = 0 when no experiment has this id. */
+    ldpb_err (*put_state)(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                          const agg_store_counters *c, int *found);
     /* counts[] zeroed by the caller. */
-    ldpb_err (*arm_counts)(agg_store *s, uint64_t *counts, uint32_t k);
-    ldpb_err (*export_csv)(const char *url, const char *dir, FILE *out, char *errmsg);
+    ldpb_err (*arm_counts)(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k);
+    /* `experiment`: a name, or NULL for all; `with_name`: the 11th column (0: the 10 columns of
+     * version 1, for agg_store_export_csv_url, whose `experiment` is "default" and for which a
+     * state without it has no rows). */
+    ldpb_err (*export_csv)(const char *url, const char *dir, const char *experiment, int with_name,
+                           FILE *out, char *errmsg);
     /* NULL where the backend's own tools back it up: `no_backup` says which. */
     ldpb_err (*backup)(const char *url, const char *dir, const char *dest, char *errmsg);
     const char *no_backup;
@@ -62,28 +83,59 @@ struct agg_store {
     uint64_t decision_rows; /* committed rows of `decisions` */
     int64_t decision_delta; /* rows added (+) or deleted (-) by the open transaction */
     int inject_disk_full;   /* agg_store_inject_disk_full */
-    /* The meta rows of a fresh state, written by the first transaction (with the first data),
-     * so a start that is refused or fails after the open leaves no meta behind. */
+    int fresh;              /* the database held no state at open */
+    /* The meta rows of a fresh state, or of a `default` new to the state, written by the first
+     * transaction (with the first data), so a start that is refused or fails after the open
+     * leaves no meta behind. */
     agg_meta_row *pending_meta;
     size_t n_pending_meta;
+    /* The row `default`, written with pending_meta: its settings (malloc'd), or NULL. */
+    char *pending_default;
+    int64_t default_id; /* 0: no `default` (nor a pending one) */
     char errmsg[AGG_STORE_ERRMAX];
     agg_store_commit_hook commit_hook; /* tests only */
     void *commit_hook_ctx;
     agg_state_ident ident; /* state_id.h */
 };
 
-/* How a backend reads what agg_store_settle_meta compares: the number of meta rows; the number
- * of rows of state, reports and decisions; one meta value by key (1 found, 0 not, -1 failure).
- * Counts are -1 on failure; the failures leave their reason in s->errmsg. */
+/* How a backend shows agg_store_settle_meta the database, inside the open transaction. Counts
+ * are -1 on failure, leaving the reason in s->errmsg.
+ *   shape        2: the tables of version 2 are there; 1: those of version 1 (a `state` table);
+ *                0: neither
+ *   create       creates the tables of version 2 that are missing
+ *   count_meta   rows of meta
+ *   count_data   rows of reports and decisions, plus those of experiments (version 2) or
+ *                state (version 1)
+ *   get          one meta value by key: 1 found, 0 not, -1 failure
+ *   find         the id of experiment `name`: 1 found, 0 not, -1 failure
+ *   next_id      the id the next experiment row gets (max + 1)
+ *   migrate      version 1 to 2: the tables rebuilt with their `experiment` columns, every row of
+ *                reports and decisions given `default` (id 1), decisions' retain_until_ms =
+ *                expires_at_ms + retention_ms, the state row and its counters moved into the
+ *                row `default` (settings `settings`, origin config, running) when `settings` is
+ *                not NULL, the table state dropped; schema_version is left to the caller */
 typedef struct agg_meta_reader {
+    int (*shape)(agg_store *s);
+    ldpb_err (*create)(agg_store *s);
     int64_t (*count_meta)(agg_store *s);
-    int64_t (*count_data)(agg_store *s);
+    int64_t (*count_data)(agg_store *s, int shape);
     int (*get)(agg_store *s, const char *key, char *value, size_t cap);
+    int (*find)(agg_store *s, const char *name, int64_t *id);
+    int64_t (*next_id)(agg_store *s);
+    ldpb_err (*migrate)(agg_store *s, const char *settings, uint64_t retention_ms);
 } agg_meta_reader;
 
-/* Checks the stored meta against `m`, or, for a fresh state, keeps the rows in s->pending_meta for
- * the first transaction. The rules and messages of store.h's agg_store_open. */
+/* Settles the schema and checks the stored meta against `m` (migrating a state of version 1), or,
+ * for a fresh state, keeps the rows in s->pending_meta for the first transaction. The rules and
+ * messages of store.h's agg_store_open. */
 ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const agg_store_meta *m,
                                char *errmsg);
+
+/* Milliseconds since the epoch, for created_at_ms. */
+int64_t agg_store_now_ms(void);
+
+/* Checks one experiment's stored counters against the count of its reports: LDPB_ECORRUPT with
+ * s->errmsg naming it. `has_state`: a state blob is stored (non-empty). */
+ldpb_err agg_store_check_counts(agg_store *s, const char *name, int has_state, const int64_t v[5]);
 
 #endif

@@ -47,28 +47,77 @@ typedef struct pg_store {
 
 #define BE(s) ((pg_store *)(s)->be)
 
-/* Version 1, in PostgreSQL's types; `generation` is this backend's (the file's header says why). */
+/* Version 2, in PostgreSQL's types; `commit_generation` is this backend's (the file's header
+ * says why). Experiment ids are the store's own (max + 1: one node writes a database), so the
+ * `default` of a fresh state is id 1 whatever an earlier, rolled-back transaction did. */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS state("
-    " id INTEGER PRIMARY KEY CHECK (id = 1), policy_state BYTEA NOT NULL,"
-    " policy_version BIGINT NOT NULL, reports BIGINT NOT NULL, duplicates BIGINT NOT NULL,"
-    " assignments BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL,"
-    " generation BIGINT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS experiments("
+    " id BIGINT PRIMARY KEY, name TEXT UNIQUE NOT NULL, settings TEXT NOT NULL,"
+    " origin TEXT NOT NULL CHECK (origin IN ('config', 'runtime')),"
+    " running INTEGER NOT NULL, state BYTEA, policy_version BIGINT NOT NULL DEFAULT 0,"
+    " reports BIGINT NOT NULL DEFAULT 0, duplicates BIGINT NOT NULL DEFAULT 0,"
+    " assignments BIGINT NOT NULL DEFAULT 0, created_at_ms BIGINT NOT NULL,"
+    " updated_at_ms BIGINT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS commit_generation("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS reports("
-    " assignment_id BYTEA PRIMARY KEY, arm BIGINT NOT NULL, mechanism TEXT NOT NULL,"
-    " epsilon DOUBLE PRECISION NOT NULL, propensity DOUBLE PRECISION NOT NULL,"
-    " policy_version BIGINT NOT NULL, value DOUBLE PRECISION NOT NULL,"
-    " expires_at_ms BIGINT NOT NULL, reported_at_ms BIGINT NOT NULL);"
+    " assignment_id BYTEA PRIMARY KEY, experiment BIGINT NOT NULL, arm BIGINT NOT NULL,"
+    " mechanism TEXT NOT NULL, epsilon DOUBLE PRECISION NOT NULL,"
+    " propensity DOUBLE PRECISION NOT NULL, policy_version BIGINT NOT NULL,"
+    " value DOUBLE PRECISION NOT NULL, expires_at_ms BIGINT NOT NULL,"
+    " reported_at_ms BIGINT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS reports_by_experiment ON reports(experiment, arm);"
     "CREATE TABLE IF NOT EXISTS decisions("
-    " assignment_id BYTEA PRIMARY KEY, arm BIGINT NOT NULL, mechanism TEXT NOT NULL,"
-    " epsilon DOUBLE PRECISION NOT NULL, propensity DOUBLE PRECISION NOT NULL,"
-    " policy_version BIGINT NOT NULL, issued_at_ms BIGINT NOT NULL,"
-    " expires_at_ms BIGINT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);"
+    " assignment_id BYTEA PRIMARY KEY, experiment BIGINT NOT NULL, arm BIGINT NOT NULL,"
+    " mechanism TEXT NOT NULL, epsilon DOUBLE PRECISION NOT NULL,"
+    " propensity DOUBLE PRECISION NOT NULL, policy_version BIGINT NOT NULL,"
+    " issued_at_ms BIGINT NOT NULL, expires_at_ms BIGINT NOT NULL,"
+    " retain_until_ms BIGINT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS decisions_by_retention ON decisions(retain_until_ms);"
+    "CREATE INDEX IF NOT EXISTS decisions_by_experiment ON decisions(experiment, expires_at_ms);"
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BYTEA NOT NULL,"
     " legacy_tokens INTEGER NOT NULL, created_at_ms BIGINT NOT NULL);";
+
+/* Version 1 to 2 (agg_meta_reader.migrate): the old tables and their keys renamed, the new ones
+ * created, the rows copied with the experiment `default` (id 1), the old ones dropped. */
+static const char migrate_rename_sql[] =
+    "ALTER TABLE reports RENAME TO v1_reports;"
+    "ALTER TABLE v1_reports RENAME CONSTRAINT reports_pkey TO v1_reports_pkey;"
+    "ALTER TABLE decisions RENAME TO v1_decisions;"
+    "ALTER TABLE v1_decisions RENAME CONSTRAINT decisions_pkey TO v1_decisions_pkey;"
+    "DROP INDEX IF EXISTS decisions_by_expiry;"
+    "CREATE TABLE IF NOT EXISTS identity("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BYTEA NOT NULL,"
+    " legacy_tokens INTEGER NOT NULL, created_at_ms BIGINT NOT NULL);";
+/* $1 settings (NULL: no row `default`, for empty tables), $2 retention, $3 now. */
+static const char migrate_copy_sql[] =
+    "INSERT INTO experiments(id, name, settings, origin, running, state, policy_version,"
+    " reports, duplicates, assignments, created_at_ms, updated_at_ms)"
+    " SELECT 1, 'default', $1::text, 'config', 1, s.policy_state,"
+    " coalesce(s.policy_version, 0), coalesce(s.reports, 0), coalesce(s.duplicates, 0),"
+    " coalesce(s.assignments, 0), $3::bigint, coalesce(s.updated_at_ms, $3::bigint)"
+    " FROM (SELECT 1) AS one LEFT JOIN state s ON s.id = 1 WHERE $1::text IS NOT NULL;";
+static const char *const migrate_move_sql[] = {
+    "INSERT INTO commit_generation(id, generation)"
+    " SELECT 1, generation FROM state WHERE id = 1",
+    "INSERT INTO reports(assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+    " policy_version, value, expires_at_ms, reported_at_ms)"
+    " SELECT assignment_id, 1, arm, mechanism, epsilon, propensity, policy_version, value,"
+    " expires_at_ms, reported_at_ms FROM v1_reports",
+    "DROP TABLE v1_reports, state",
+};
+static const char migrate_decisions_sql[] =
+    "INSERT INTO decisions(assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+    " policy_version, issued_at_ms, expires_at_ms, retain_until_ms)"
+    " SELECT assignment_id, 1, arm, mechanism, epsilon, propensity, policy_version,"
+    " issued_at_ms, expires_at_ms, expires_at_ms + $1::bigint FROM v1_decisions;";
+
+/* The columns every experiment query reads after id and name (as SQLite's backend). */
+#define EXP_COLUMNS                                                                                \
+    "e.state, e.policy_version, e.reports, e.duplicates, e.assignments,"                           \
+    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id)"
 
 /* The statements of the batches, prepared on every connection. */
 static const struct {
@@ -76,30 +125,33 @@ static const struct {
     const char *sql;
 } stmts[] = {
     {"add_report",
-     "INSERT INTO reports(assignment_id, arm, mechanism, epsilon, propensity, policy_version,"
-     " value, expires_at_ms, reported_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+     "INSERT INTO reports(assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+     " policy_version, value, expires_at_ms, reported_at_ms)"
+     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
      " ON CONFLICT (assignment_id) DO NOTHING"},
     {"has_report", "SELECT 1 FROM reports WHERE assignment_id = $1"},
     {"remove_report", "DELETE FROM reports WHERE assignment_id = $1"},
     {"add_decision",
-     "INSERT INTO decisions(assignment_id, arm, mechanism, epsilon, propensity, policy_version,"
-     " issued_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+     "INSERT INTO decisions(assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+     " policy_version, issued_at_ms, expires_at_ms, retain_until_ms)"
+     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
      " ON CONFLICT (assignment_id) DO NOTHING"},
     {"put_state",
-     "INSERT INTO state(id, policy_state, policy_version, reports, duplicates, assignments,"
-     " updated_at_ms, generation) VALUES (1, $1, $2, $3, $4, $5,"
-     " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, $6)"
-     " ON CONFLICT (id) DO UPDATE SET policy_state = EXCLUDED.policy_state,"
-     " policy_version = EXCLUDED.policy_version, reports = EXCLUDED.reports,"
-     " duplicates = EXCLUDED.duplicates, assignments = EXCLUDED.assignments,"
-     " updated_at_ms = EXCLUDED.updated_at_ms, generation = EXCLUDED.generation"},
+     "UPDATE experiments SET state = $2, policy_version = $3, reports = $4, duplicates = $5,"
+     " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+     " WHERE id = $1"},
+    {"put_generation", "INSERT INTO commit_generation(id, generation) VALUES (1, $1)"
+                       " ON CONFLICT (id) DO UPDATE SET generation = EXCLUDED.generation"},
     {"prune_expired",
      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM decisions"
-     " WHERE expires_at_ms < $1 ORDER BY expires_at_ms LIMIT $2)"},
+     " WHERE retain_until_ms < $1 ORDER BY retain_until_ms LIMIT $2)"},
     {"prune_oldest",
      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM decisions"
-     " ORDER BY expires_at_ms LIMIT $1)"},
-    {"write_meta", "INSERT INTO meta(key, value) VALUES ($1, $2)"},
+     " ORDER BY retain_until_ms LIMIT $1)"},
+    {"arm_counts", "SELECT arm, count(*) FROM reports WHERE experiment = $1 GROUP BY arm"},
+    {"load", "SELECT e.name, " EXP_COLUMNS " FROM experiments e WHERE e.id = $1"},
+    {"set_running", "UPDATE experiments SET running = $2 WHERE id = $1"},
+    {"set_settings", "UPDATE experiments SET settings = $2 WHERE id = $1"},
 };
 #define N_STMTS (sizeof stmts / sizeof stmts[0])
 
@@ -231,11 +283,11 @@ static ldpb_err prepare_all(agg_store *s)
     return LDPB_OK;
 }
 
-/* The state row's generation (0 without a row); -1 on failure. */
+/* The committed generation (0 without a row); -1 on failure. */
 static int64_t read_generation(agg_store *s)
 {
     PGresult *r = NULL;
-    if (run(s, "SELECT generation FROM state WHERE id = 1", PGRES_TUPLES_OK, &r,
+    if (run(s, "SELECT generation FROM commit_generation WHERE id = 1", PGRES_TUPLES_OK, &r,
             "reading the state's generation"))
         return -1;
     uint64_t g = 0;
@@ -321,17 +373,19 @@ static void u64_text(char *buf, size_t cap, uint64_t v)
 
 static ldpb_err pg_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 {
-    char arm[24], eps[32], prop[32], ver[24], val[32], exp[24], at[24];
+    char exp[24], arm[24], eps[32], prop[32], ver[24], val[32], expires[24], at[24];
+    snprintf(exp, sizeof exp, "%" PRId64, r->experiment);
     snprintf(arm, sizeof arm, "%" PRIu32, r->arm);
     snprintf(eps, sizeof eps, "%.17g", r->epsilon);
     snprintf(prop, sizeof prop, "%.17g", r->propensity);
     u64_text(ver, sizeof ver, r->policy_version);
     snprintf(val, sizeof val, "%.17g", r->value);
-    u64_text(exp, sizeof exp, r->expires_at_ms);
+    u64_text(expires, sizeof expires, r->expires_at_ms);
     u64_text(at, sizeof at, r->at_ms);
-    const char *v[9] = {(const char *)r->id, arm, r->mechanism, eps, prop, ver, val, exp, at};
-    int len[9] = {(int)r->id_len}, fmt[9] = {1};
-    PGresult *res = run_prepared(s, "add_report", 9, v, len, fmt);
+    const char *v[10] = {
+        (const char *)r->id, exp, arm, r->mechanism, eps, prop, ver, val, expires, at};
+    int len[10] = {(int)r->id_len}, fmt[10] = {1};
+    PGresult *res = run_prepared(s, "add_report", 10, v, len, fmt);
     ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "inserting a report");
     *is_new = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
@@ -361,16 +415,19 @@ static ldpb_err pg_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
 
 static ldpb_err pg_add_decision(agg_store *s, const agg_store_row *d, uint64_t *added)
 {
-    char arm[24], eps[32], prop[32], ver[24], at[24], exp[24];
+    char exp[24], arm[24], eps[32], prop[32], ver[24], at[24], expires[24], keep[24];
+    snprintf(exp, sizeof exp, "%" PRId64, d->experiment);
     snprintf(arm, sizeof arm, "%" PRIu32, d->arm);
     snprintf(eps, sizeof eps, "%.17g", d->epsilon);
     snprintf(prop, sizeof prop, "%.17g", d->propensity);
     u64_text(ver, sizeof ver, d->policy_version);
     u64_text(at, sizeof at, d->at_ms);
-    u64_text(exp, sizeof exp, d->expires_at_ms);
-    const char *v[8] = {(const char *)d->id, arm, d->mechanism, eps, prop, ver, at, exp};
-    int len[8] = {(int)d->id_len}, fmt[8] = {1};
-    PGresult *res = run_prepared(s, "add_decision", 8, v, len, fmt);
+    u64_text(expires, sizeof expires, d->expires_at_ms);
+    u64_text(keep, sizeof keep, d->retain_until_ms);
+    const char *v[10] = {
+        (const char *)d->id, exp, arm, d->mechanism, eps, prop, ver, at, expires, keep};
+    int len[10] = {(int)d->id_len}, fmt[10] = {1};
+    PGresult *res = run_prepared(s, "add_decision", 10, v, len, fmt);
     ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "logging a decision");
     *added = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
@@ -407,34 +464,59 @@ static ldpb_err pg_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
     return prune_run(s, "prune_oldest", 1, v, n);
 }
 
-static ldpb_err pg_put_state(agg_store *s, const uint8_t *blob, size_t len,
-                             const agg_store_counters *c)
+/* The transaction's generation, written once, with its first state (the header says why). */
+static ldpb_err bump_generation(agg_store *s)
 {
+    pg_store *b = BE(s);
+    if (b->pending_generation != b->generation)
+        return LDPB_OK;
+    char gen[24];
+    u64_text(gen, sizeof gen, b->generation + 1);
+    const char *v[1] = {gen};
+    PGresult *res = run_prepared(s, "put_generation", 1, v, NULL, NULL);
+    ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "writing the generation");
+    PQclear(res);
+    if (!err)
+        b->pending_generation = b->generation + 1;
+    return err;
+}
+
+static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                             const agg_store_counters *c, int *found)
+{
+    *found = 0;
     if (len > (size_t)INT32_MAX) {
         say(s->errmsg, "the policy state (%zu bytes) is too large", len);
         return LDPB_EIO;
     }
-    pg_store *b = BE(s);
-    char ver[24], rep[24], dup[24], asg[24], gen[24];
+    ldpb_err err = bump_generation(s);
+    if (err)
+        return err;
+    char id[24], ver[24], rep[24], dup[24], asg[24];
+    snprintf(id, sizeof id, "%" PRId64, exp);
     u64_text(ver, sizeof ver, c->policy_version);
     u64_text(rep, sizeof rep, c->reports);
     u64_text(dup, sizeof dup, c->duplicates);
     u64_text(asg, sizeof asg, c->assignments);
-    b->pending_generation = b->generation + 1;
-    u64_text(gen, sizeof gen, b->pending_generation);
-    const char *v[6] = {(const char *)blob, ver, rep, dup, asg, gen};
-    int lens[6] = {(int)len}, fmt[6] = {1};
+    const char *v[6] = {id, (const char *)blob, ver, rep, dup, asg};
+    int lens[6] = {0, (int)len}, fmt[6] = {0, 1};
     PGresult *res = run_prepared(s, "put_state", 6, v, lens, fmt);
-    ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "writing the policy state");
+    err = check_result(s, res, PGRES_COMMAND_OK, "writing the policy state");
+    *found = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
     return err;
 }
 
+/* Meta rows in the open transaction; a row that is there (schema_version, by the migration) is
+ * replaced. Not prepared: the migration writes before the statements are. */
 static ldpb_err pg_write_meta(agg_store *s, const agg_meta_row *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const char *v[2] = {rows[i].key, rows[i].value};
-        PGresult *res = run_prepared(s, "write_meta", 2, v, NULL, NULL);
+        PGresult *res = PQexecParams(BE(s)->conn,
+                                     "INSERT INTO meta(key, value) VALUES ($1, $2)"
+                                     " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                                     2, NULL, v, NULL, NULL, 0);
         ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "writing meta");
         PQclear(res);
         if (err)
@@ -443,14 +525,14 @@ static ldpb_err pg_write_meta(agg_store *s, const agg_meta_row *rows, size_t n)
     return LDPB_OK;
 }
 
-static ldpb_err pg_arm_counts(agg_store *s, uint64_t *counts, uint32_t k)
+static ldpb_err pg_arm_counts(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k)
 {
-    PGresult *r = NULL;
-    ldpb_err err = run(s, "SELECT arm, count(*) FROM reports GROUP BY arm", PGRES_TUPLES_OK, &r,
-                       "counting reports");
-    if (err)
-        return err;
-    for (int i = 0; i < PQntuples(r) && !err; i++) {
+    char id[24];
+    snprintf(id, sizeof id, "%" PRId64, exp);
+    const char *v[1] = {id};
+    PGresult *r = run_prepared(s, "arm_counts", 1, v, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "counting reports");
+    for (int i = 0; !err && i < PQntuples(r); i++) {
         uint64_t arm = 0, n = 0;
         if (field_u64(r, i, 0, &arm) || field_u64(r, i, 1, &n) || arm >= k) {
             say(s->errmsg, "a stored report has arm %s outside [0, %u)", PQgetvalue(r, i, 0), k);
@@ -463,67 +545,191 @@ static ldpb_err pg_arm_counts(agg_store *s, uint64_t *counts, uint32_t k)
     return err;
 }
 
-static ldpb_err pg_load(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c)
+/* A signed text field; -1 if it is not an integer. */
+static int field_i64(const PGresult *r, int row, int col, int64_t *v)
+{
+    if (PQgetisnull(r, row, col))
+        return -1;
+    const char *t = PQgetvalue(r, row, col);
+    char *end;
+    errno = 0;
+    long long x = strtoll(t, &end, 10);
+    if (errno || *end || end == t)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* The state and counters from the columns at `col` (EXP_COLUMNS), checked. */
+static ldpb_err read_state(agg_store *s, const PGresult *r, int row, int col, const char *name,
+                           uint8_t **blob, size_t *len, agg_store_counters *c)
+{
+    int64_t v[5];
+    for (int i = 0; i < 5; i++) {
+        if (field_i64(r, row, col + 1 + i, &v[i])) {
+            say(s->errmsg, "experiment '%s': a malformed counter in its row", name);
+            return LDPB_ECORRUPT;
+        }
+    }
+    int has_state = !PQgetisnull(r, row, col);
+    size_t n = 0;
+    unsigned char *p = NULL;
+    if (has_state) {
+        p = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &n);
+        if (!p) {
+            say(s->errmsg, "out of memory");
+            return LDPB_ENOMEM;
+        }
+        if (n == 0) {
+            PQfreemem(p);
+            say(s->errmsg, "experiment '%s': the policy state is empty", name);
+            return LDPB_ECORRUPT;
+        }
+    }
+    ldpb_err err = agg_store_check_counts(s, name, has_state, v);
+    if (!err && has_state) {
+        *blob = malloc(n);
+        if (*blob) {
+            memcpy(*blob, p, n);
+            *len = n;
+        } else {
+            say(s->errmsg, "out of memory");
+            err = LDPB_ENOMEM;
+        }
+    }
+    PQfreemem(p);
+    if (!err) {
+        c->policy_version = (uint64_t)v[0];
+        c->reports = (uint64_t)v[1];
+        c->duplicates = (uint64_t)v[2];
+        c->assignments = (uint64_t)v[3];
+    }
+    return err;
+}
+
+static ldpb_err pg_load(agg_store *s, int64_t exp, uint8_t **blob, size_t *len,
+                        agg_store_counters *c)
 {
     *blob = NULL;
     *len = 0;
     memset(c, 0, sizeof *c);
+    char id[24];
+    snprintf(id, sizeof id, "%" PRId64, exp);
+    const char *v[1] = {id};
+    PGresult *r = run_prepared(s, "load", 1, v, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading the state");
+    if (!err && PQntuples(r) == 0) {
+        say(s->errmsg, "no experiment with id %" PRId64, exp);
+        err = LDPB_ENOEXPERIMENT;
+    } else if (!err) {
+        err = read_state(s, r, 0, 1, PQgetvalue(r, 0, 0), blob, len, c);
+    }
+    PQclear(r);
+    return err;
+}
+
+/* Row `i` of the experiments query into `e`. */
+static ldpb_err read_exp(agg_store *s, const PGresult *r, int i, agg_store_exp *e)
+{
+    const char *name = PQgetvalue(r, i, 1);
+    int64_t running = 0;
+    if (field_i64(r, i, 0, &e->id) || !agg_store_exp_name_valid(name) || PQgetisnull(r, i, 2) ||
+        field_i64(r, i, 4, &running)) {
+        say(s->errmsg, "experiment %s: a malformed row", PQgetvalue(r, i, 0));
+        return LDPB_ECORRUPT;
+    }
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->from_config = strcmp(PQgetvalue(r, i, 3), "config") == 0;
+    e->running = running != 0;
+    e->settings = strdup(PQgetvalue(r, i, 2));
+    if (!e->settings) {
+        say(s->errmsg, "out of memory");
+        return LDPB_ENOMEM;
+    }
+    return read_state(s, r, i, 5, e->name, &e->state, &e->state_len, &e->counters);
+}
+
+static ldpb_err pg_experiments(agg_store *s, agg_store_exp **out, size_t *n)
+{
     PGresult *r = NULL;
     ldpb_err err = run(s,
-                       "SELECT policy_state, policy_version, reports, duplicates, assignments,"
-                       " (SELECT count(*) FROM reports), generation FROM state WHERE id = 1",
-                       PGRES_TUPLES_OK, &r, "reading the state");
+                       "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS
+                       " FROM experiments e ORDER BY e.id",
+                       PGRES_TUPLES_OK, &r, "reading experiments");
     if (err)
         return err;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        int64_t n = query_count(s, "SELECT count(*) FROM reports", "counting reports");
-        if (n < 0)
-            return LDPB_EIO;
-        if (n > 0) {
-            say(s->errmsg, "reports are stored but the policy state is missing");
-            return LDPB_ECORRUPT;
-        }
-        return LDPB_OK;
+    size_t rows = (size_t)PQntuples(r), nv = 0;
+    agg_store_exp *v = rows ? calloc(rows, sizeof *v) : NULL;
+    if (rows && !v) {
+        say(s->errmsg, "out of memory");
+        err = LDPB_ENOMEM;
     }
-    uint64_t v[6];
-    for (int i = 0; i < 6; i++) {
-        if (field_u64(r, 0, i + 1, &v[i])) {
-            say(s->errmsg, "negative or malformed counter in the state row");
-            PQclear(r);
-            return LDPB_ECORRUPT;
-        }
-    }
-    if (v[0] != v[1] || v[1] != v[4]) {
-        say(s->errmsg,
-            "the state counts %" PRIu64 " reports (policy version %" PRIu64 ") but the reports "
-            "table has %" PRIu64,
-            v[1], v[0], v[4]);
-        PQclear(r);
-        return LDPB_ECORRUPT;
-    }
-    c->policy_version = v[0];
-    c->reports = v[1];
-    c->duplicates = v[2];
-    c->assignments = v[3];
-    BE(s)->generation = BE(s)->pending_generation = v[5];
-    size_t n = 0;
-    unsigned char *p = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 0), &n);
+    for (; !err && nv < rows; nv++)
+        err = read_exp(s, r, (int)nv, &v[nv]);
     PQclear(r);
-    if (!p)
-        return LDPB_ENOMEM;
-    if (n == 0) {
-        PQfreemem(p);
-        say(s->errmsg, "the policy state is empty");
-        return LDPB_ECORRUPT;
+    if (err) {
+        agg_store_experiments_free(v, rows);
+        return err;
     }
-    *blob = malloc(n);
-    if (*blob) {
-        memcpy(*blob, p, n);
-        *len = n;
+    *out = v;
+    *n = rows;
+    return LDPB_OK;
+}
+
+static int pg_find(agg_store *s, const char *name, int64_t *id);
+
+static ldpb_err pg_add_experiment(agg_store *s, int64_t want, const char *name,
+                                  const char *settings, int from_config, int64_t *id)
+{
+    int64_t have = 0;
+    int found = pg_find(s, name, &have);
+    if (found < 0)
+        return LDPB_EIO;
+    if (found) {
+        say(s->errmsg, "the experiment '%s' exists (id %" PRId64 ")", name, have);
+        return LDPB_ESTATE;
     }
-    PQfreemem(p);
-    return *blob ? LDPB_OK : LDPB_ENOMEM;
+    char w[24], now[24];
+    snprintf(w, sizeof w, "%" PRId64, want);
+    snprintf(now, sizeof now, "%" PRId64, agg_store_now_ms());
+    const char *v[5] = {w, name, settings, from_config ? "config" : "runtime", now};
+    PGresult *r = PQexecParams(BE(s)->conn,
+                               "INSERT INTO experiments(id, name, settings, origin, running,"
+                               " created_at_ms, updated_at_ms) SELECT CASE WHEN $1::bigint > 0"
+                               " THEN $1::bigint ELSE coalesce(max(id), 0) + 1 END, $2, $3, $4,"
+                               " 1, $5, $5 FROM experiments RETURNING id",
+                               5, NULL, v, NULL, NULL, 0);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "adding an experiment");
+    if (!err && (PQntuples(r) != 1 || field_i64(r, 0, 0, id))) {
+        say(s->errmsg, "adding an experiment: no id returned");
+        err = LDPB_EIO;
+    }
+    PQclear(r);
+    return err;
+}
+
+/* An UPDATE of one experiment row by id ($1) with one more parameter ($2). */
+static ldpb_err update_exp(agg_store *s, const char *name, int64_t id, const char *value,
+                           int *found)
+{
+    char t[24];
+    snprintf(t, sizeof t, "%" PRId64, id);
+    const char *v[2] = {t, value};
+    PGresult *r = run_prepared(s, name, 2, v, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_COMMAND_OK, "updating an experiment");
+    *found = !err && strcmp(PQcmdTuples(r), "1") == 0;
+    PQclear(r);
+    return err;
+}
+
+static ldpb_err pg_set_running(agg_store *s, int64_t id, int running, int *found)
+{
+    return update_exp(s, "set_running", id, running ? "1" : "0", found);
+}
+
+static ldpb_err pg_set_settings(agg_store *s, int64_t id, const char *settings, int *found)
+{
+    return update_exp(s, "set_settings", id, settings, found);
 }
 
 /* ---- open ------------------------------------------------------------------------------------ */
@@ -533,12 +739,42 @@ static int64_t pg_count_meta(agg_store *s)
     return query_count(s, "SELECT count(*) FROM meta", "reading meta");
 }
 
-static int64_t pg_count_data(agg_store *s)
+static int64_t pg_count_data(agg_store *s, int shape)
 {
     return query_count(s,
-                       "SELECT (SELECT count(*) FROM state) + (SELECT count(*) FROM reports) +"
-                       " (SELECT count(*) FROM decisions)",
+                       shape == 1 ? "SELECT (SELECT count(*) FROM state) + (SELECT count(*) FROM"
+                                    " reports) + (SELECT count(*) FROM decisions)"
+                                  : "SELECT (SELECT count(*) FROM experiments) + (SELECT"
+                                    " count(*) FROM reports) + (SELECT count(*) FROM decisions)",
                        "reading the state");
+}
+
+static int pg_shape(agg_store *s)
+{
+    int64_t n = query_count(s,
+                            "SELECT (to_regclass('experiments') IS NOT NULL)::int * 2 +"
+                            " (to_regclass('state') IS NOT NULL)::int",
+                            "reading the schema");
+    return n < 0 ? -1 : n >= 2 ? 2 : (int)n;
+}
+
+/* Tables of the same names but another shape are no store of this version. */
+static ldpb_err not_ours(agg_store *s)
+{
+    char why[AGG_STORE_ERRMAX];
+    snprintf(why, sizeof why, "%s", s->errmsg);
+    say(s->errmsg,
+        "the database holds tables that are not those of an ldpb-aggregator store of schema "
+        "version %d (%s): use another database",
+        AGG_STORE_SCHEMA_VERSION, why);
+    return LDPB_ESTATE;
+}
+
+static ldpb_err pg_create(agg_store *s)
+{
+    if (run(s, schema_sql, PGRES_COMMAND_OK, NULL, "creating the schema"))
+        return not_ours(s);
+    return LDPB_OK;
 }
 
 static int pg_get_meta(agg_store *s, const char *key, char *value, size_t cap)
@@ -559,7 +795,61 @@ static int pg_get_meta(agg_store *s, const char *key, char *value, size_t cap)
     return got;
 }
 
-static const agg_meta_reader pg_meta_reader = {pg_count_meta, pg_count_data, pg_get_meta};
+static ldpb_err prepare_all(agg_store *s);
+
+static int pg_find(agg_store *s, const char *name, int64_t *id)
+{
+    const char *v[1] = {name};
+    PGresult *r = PQexecParams(BE(s)->conn, "SELECT id FROM experiments WHERE name = $1", 1, NULL,
+                               v, NULL, NULL, 0);
+    int got = -1;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        pg_fail(s, "reading experiments");
+    else if (PQntuples(r) == 0)
+        got = 0;
+    else if (field_i64(r, 0, 0, id) == 0)
+        got = 1;
+    else
+        say(s->errmsg, "reading experiments: a malformed id");
+    PQclear(r);
+    return got;
+}
+
+static int64_t pg_next_id(agg_store *s)
+{
+    return query_count(s, "SELECT coalesce(max(id), 0) + 1 FROM experiments",
+                       "reading experiments");
+}
+
+static ldpb_err pg_migrate(agg_store *s, const char *settings, uint64_t retention_ms)
+{
+    ldpb_err err = run(s, migrate_rename_sql, PGRES_COMMAND_OK, NULL, "migrating");
+    if (!err)
+        err = run(s, schema_sql, PGRES_COMMAND_OK, NULL, "migrating");
+    char keep[24], now[24];
+    u64_text(keep, sizeof keep, retention_ms > INT64_MAX / 2 ? INT64_MAX / 2 : retention_ms);
+    snprintf(now, sizeof now, "%" PRId64, agg_store_now_ms());
+    if (!err) {
+        const char *v[3] = {settings, keep, now};
+        PGresult *r = PQexecParams(BE(s)->conn, migrate_copy_sql, 3, NULL, v, NULL, NULL, 0);
+        err = check_result(s, r, PGRES_COMMAND_OK, "migrating the state");
+        PQclear(r);
+    }
+    if (!err) {
+        const char *v[1] = {keep};
+        PGresult *r = PQexecParams(BE(s)->conn, migrate_decisions_sql, 1, NULL, v, NULL, NULL, 0);
+        err = check_result(s, r, PGRES_COMMAND_OK, "migrating decisions");
+        PQclear(r);
+    }
+    for (size_t i = 0; !err && i < sizeof migrate_move_sql / sizeof migrate_move_sql[0]; i++)
+        err = run(s, migrate_move_sql[i], PGRES_COMMAND_OK, NULL, "migrating");
+    if (!err)
+        err = run(s, "DROP TABLE v1_decisions", PGRES_COMMAND_OK, NULL, "migrating");
+    return err;
+}
+
+static const agg_meta_reader pg_meta_reader = {pg_shape,    pg_create, pg_count_meta, pg_count_data,
+                                               pg_get_meta, pg_find,   pg_next_id,    pg_migrate};
 
 /* The identity row (state_id.h), read and written in the open transaction. */
 static int pg_id_read(void *ctx, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, char *errmsg,
@@ -628,25 +918,22 @@ static PGconn *connect_url(const char *url, char *errmsg)
     return conn;
 }
 
-/* In the open transaction: the schema (created where missing), the meta, the identity. */
+/* In the open transaction: the schema (created where missing, or migrated), the meta, the
+ * identity; then the statements of the batches, on the tables as they now are. */
 static ldpb_err settle(agg_store *s, const char *dir, const agg_store_meta *meta, char *errmsg)
 {
-    if (run(s, schema_sql, PGRES_COMMAND_OK, NULL, "creating the schema")) {
-        say(errmsg, "%s", s->errmsg);
-        return LDPB_EIO;
-    }
-    /* Tables of the same names but another shape are no store of this version. */
-    if (prepare_all(s)) {
-        say(errmsg,
-            "the database holds tables that are not those of an ldpb-aggregator store of schema "
-            "version %d (%s): use another database",
-            AGG_STORE_SCHEMA_VERSION, s->errmsg);
-        return LDPB_ESTATE;
-    }
     ldpb_err err = agg_store_settle_meta(s, &pg_meta_reader, meta, errmsg);
     if (!err)
-        err = agg_state_id_settle_rows(&pg_id_rows, s, dir, s->pending_meta == NULL,
-                                       meta->new_state, &s->ident, errmsg, AGG_STORE_ERRMAX);
+        err = agg_state_id_settle_rows(&pg_id_rows, s, dir, !s->fresh, meta->new_state, &s->ident,
+                                       errmsg, AGG_STORE_ERRMAX);
+    if (!err && prepare_all(s)) {
+        err = not_ours(s);
+        say(errmsg, "%s", s->errmsg);
+    }
+    if (!err && meta->open_hook && meta->open_hook(meta->open_hook_ctx)) {
+        say(errmsg, "the PostgreSQL store: the open failed by the test hook");
+        err = LDPB_EIO;
+    }
     return err;
 }
 
@@ -727,7 +1014,86 @@ static void csv_field(FILE *out, const PGresult *r, int row, int col, int is_rea
         fputs(t, out);
 }
 
-static ldpb_err pg_export_csv(const char *url, const char *dir, FILE *out, char *errmsg)
+/* The export's query (as SQLite's backend's): version 1's tables or version 2's, every
+ * experiment or one ($1 its id). */
+static void export_sql(char *sql, size_t cap, int v1, int one)
+{
+    const char *name_d = v1 ? "'default'" : "e.name";
+    const char *join_d = v1 ? "" : " JOIN experiments e ON e.id = d.experiment";
+    const char *join_r = v1 ? "" : " JOIN experiments e ON e.id = r.experiment";
+    snprintf(sql, cap,
+             "SELECT encode(d.assignment_id, 'hex'), d.arm, d.propensity, d.policy_version,"
+             " d.mechanism, d.epsilon, r.value, d.issued_at_ms, d.expires_at_ms,"
+             " r.reported_at_ms, %s"
+             " FROM decisions d%s LEFT JOIN reports r ON r.assignment_id = d.assignment_id%s"
+             " UNION ALL "
+             "SELECT encode(r.assignment_id, 'hex'), r.arm, r.propensity, r.policy_version,"
+             " r.mechanism, r.epsilon, r.value, NULL, r.expires_at_ms, r.reported_at_ms, %s"
+             " FROM reports r%s WHERE %sNOT EXISTS (SELECT 1 FROM decisions d"
+             " WHERE d.assignment_id = r.assignment_id) ORDER BY 9, 1",
+             name_d, join_d, one ? " WHERE d.experiment = $1::bigint" : "", name_d, join_r,
+             one ? "r.experiment = $1::bigint AND " : "");
+}
+
+/* Which tables the export reads and the id of `experiment` (0: every one; -1: none of that
+ * name), in the open snapshot. */
+static ldpb_err export_target(PGconn *conn, const char *experiment, int *v1, int64_t *id,
+                              char *errmsg)
+{
+    PGresult *r = PQexec(conn, "SELECT (to_regclass('experiments') IS NOT NULL)::int * 2 +"
+                               " (to_regclass('state') IS NOT NULL)::int");
+    int shape =
+        PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoi(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    if (shape <= 0) {
+        char why[AGG_STORE_ERRMAX];
+        pg_reason(conn, why, sizeof why);
+        say(errmsg, "the PostgreSQL store: not an ldpb-aggregator state: %s",
+            shape < 0 ? why : "no experiments or state table");
+        return shape < 0 ? LDPB_EIO : LDPB_ECORRUPT;
+    }
+    *v1 = shape == 1;
+    *id = 0;
+    if (!experiment)
+        return LDPB_OK;
+    if (*v1) {
+        *id = strcmp(experiment, AGG_STORE_DEFAULT_EXP) == 0 ? 0 : -1;
+        return LDPB_OK;
+    }
+    const char *v[1] = {experiment};
+    r = PQexecParams(conn, "SELECT id FROM experiments WHERE name = $1", 1, NULL, v, NULL, NULL, 0);
+    ldpb_err err = LDPB_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        char why[AGG_STORE_ERRMAX];
+        pg_reason(conn, why, sizeof why);
+        say(errmsg, "the PostgreSQL store: not an ldpb-aggregator state: %s", why);
+        err = LDPB_ECORRUPT;
+    } else {
+        *id = PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
+    }
+    PQclear(r);
+    return err;
+}
+
+static void csv_row(FILE *out, const PGresult *r, int i, int with_name)
+{
+    fprintf(out, "%s,%s,%.17g,%s,%s,%.17g,", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+            strtod(PQgetvalue(r, i, 2), NULL), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4),
+            strtod(PQgetvalue(r, i, 5), NULL));
+    csv_field(out, r, i, 6, 1);
+    fputc(',', out);
+    csv_field(out, r, i, 7, 0);
+    fputc(',', out);
+    csv_field(out, r, i, 8, 0);
+    fputc(',', out);
+    csv_field(out, r, i, 9, 0);
+    if (with_name)
+        fprintf(out, ",%s", PQgetvalue(r, i, 10));
+    fputc('\n', out);
+}
+
+static ldpb_err pg_export_csv(const char *url, const char *dir, const char *experiment,
+                              int with_name, FILE *out, char *errmsg)
 {
     (void)dir;
     PGconn *conn = connect_url(url, errmsg);
@@ -739,41 +1105,42 @@ static ldpb_err pg_export_csv(const char *url, const char *dir, FILE *out, char 
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     r = NULL;
-    if (ok)
-        r = PQexec(conn,
-                   "SELECT encode(d.assignment_id, 'hex'), d.arm, d.propensity, d.policy_version,"
-                   " d.mechanism, d.epsilon, r.value, d.issued_at_ms, d.expires_at_ms,"
-                   " r.reported_at_ms"
-                   " FROM decisions d LEFT JOIN reports r ON r.assignment_id = d.assignment_id"
-                   " UNION ALL "
-                   "SELECT encode(r.assignment_id, 'hex'), r.arm, r.propensity,"
-                   " r.policy_version, r.mechanism, r.epsilon, r.value, NULL, r.expires_at_ms,"
-                   " r.reported_at_ms FROM reports r WHERE NOT EXISTS (SELECT 1 FROM decisions d"
-                   " WHERE d.assignment_id = r.assignment_id)"
-                   " ORDER BY 9, 1");
-    if (!ok || PQresultStatus(r) != PGRES_TUPLES_OK) {
+    int v1 = 0;
+    int64_t id = 0;
+    if (!ok) {
+        char why[AGG_STORE_ERRMAX];
+        pg_reason(conn, why, sizeof why);
+        say(errmsg, "the PostgreSQL store: %s", why);
+        goto done;
+    }
+    err = export_target(conn, experiment, &v1, &id, errmsg);
+    if (err)
+        goto done;
+    err = LDPB_EIO;
+    if (id < 0 && with_name) {
+        say(errmsg, "the PostgreSQL store: no experiment '%s' in this state", experiment);
+        err = LDPB_ENOEXPERIMENT;
+        goto done;
+    }
+    char sql[2048], idt[24];
+    int one = experiment && !(v1 && id == 0);
+    export_sql(sql, sizeof sql, v1, one);
+    snprintf(idt, sizeof idt, "%" PRId64, id);
+    const char *v[1] = {idt};
+    r = PQexecParams(conn, sql, one ? 1 : 0, NULL, one ? v : NULL, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         char why[AGG_STORE_ERRMAX];
         pg_reason(conn, why, sizeof why);
         say(errmsg, "the PostgreSQL store: not an ldpb-aggregator state: %s", why);
         err = LDPB_ECORRUPT;
         goto done;
     }
-    fputs("assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,issued_at_ms,"
-          "expires_at_ms,reported_at_ms\n",
-          out);
-    for (int i = 0; i < PQntuples(r); i++) {
-        fprintf(out, "%s,%s,%.17g,%s,%s,%.17g,", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-                strtod(PQgetvalue(r, i, 2), NULL), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4),
-                strtod(PQgetvalue(r, i, 5), NULL));
-        csv_field(out, r, i, 6, 1);
-        fputc(',', out);
-        csv_field(out, r, i, 7, 0);
-        fputc(',', out);
-        csv_field(out, r, i, 8, 0);
-        fputc(',', out);
-        csv_field(out, r, i, 9, 0);
-        fputc('\n', out);
-    }
+    fprintf(out,
+            "assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,issued_at_ms,"
+            "expires_at_ms,reported_at_ms%s\n",
+            with_name ? ",experiment" : "");
+    for (int i = 0; i < PQntuples(r); i++)
+        csv_row(out, r, i, with_name);
     if (fflush(out) != 0 || ferror(out)) {
         say(errmsg, "writing the CSV failed: %s", strerror(errno));
         goto done;
@@ -791,6 +1158,10 @@ const agg_store_ops agg_store_pg_ops = {
     .open = pg_open,
     .close = pg_close,
     .load = pg_load,
+    .experiments = pg_experiments,
+    .add_experiment = pg_add_experiment,
+    .set_running = pg_set_running,
+    .set_settings = pg_set_settings,
     .begin = pg_begin,
     .write_meta = pg_write_meta,
     .commit = pg_commit,

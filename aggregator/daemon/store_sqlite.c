@@ -20,36 +20,74 @@ typedef struct sq_store {
     sqlite3 *db;
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
-    sqlite3_stmt *prune_expired, *prune_oldest;
+    sqlite3_stmt *prune_expired, *prune_oldest, *arm_counts;
 } sq_store;
 
 #define say   agg_store_say
 #define BE(s) ((sq_store *)(s)->be)
 
+/* Version 2. The indexes serve one experiment's arm counts and export (reports and decisions by
+ * experiment) and retention (one ordered delete across experiments, by retain_until_ms). */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS state("
-    " id INTEGER PRIMARY KEY CHECK (id = 1), policy_state BLOB NOT NULL,"
-    " policy_version INTEGER NOT NULL, reports INTEGER NOT NULL, duplicates INTEGER NOT NULL,"
-    " assignments INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS experiments("
+    " id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, settings TEXT NOT NULL,"
+    " origin TEXT NOT NULL CHECK (origin IN ('config', 'runtime')),"
+    " running INTEGER NOT NULL, state BLOB, policy_version INTEGER NOT NULL DEFAULT 0,"
+    " reports INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,"
+    " assignments INTEGER NOT NULL DEFAULT 0, created_at_ms INTEGER NOT NULL,"
+    " updated_at_ms INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS reports("
-    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
-    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
-    " value REAL NOT NULL, expires_at_ms INTEGER NOT NULL, reported_at_ms INTEGER NOT NULL)"
-    " WITHOUT ROWID;"
+    " assignment_id BLOB PRIMARY KEY, experiment INTEGER NOT NULL, arm INTEGER NOT NULL,"
+    " mechanism TEXT NOT NULL, epsilon REAL NOT NULL, propensity REAL NOT NULL,"
+    " policy_version INTEGER NOT NULL, value REAL NOT NULL, expires_at_ms INTEGER NOT NULL,"
+    " reported_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS reports_by_experiment ON reports(experiment, arm);"
     "CREATE TABLE IF NOT EXISTS decisions("
-    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
-    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
-    " issued_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
-    /* Retention deletes the oldest decisions first, a chunk per transaction: without this index
-     * every chunk would scan the whole table. */
-    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);"
+    " assignment_id BLOB PRIMARY KEY, experiment INTEGER NOT NULL, arm INTEGER NOT NULL,"
+    " mechanism TEXT NOT NULL, epsilon REAL NOT NULL, propensity REAL NOT NULL,"
+    " policy_version INTEGER NOT NULL, issued_at_ms INTEGER NOT NULL,"
+    " expires_at_ms INTEGER NOT NULL, retain_until_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    /* Retention deletes the decisions retained least long first, a chunk per transaction:
+     * without this index every chunk would scan the whole table. */
+    "CREATE INDEX IF NOT EXISTS decisions_by_retention ON decisions(retain_until_ms);"
+    "CREATE INDEX IF NOT EXISTS decisions_by_experiment ON decisions(experiment, expires_at_ms);"
     /* The state's identity (state_id.h). A database of an older version gets the table (empty)
      * at its first open here and an identity by migration. */
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
     " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);";
+
+/* Version 1 to 2, in the open transaction (agg_meta_reader.migrate): the old tables renamed, the
+ * new ones created, the rows copied with the experiment `default` (id 1), the old ones dropped.
+ * ?1 settings (NULL: no row `default`, for empty tables), ?2 the retention added to expiry. */
+static const char migrate_rename_sql[] =
+    "ALTER TABLE reports RENAME TO v1_reports;"
+    "ALTER TABLE decisions RENAME TO v1_decisions;"
+    "DROP INDEX IF EXISTS decisions_by_expiry;"
+    "CREATE TABLE IF NOT EXISTS identity("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);";
+static const char *const migrate_copy_sql[] = {
+    "INSERT INTO experiments(id, name, settings, origin, running, state, policy_version,"
+    " reports, duplicates, assignments, created_at_ms, updated_at_ms)"
+    " SELECT 1, 'default', ?1, 'config', 1, s.policy_state, coalesce(s.policy_version, 0),"
+    " coalesce(s.reports, 0), coalesce(s.duplicates, 0), coalesce(s.assignments, 0), ?3,"
+    " coalesce(s.updated_at_ms, ?3) FROM (SELECT 1) LEFT JOIN state s ON s.id = 1"
+    " WHERE ?1 IS NOT NULL",
+    "INSERT INTO reports(assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+    " policy_version, value, expires_at_ms, reported_at_ms)"
+    " SELECT assignment_id, 1, arm, mechanism, epsilon, propensity, policy_version, value,"
+    " expires_at_ms, reported_at_ms FROM v1_reports",
+    "INSERT INTO decisions(assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+    " policy_version, issued_at_ms, expires_at_ms, retain_until_ms)"
+    " SELECT assignment_id, 1, arm, mechanism, epsilon, propensity, policy_version,"
+    " issued_at_ms, expires_at_ms, expires_at_ms + ?2 FROM v1_decisions",
+    "DROP TABLE v1_reports",
+    "DROP TABLE v1_decisions",
+    "DROP TABLE state",
+};
 
 static ldpb_err sql_fail(agg_store *s, const char *what)
 {
@@ -100,6 +138,7 @@ static void sq_close(agg_store *s)
     sqlite3_finalize(b->put_state);
     sqlite3_finalize(b->prune_expired);
     sqlite3_finalize(b->prune_oldest);
+    sqlite3_finalize(b->arm_counts);
     sqlite3_close(b->db); /* checkpoints the WAL */
     free(b);
     s->be = NULL;
@@ -171,14 +210,40 @@ static int64_t sq_count_meta(agg_store *s)
     return n;
 }
 
-static int64_t sq_count_data(agg_store *s)
+static int64_t sq_count_data(agg_store *s, int shape)
 {
-    int64_t n = query_count(s, "SELECT (SELECT count(*) FROM state) +"
-                               " (SELECT count(*) FROM reports) +"
-                               " (SELECT count(*) FROM decisions)");
+    int64_t n = query_count(s, shape == 1 ? "SELECT (SELECT count(*) FROM state) +"
+                                            " (SELECT count(*) FROM reports) +"
+                                            " (SELECT count(*) FROM decisions)"
+                                          : "SELECT (SELECT count(*) FROM experiments) +"
+                                            " (SELECT count(*) FROM reports) +"
+                                            " (SELECT count(*) FROM decisions)");
     if (n < 0)
         sql_fail(s, "reading the state");
     return n;
+}
+
+static int sq_shape(agg_store *s)
+{
+    int64_t n = query_count(s, "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                               " AND name = 'experiments') * 2 + (SELECT count(*) FROM"
+                               " sqlite_master WHERE type = 'table' AND name = 'state')");
+    if (n < 0) {
+        sql_fail(s, "reading the schema");
+        return -1;
+    }
+    return n >= 2 ? 2 : (int)n;
+}
+
+static ldpb_err sq_create(agg_store *s)
+{
+    ldpb_err err = exec(s, schema_sql);
+    if (err) {
+        char why[AGG_STORE_ERRMAX];
+        snprintf(why, sizeof why, "%s", s->errmsg);
+        say(s->errmsg, "cannot create the schema: %s", why);
+    }
+    return err;
 }
 
 static int sq_get_meta(agg_store *s, const char *key, char *value, size_t cap)
@@ -201,7 +266,62 @@ static int sq_get_meta(agg_store *s, const char *key, char *value, size_t cap)
     return got;
 }
 
-static const agg_meta_reader sq_meta_reader = {sq_count_meta, sq_count_data, sq_get_meta};
+static int sq_find(agg_store *s, const char *name, int64_t *id)
+{
+    sqlite3_stmt *st = NULL;
+    if (prepare(s, &st, "SELECT id FROM experiments WHERE name = ?1"))
+        return -1;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), got = -1;
+    if (rc == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        got = 1;
+    } else if (rc == SQLITE_DONE) {
+        got = 0;
+    } else {
+        sql_fail(s, "reading experiments");
+    }
+    sqlite3_finalize(st);
+    return got;
+}
+
+static int64_t sq_next_id(agg_store *s)
+{
+    int64_t n = query_count(s, "SELECT coalesce(max(id), 0) + 1 FROM experiments");
+    if (n < 0)
+        sql_fail(s, "reading experiments");
+    return n;
+}
+
+static ldpb_err sq_migrate(agg_store *s, const char *settings, uint64_t retention_ms)
+{
+    ldpb_err err = exec(s, migrate_rename_sql);
+    if (!err)
+        err = exec(s, schema_sql);
+    int64_t now = agg_store_now_ms();
+    for (size_t i = 0; !err && i < sizeof migrate_copy_sql / sizeof migrate_copy_sql[0]; i++) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(BE(s)->db, migrate_copy_sql[i], -1, &st, NULL) != SQLITE_OK) {
+            sqlite3_finalize(st);
+            return sql_fail(s, "migrating");
+        }
+        int np = sqlite3_bind_parameter_count(st);
+        if (np >= 1)
+            sqlite3_bind_text(st, 1, settings, -1, SQLITE_STATIC); /* NULL binds NULL */
+        if (np >= 2)
+            sqlite3_bind_int64(
+                st, 2, retention_ms > INT64_MAX / 2 ? INT64_MAX / 2 : (sqlite3_int64)retention_ms);
+        if (np >= 3)
+            sqlite3_bind_int64(st, 3, now);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            err = sql_fail(s, "migrating");
+        sqlite3_finalize(st);
+    }
+    return err;
+}
+
+static const agg_meta_reader sq_meta_reader = {sq_shape,    sq_create, sq_count_meta, sq_count_data,
+                                               sq_get_meta, sq_find,   sq_next_id,    sq_migrate};
 
 /* The statements of the batches, prepared once. */
 static ldpb_err prepare_all(agg_store *s)
@@ -214,30 +334,33 @@ static ldpb_err prepare_all(agg_store *s)
         err = prepare(s, &b->rollback, "ROLLBACK");
     if (!err)
         err = prepare(s, &b->add_report,
-                      "INSERT OR IGNORE INTO reports(assignment_id, arm, mechanism, epsilon,"
-                      " propensity, policy_version, value, expires_at_ms, reported_at_ms)"
-                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+                      "INSERT OR IGNORE INTO reports(assignment_id, experiment, arm, mechanism,"
+                      " epsilon, propensity, policy_version, value, expires_at_ms, reported_at_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
         err = prepare(s, &b->has_report, "SELECT 1 FROM reports WHERE assignment_id = ?1");
     if (!err)
         err = prepare(s, &b->add_decision,
-                      "INSERT OR IGNORE INTO decisions(assignment_id, arm, mechanism, epsilon,"
-                      " propensity, policy_version, issued_at_ms, expires_at_ms)"
-                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+                      "INSERT OR IGNORE INTO decisions(assignment_id, experiment, arm, mechanism,"
+                      " epsilon, propensity, policy_version, issued_at_ms, expires_at_ms,"
+                      " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
         err = prepare(s, &b->put_state,
-                      "INSERT OR REPLACE INTO state(id, policy_state, policy_version, reports,"
-                      " duplicates, assignments, updated_at_ms)"
-                      " VALUES (1, ?1, ?2, ?3, ?4, ?5, CAST((julianday('now') - 2440587.5) * "
-                      "86400000.0 AS INTEGER))");
+                      "UPDATE experiments SET state = ?2, policy_version = ?3, reports = ?4,"
+                      " duplicates = ?5, assignments = ?6, updated_at_ms ="
+                      " CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+                      " WHERE id = ?1");
     if (!err)
         err = prepare(s, &b->prune_expired,
                       "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
-                      " decisions WHERE expires_at_ms < ?1 ORDER BY expires_at_ms LIMIT ?2)");
+                      " decisions WHERE retain_until_ms < ?1 ORDER BY retain_until_ms LIMIT ?2)");
     if (!err)
         err = prepare(s, &b->prune_oldest,
                       "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
-                      " decisions ORDER BY expires_at_ms LIMIT ?1)");
+                      " decisions ORDER BY retain_until_ms LIMIT ?1)");
+    if (!err)
+        err = prepare(s, &b->arm_counts,
+                      "SELECT arm, count(*) FROM reports WHERE experiment = ?1 GROUP BY arm");
     if (!err)
         err = count_decisions(s);
     return err;
@@ -282,15 +405,15 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         say(errmsg, "%s: %s", path, s->errmsg);
         return LDPB_EIO;
     }
-    if (exec(s, schema_sql)) {
-        say(errmsg, "%s: cannot create the schema: %s", path, s->errmsg);
-        exec(s, "ROLLBACK");
-        return LDPB_EIO;
-    }
     err = agg_store_settle_meta(s, &sq_meta_reader, meta, errmsg);
     if (!err)
-        err = agg_state_id_settle(b->db, dir, s->pending_meta == NULL, meta->new_state, &s->ident,
-                                  errmsg, AGG_STORE_ERRMAX);
+        err = agg_state_id_settle(b->db, dir, !s->fresh, meta->new_state, &s->ident, errmsg,
+                                  AGG_STORE_ERRMAX);
+    if (!err && meta->open_hook && meta->open_hook(meta->open_hook_ctx)) {
+        say(errmsg, "%s: the open failed by the test hook", path);
+        err = LDPB_EIO;
+    }
+
     if (err) {
         exec(s, "ROLLBACK");
         return err;
@@ -309,78 +432,199 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
     return err;
 }
 
-static ldpb_err sq_load(agg_store *s, uint8_t **blob, size_t *len, agg_store_counters *c)
+/* The columns every experiment query reads, after id and name: state, policy_version, reports,
+ * duplicates, assignments, the count of its reports. */
+#define EXP_COLUMNS                                                                                \
+    "e.state, e.policy_version, e.reports, e.duplicates, e.assignments,"                           \
+    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id)"
+
+/* The state and counters from the columns at `col` (EXP_COLUMNS), checked. */
+static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, const char *name,
+                           uint8_t **blob, size_t *len, agg_store_counters *c)
+{
+    int64_t v[5];
+    for (int i = 0; i < 5; i++)
+        v[i] = sqlite3_column_int64(st, col + 1 + i);
+    int n = sqlite3_column_bytes(st, col);
+    const void *p = sqlite3_column_blob(st, col);
+    int has_state = sqlite3_column_type(st, col) != SQLITE_NULL;
+    if (has_state && (n <= 0 || !p)) {
+        say(s->errmsg, "experiment '%s': the policy state is empty", name);
+        return LDPB_ECORRUPT;
+    }
+    ldpb_err err = agg_store_check_counts(s, name, has_state, v);
+    if (err)
+        return err;
+    c->policy_version = (uint64_t)v[0];
+    c->reports = (uint64_t)v[1];
+    c->duplicates = (uint64_t)v[2];
+    c->assignments = (uint64_t)v[3];
+    *blob = NULL;
+    *len = 0;
+    if (!has_state)
+        return LDPB_OK;
+    *blob = malloc((size_t)n);
+    if (!*blob) {
+        say(s->errmsg, "out of memory");
+        return LDPB_ENOMEM;
+    }
+    memcpy(*blob, p, (size_t)n);
+    *len = (size_t)n;
+    return LDPB_OK;
+}
+
+static ldpb_err sq_load(agg_store *s, int64_t exp, uint8_t **blob, size_t *len,
+                        agg_store_counters *c)
 {
     *blob = NULL;
     *len = 0;
     memset(c, 0, sizeof *c);
     sqlite3_stmt *st = NULL;
-    ldpb_err err = prepare(s, &st,
-                           "SELECT policy_state, policy_version, reports, duplicates, assignments,"
-                           " (SELECT count(*) FROM reports) FROM state WHERE id = 1");
+    ldpb_err err =
+        prepare(s, &st, "SELECT e.name, " EXP_COLUMNS " FROM experiments e WHERE e.id = ?1");
     if (err)
         return err;
+    sqlite3_bind_int64(st, 1, exp);
     int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) {
-        sqlite3_stmt *cnt = NULL;
-        err = prepare(s, &cnt, "SELECT count(*) FROM reports");
-        if (!err && sqlite3_step(cnt) == SQLITE_ROW && sqlite3_column_int64(cnt, 0) != 0) {
-            say(s->errmsg, "reports are stored but the policy state is missing");
-            err = LDPB_ECORRUPT;
-        }
-        sqlite3_finalize(cnt);
-        sqlite3_finalize(st);
-        return err;
-    }
-    if (rc != SQLITE_ROW) {
+    if (rc == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        err = read_state(s, st, 1, name ? name : "?", blob, len, c);
+    } else if (rc == SQLITE_DONE) {
+        say(s->errmsg, "no experiment with id %lld", (long long)exp);
+        err = LDPB_ENOEXPERIMENT;
+    } else {
         err = sql_fail(s, "reading the state");
-        goto done;
     }
-    sqlite3_int64 v[5];
-    for (int i = 0; i < 5; i++) {
-        v[i] = sqlite3_column_int64(st, i + 1);
-        if (v[i] < 0) {
-            say(s->errmsg, "negative counter in the state row");
-            err = LDPB_ECORRUPT;
-            goto done;
-        }
-    }
-    if (v[0] != v[1] || v[1] != v[4]) {
-        say(s->errmsg,
-            "the state counts %lld reports (policy version %lld) but the reports table has "
-            "%lld",
-            (long long)v[1], (long long)v[0], (long long)v[4]);
-        err = LDPB_ECORRUPT;
-        goto done;
-    }
-    c->policy_version = (uint64_t)v[0];
-    c->reports = (uint64_t)v[1];
-    c->duplicates = (uint64_t)v[2];
-    c->assignments = (uint64_t)v[3];
-    int n = sqlite3_column_bytes(st, 0);
-    const void *p = sqlite3_column_blob(st, 0);
-    if (n <= 0 || !p) {
-        say(s->errmsg, "the policy state is empty");
-        err = LDPB_ECORRUPT;
-        goto done;
-    }
-    *blob = malloc((size_t)n);
-    if (!*blob) {
-        err = LDPB_ENOMEM;
-        goto done;
-    }
-    memcpy(*blob, p, (size_t)n);
-    *len = (size_t)n;
-done:
     sqlite3_finalize(st);
     return err;
+}
+
+/* One row of the experiments query into `e`. */
+static ldpb_err read_exp(agg_store *s, sqlite3_stmt *st, agg_store_exp *e)
+{
+    e->id = sqlite3_column_int64(st, 0);
+    const char *name = (const char *)sqlite3_column_text(st, 1);
+    const char *settings = (const char *)sqlite3_column_text(st, 2);
+    const char *origin = (const char *)sqlite3_column_text(st, 3);
+    if (!name || !agg_store_exp_name_valid(name) || !settings || !origin) {
+        say(s->errmsg, "experiment %lld: a malformed row", (long long)e->id);
+        return LDPB_ECORRUPT;
+    }
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->from_config = strcmp(origin, "config") == 0;
+    e->running = sqlite3_column_int64(st, 4) != 0;
+    e->settings = strdup(settings);
+    if (!e->settings) {
+        say(s->errmsg, "out of memory");
+        return LDPB_ENOMEM;
+    }
+    return read_state(s, st, 5, e->name, &e->state, &e->state_len, &e->counters);
+}
+
+static ldpb_err sq_experiments(agg_store *s, agg_store_exp **out, size_t *n)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st,
+                           "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS
+                           " FROM experiments e ORDER BY e.id");
+    if (err)
+        return err;
+    agg_store_exp *v = NULL;
+    size_t nv = 0, cap = 0;
+    int rc;
+    while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (nv == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            agg_store_exp *w = realloc(v, ncap * sizeof *w);
+            if (!w) {
+                say(s->errmsg, "out of memory");
+                err = LDPB_ENOMEM;
+                break;
+            }
+            v = w;
+            cap = ncap;
+        }
+        memset(&v[nv], 0, sizeof v[nv]);
+        err = read_exp(s, st, &v[nv++]);
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = sql_fail(s, "reading experiments");
+    sqlite3_finalize(st);
+    if (err) {
+        agg_store_experiments_free(v, nv);
+        return err;
+    }
+    *out = v;
+    *n = nv;
+    return LDPB_OK;
+}
+
+static ldpb_err sq_add_experiment(agg_store *s, int64_t want, const char *name,
+                                  const char *settings, int from_config, int64_t *id)
+{
+    int64_t have = 0;
+    int found = sq_find(s, name, &have);
+    if (found < 0)
+        return LDPB_EIO;
+    if (found) {
+        say(s->errmsg, "the experiment '%s' exists (id %lld)", name, (long long)have);
+        return LDPB_ESTATE;
+    }
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st,
+                           "INSERT INTO experiments(id, name, settings, origin, running,"
+                           " created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)");
+    if (err)
+        return err;
+    if (want > 0)
+        sqlite3_bind_int64(st, 1, want); /* else NULL: SQLite's next rowid, max + 1 */
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, settings, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, from_config ? "config" : "runtime", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, agg_store_now_ms());
+    err = sqlite3_step(st) == SQLITE_DONE ? LDPB_OK : sql_fail(s, "adding an experiment");
+    sqlite3_finalize(st);
+    if (!err)
+        *id = sqlite3_last_insert_rowid(BE(s)->db);
+    return err;
+}
+
+/* An UPDATE of one experiment row by id (?1) with one more parameter (?2). */
+static ldpb_err update_exp(agg_store *s, const char *sql, int64_t id, const char *text, int64_t num,
+                           int *found)
+{
+    sqlite3_stmt *st = NULL;
+    ldpb_err err = prepare(s, &st, sql);
+    if (err)
+        return err;
+    sqlite3_bind_int64(st, 1, id);
+    if (text)
+        sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_int64(st, 2, num);
+    err = sqlite3_step(st) == SQLITE_DONE ? LDPB_OK : sql_fail(s, "updating an experiment");
+    sqlite3_finalize(st);
+    *found = !err && sqlite3_changes(BE(s)->db) == 1;
+    return err;
+}
+
+static ldpb_err sq_set_running(agg_store *s, int64_t id, int running, int *found)
+{
+    return update_exp(s, "UPDATE experiments SET running = ?2 WHERE id = ?1", id, NULL, running,
+                      found);
+}
+
+static ldpb_err sq_set_settings(agg_store *s, int64_t id, const char *settings, int *found)
+{
+    return update_exp(s, "UPDATE experiments SET settings = ?2 WHERE id = ?1", id, settings, 0,
+                      found);
 }
 
 /* Inserts meta rows in the open transaction. */
 static ldpb_err sq_write_meta(agg_store *s, const agg_meta_row *rows, size_t n)
 {
     sqlite3_stmt *st = NULL;
-    ldpb_err err = prepare(s, &st, "INSERT INTO meta(key, value) VALUES (?1, ?2)");
+    ldpb_err err = prepare(s, &st, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)");
     for (size_t i = 0; i < n && !err; i++) {
         sqlite3_bind_text(st, 1, rows[i].key, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, rows[i].value, -1, SQLITE_STATIC);
@@ -411,14 +655,15 @@ static ldpb_err sq_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 {
     sqlite3_stmt *st = BE(s)->add_report;
     sqlite3_bind_blob(st, 1, r->id, (int)r->id_len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, r->arm);
-    sqlite3_bind_text(st, 3, r->mechanism, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 4, r->epsilon);
-    sqlite3_bind_double(st, 5, r->propensity);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)r->policy_version);
-    sqlite3_bind_double(st, 7, r->value);
-    sqlite3_bind_int64(st, 8, (sqlite3_int64)r->expires_at_ms);
-    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->at_ms);
+    sqlite3_bind_int64(st, 2, r->experiment);
+    sqlite3_bind_int64(st, 3, r->arm);
+    sqlite3_bind_text(st, 4, r->mechanism, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, r->epsilon);
+    sqlite3_bind_double(st, 6, r->propensity);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)r->policy_version);
+    sqlite3_bind_double(st, 8, r->value);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->expires_at_ms);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)r->at_ms);
     ldpb_err err = step_done(s, st, "inserting a report");
     *is_new = !err && sqlite3_changes(BE(s)->db) == 1;
     return err;
@@ -452,17 +697,21 @@ static ldpb_err sq_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
     return err;
 }
 
+static sqlite3_int64 to_i64(uint64_t v);
+
 static ldpb_err sq_add_decision(agg_store *s, const agg_store_row *d, uint64_t *added)
 {
     sqlite3_stmt *st = BE(s)->add_decision;
     sqlite3_bind_blob(st, 1, d->id, (int)d->id_len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, d->arm);
-    sqlite3_bind_text(st, 3, d->mechanism, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 4, d->epsilon);
-    sqlite3_bind_double(st, 5, d->propensity);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)d->policy_version);
-    sqlite3_bind_int64(st, 7, (sqlite3_int64)d->at_ms);
-    sqlite3_bind_int64(st, 8, (sqlite3_int64)d->expires_at_ms);
+    sqlite3_bind_int64(st, 2, d->experiment);
+    sqlite3_bind_int64(st, 3, d->arm);
+    sqlite3_bind_text(st, 4, d->mechanism, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, d->epsilon);
+    sqlite3_bind_double(st, 6, d->propensity);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)d->policy_version);
+    sqlite3_bind_int64(st, 8, (sqlite3_int64)d->at_ms);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)d->expires_at_ms);
+    sqlite3_bind_int64(st, 10, to_i64(d->retain_until_ms));
     ldpb_err err = step_done(s, st, "logging a decision");
     *added = err ? 0 : (uint64_t)sqlite3_changes(BE(s)->db);
     return err;
@@ -494,24 +743,26 @@ static ldpb_err sq_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
     return prune_step(s, BE(s)->prune_oldest, n);
 }
 
-static ldpb_err sq_put_state(agg_store *s, const uint8_t *blob, size_t len,
-                             const agg_store_counters *c)
+static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                             const agg_store_counters *c, int *found)
 {
     sqlite3_stmt *st = BE(s)->put_state;
-    sqlite3_bind_blob64(st, 1, blob, len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)c->policy_version);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->reports);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->duplicates);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->assignments);
-    return step_done(s, st, "writing the policy state");
+    sqlite3_bind_int64(st, 1, exp);
+    sqlite3_bind_blob64(st, 2, blob, len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->policy_version);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->reports);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->duplicates);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)c->assignments);
+    ldpb_err err = step_done(s, st, "writing the policy state");
+    *found = !err && sqlite3_changes(BE(s)->db) == 1;
+    return err;
 }
 
-static ldpb_err sq_arm_counts(agg_store *s, uint64_t *counts, uint32_t k)
+static ldpb_err sq_arm_counts(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k)
 {
-    sqlite3_stmt *st = NULL;
-    ldpb_err err = prepare(s, &st, "SELECT arm, count(*) FROM reports GROUP BY arm");
-    if (err)
-        return err;
+    sqlite3_stmt *st = BE(s)->arm_counts;
+    sqlite3_bind_int64(st, 1, exp);
+    ldpb_err err = LDPB_OK;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         sqlite3_int64 arm = sqlite3_column_int64(st, 0);
@@ -524,7 +775,8 @@ static ldpb_err sq_arm_counts(agg_store *s, uint64_t *counts, uint32_t k)
     }
     if (!err && rc != SQLITE_DONE)
         err = sql_fail(s, "counting reports");
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     return err;
 }
 
@@ -540,7 +792,97 @@ static void csv_num(FILE *out, sqlite3_stmt *st, int col, int is_real)
         fprintf(out, "%lld", (long long)sqlite3_column_int64(st, col));
 }
 
-static ldpb_err sq_export_csv(const char *url, const char *dir, FILE *out, char *errmsg)
+/* The export's query: version 1's tables (every row is `default`'s) or version 2's, for every
+ * experiment or one (?1 its id). Columns: the 10 of the CSV, then the experiment's name. */
+static void export_sql(char *sql, size_t cap, int v1, int one)
+{
+    const char *name_d = v1 ? "'default'" : "e.name";
+    const char *join_d = v1 ? "" : " JOIN experiments e ON e.id = d.experiment";
+    const char *join_r = v1 ? "" : " JOIN experiments e ON e.id = r.experiment";
+    snprintf(sql, cap,
+             "SELECT d.assignment_id, d.arm, d.propensity, d.policy_version, d.mechanism,"
+             " d.epsilon, r.value, d.issued_at_ms, d.expires_at_ms, r.reported_at_ms, %s"
+             " FROM decisions d%s LEFT JOIN reports r ON r.assignment_id = d.assignment_id%s"
+             " UNION ALL "
+             "SELECT r.assignment_id, r.arm, r.propensity, r.policy_version, r.mechanism,"
+             " r.epsilon, r.value, NULL, r.expires_at_ms, r.reported_at_ms, %s FROM reports r%s"
+             " WHERE %sNOT EXISTS (SELECT 1 FROM decisions d WHERE d.assignment_id ="
+             " r.assignment_id) ORDER BY 9, 1",
+             name_d, join_d, one ? " WHERE d.experiment = ?1" : "", name_d, join_r,
+             one ? "r.experiment = ?1 AND " : "");
+}
+
+static void csv_row(FILE *out, sqlite3_stmt *st, int with_name)
+{
+    const uint8_t *id = sqlite3_column_blob(st, 0);
+    int n = sqlite3_column_bytes(st, 0);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "%02x", id[i]);
+    const unsigned char *mech = sqlite3_column_text(st, 4);
+    fprintf(out, ",%lld,%.17g,%lld,%s,%.17g,", (long long)sqlite3_column_int64(st, 1),
+            sqlite3_column_double(st, 2), (long long)sqlite3_column_int64(st, 3),
+            mech ? (const char *)mech : "", sqlite3_column_double(st, 5));
+    csv_num(out, st, 6, 1);
+    fputc(',', out);
+    csv_num(out, st, 7, 0);
+    fputc(',', out);
+    csv_num(out, st, 8, 0);
+    fputc(',', out);
+    csv_num(out, st, 9, 0);
+    if (with_name) {
+        const unsigned char *name = sqlite3_column_text(st, 10);
+        fprintf(out, ",%s", name ? (const char *)name : "");
+    }
+    fputc('\n', out);
+}
+
+/* Which tables the export reads (1 or 2), and the id of `experiment` in them (0: every one; -1:
+ * none of that name). LDPB_ECORRUPT for no aggregator state. */
+static ldpb_err export_target(sqlite3 *db, const char *path, const char *experiment, int *v1,
+                              int64_t *id, char *errmsg)
+{
+    sqlite3_stmt *st = NULL;
+    int shape = -1;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
+                           " name = 'experiments') * 2 + (SELECT count(*) FROM sqlite_master"
+                           " WHERE type = 'table' AND name = 'state')",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        shape = (int)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (shape <= 0) {
+        say(errmsg, "%s: not an ldpb-aggregator state: %s", path,
+            shape < 0 ? sqlite3_errmsg(db) : "no experiments or state table");
+        return shape < 0 ? LDPB_EIO : LDPB_ECORRUPT;
+    }
+    *v1 = shape == 1;
+    *id = 0;
+    if (!experiment)
+        return LDPB_OK;
+    if (*v1) {
+        *id = strcmp(experiment, AGG_STORE_DEFAULT_EXP) == 0 ? 0 : -1;
+        return LDPB_OK;
+    }
+    *id = -1;
+    int rc = SQLITE_ERROR;
+    if (sqlite3_prepare_v2(db, "SELECT id FROM experiments WHERE name = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, experiment, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            *id = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        say(errmsg, "%s: not an ldpb-aggregator state: %s", path, sqlite3_errmsg(db));
+        return LDPB_ECORRUPT;
+    }
+    return LDPB_OK;
+}
+
+static ldpb_err sq_export_csv(const char *url, const char *dir, const char *experiment,
+                              int with_name, FILE *out, char *errmsg)
 {
     (void)url;
     char path[4096];
@@ -558,42 +900,37 @@ static ldpb_err sq_export_csv(const char *url, const char *dir, FILE *out, char 
         goto done;
     }
     sqlite3_busy_timeout(db, 5000);
-    static const char sql[] =
-        "SELECT d.assignment_id, d.arm, d.propensity, d.policy_version, d.mechanism, d.epsilon,"
-        " r.value, d.issued_at_ms, d.expires_at_ms, r.reported_at_ms"
-        " FROM decisions d LEFT JOIN reports r ON r.assignment_id = d.assignment_id"
-        " UNION ALL "
-        "SELECT r.assignment_id, r.arm, r.propensity, r.policy_version, r.mechanism, r.epsilon,"
-        " r.value, NULL, r.expires_at_ms, r.reported_at_ms FROM reports r"
-        " WHERE NOT EXISTS (SELECT 1 FROM decisions d WHERE d.assignment_id = r.assignment_id)"
-        " ORDER BY 9, 1";
+    /* One read transaction: the experiment's id and its rows from one snapshot. */
+    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: %s", path, sqlite3_errmsg(db));
+        goto done;
+    }
+    int v1 = 0;
+    int64_t id = 0;
+    err = export_target(db, path, experiment, &v1, &id, errmsg);
+    if (err)
+        goto done;
+    err = LDPB_EIO;
+    if (id < 0 && with_name) {
+        say(errmsg, "%s: no experiment '%s' in this state", path, experiment);
+        err = LDPB_ENOEXPERIMENT;
+        goto done;
+    }
+    char sql[2048];
+    export_sql(sql, sizeof sql, v1, experiment && !(v1 && id == 0));
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         say(errmsg, "%s: not an ldpb-aggregator state: %s", path, sqlite3_errmsg(db));
         err = LDPB_ECORRUPT;
         goto done;
     }
-    fputs("assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,issued_at_ms,"
-          "expires_at_ms,reported_at_ms\n",
-          out);
+    sqlite3_bind_int64(st, 1, id); /* -1 (a version-1 caller's `default` missing): no rows */
+    fprintf(out,
+            "assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,issued_at_ms,"
+            "expires_at_ms,reported_at_ms%s\n",
+            with_name ? ",experiment" : "");
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const uint8_t *id = sqlite3_column_blob(st, 0);
-        int n = sqlite3_column_bytes(st, 0);
-        for (int i = 0; i < n; i++)
-            fprintf(out, "%02x", id[i]);
-        const unsigned char *mech = sqlite3_column_text(st, 4);
-        fprintf(out, ",%lld,%.17g,%lld,%s,%.17g,", (long long)sqlite3_column_int64(st, 1),
-                sqlite3_column_double(st, 2), (long long)sqlite3_column_int64(st, 3),
-                mech ? (const char *)mech : "", sqlite3_column_double(st, 5));
-        csv_num(out, st, 6, 1);
-        fputc(',', out);
-        csv_num(out, st, 7, 0);
-        fputc(',', out);
-        csv_num(out, st, 8, 0);
-        fputc(',', out);
-        csv_num(out, st, 9, 0);
-        fputc('\n', out);
-    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        csv_row(out, st, with_name);
     if (rc != SQLITE_DONE) {
         say(errmsg, "%s: %s", path, sqlite3_errmsg(db));
         goto done;
@@ -674,6 +1011,10 @@ const agg_store_ops agg_store_sqlite_ops = {
     .open = sq_open,
     .close = sq_close,
     .load = sq_load,
+    .experiments = sq_experiments,
+    .add_experiment = sq_add_experiment,
+    .set_running = sq_set_running,
+    .set_settings = sq_set_settings,
     .begin = sq_begin,
     .write_meta = sq_write_meta,
     .commit = sq_commit,

@@ -92,8 +92,11 @@ static void make_state(const fixture *f, const char *const *kv)
     config(&c, f, kv);
     const agg_policy_ops *ops = agg_policy_find(c.policy);
     assert_non_null(ops);
-    agg_store_meta meta = {
-        c.policy, agg_mode_name(c.mode), c.params, agg_policy_reads(ops, &c.params), 0, NULL};
+    agg_store_meta meta = {c.policy, agg_mode_name(c.mode),
+                           c.params, agg_policy_reads(ops, &c.params),
+                           0,        NULL,
+                           NULL,     0,
+                           NULL,     NULL};
     agg_store *st = NULL;
     char smsg[AGG_STORE_ERRMAX];
     assert_int_equal(agg_store_open(&st, f->state, &meta, smsg), LDPB_OK);

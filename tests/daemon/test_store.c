@@ -99,7 +99,7 @@ static agg_store_row row(uint8_t tag, uint32_t arm, uint64_t at, double value)
     static uint8_t ids[256][16];
     memset(ids[tag], tag, sizeof ids[tag]);
     agg_store_row r = {ids[tag], sizeof ids[tag], arm, "linear", 1.0, 1.0 / 3,
-                       7,        at + 60000,      at,  value};
+                       7,        at + 60000,      at,  value,    0,   0};
     return r;
 }
 
@@ -306,7 +306,8 @@ static void test_lost_database(void **state)
     if (f->url[0]) {
         PGconn *c = PQconnectdb(f->url);
         assert_int_equal(PQstatus(c), CONNECTION_OK);
-        PGresult *r = PQexec(c, "DROP TABLE meta, state, reports, decisions, identity");
+        PGresult *r = PQexec(
+            c, "DROP TABLE meta, experiments, commit_generation, reports, decisions, identity");
         assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
         PQclear(r);
         PQfinish(c);
@@ -409,7 +410,7 @@ static void test_pg_wrong_schema(void **state)
     assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
     assert_non_null(strstr(msg, "schema version 99"));
     assert_int_equal(count(c, "SELECT count(*) FROM reports"), 4);
-    assert_int_equal(count(c, "SELECT generation FROM state"), 1);
+    assert_int_equal(count(c, "SELECT generation FROM commit_generation"), 1);
     PQfinish(c);
     remove_tree(f->dir);
 
@@ -546,7 +547,7 @@ static void test_pg_commit_in_doubt(void **state)
     agg_store_counters c6 = {6, 6, 1, 6};
     assert_int_equal(one_report(s, 31, &c6), LDPB_EIO);
     agg_store_set_commit_hook(s, NULL, NULL);
-    sql(killer, "UPDATE state SET generation = generation + 1");
+    sql(killer, "UPDATE commit_generation SET generation = generation + 1");
     assert_int_equal(agg_store_begin(s), LDPB_EIO);
     assert_non_null(strstr(agg_store_errmsg(s), "went through: restart ldpb-aggregator"));
     assert_int_equal(agg_store_begin(s), LDPB_EIO); /* and stays so */

@@ -245,12 +245,74 @@ static void test_state_binding(void **state)
     assert_int_equal(agg_token_open_bound(&a_legacy, v2, sizeof v2, f, 2, &u), LDPB_OK);
 }
 
+/* Experiments (issue 18): "default" keeps version 3 byte for byte; another experiment's id is
+ * version 4 and opens only in that experiment, with exactly its MAC input (body || u8 len || name,
+ * features between for a contextual one). */
+static void test_experiment_binding(void **state)
+{
+    (void)state;
+    agg_token_key key;
+    agg_token t, u;
+    make(&key, &t, 7);
+    uint8_t v3[AGG_TOKEN_BYTES], d[AGG_TOKEN_BYTES], x[AGG_TOKEN_BYTES], y[AGG_TOKEN_BYTES];
+    assert_int_equal(agg_token_seal(&key, &t, v3), LDPB_OK);
+    /* default, by each spelling: the very bytes of version 3 */
+    assert_int_equal(agg_token_seal_in(&key, NULL, &t, NULL, 0, d), LDPB_OK);
+    assert_memory_equal(d, v3, sizeof d);
+    assert_int_equal(agg_token_seal_in(&key, "default", &t, NULL, 0, d), LDPB_OK);
+    assert_memory_equal(d, v3, sizeof d);
+    assert_int_equal(agg_token_seal_in(&key, "exp-a", &t, NULL, 0, x), LDPB_OK);
+    assert_int_equal(x[0], AGG_TOKEN_VERSION_EXP);
+    assert_memory_equal(x + 1, v3 + 1, AGG_TOKEN_BODY_BYTES - 1); /* same body but the version */
+    assert_int_equal(agg_token_open_in(&key, "exp-a", x, sizeof x, NULL, 0, &u), LDPB_OK);
+    assert_same_token(&u, &t);
+    /* the MAC is BLAKE2b-128 keyed by k3 over body || u8 len || name */
+    uint8_t msg[AGG_TOKEN_BODY_BYTES + 1 + 5], mac[AGG_TOKEN_MAC_BYTES];
+    memcpy(msg, x, AGG_TOKEN_BODY_BYTES);
+    msg[AGG_TOKEN_BODY_BYTES] = 5;
+    memcpy(msg + AGG_TOKEN_BODY_BYTES + 1, "exp-a", 5);
+    assert_int_equal(crypto_generichash(mac, sizeof mac, msg, sizeof msg, key.k3, 32), 0);
+    assert_memory_equal(mac, x + AGG_TOKEN_BODY_BYTES, sizeof mac);
+    /* in any other experiment, default included, it is unknown; and the other way round */
+    assert_int_equal(agg_token_open_in(&key, "exp-b", x, sizeof x, NULL, 0, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_in(&key, "exp-", x, sizeof x, NULL, 0, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_in(&key, NULL, x, sizeof x, NULL, 0, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open(&key, x, sizeof x, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_in(&key, "exp-a", v3, sizeof v3, NULL, 0, &u),
+                     LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_in(&key, "default", v3, sizeof v3, NULL, 0, &u), LDPB_OK);
+    /* a version 3 id relabelled 4 does not open in any experiment */
+    memcpy(y, v3, sizeof y);
+    y[0] = AGG_TOKEN_VERSION_EXP;
+    assert_int_equal(agg_token_open_in(&key, "exp-a", y, sizeof y, NULL, 0, &u), LDPB_ENOTFOUND);
+    /* bound to features: those features in that experiment only */
+    const double f[3] = {0.25, -1.0, 3.5}, g[3] = {0.25, -1.0, 3.25};
+    assert_int_equal(agg_token_seal_in(&key, "exp-a", &t, f, 3, y), LDPB_OK);
+    assert_int_equal(agg_token_open_in(&key, "exp-a", y, sizeof y, f, 3, &u), LDPB_OK);
+    assert_same_token(&u, &t);
+    assert_int_equal(agg_token_open_in(&key, "exp-a", y, sizeof y, g, 3, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_in(&key, "exp-b", y, sizeof y, f, 3, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_in(&key, "exp-a", y, sizeof y, NULL, 0, &u), LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_seal_in(&key, "default", &t, f, 3, d), LDPB_OK);
+    assert_int_equal(agg_token_seal_bound(&key, &t, f, 3, v3), LDPB_OK);
+    assert_memory_equal(d, v3, sizeof d);
+    /* an unbound key never issues version 4 */
+    agg_token_key unbound;
+    uint8_t sk[LDPB_KEY_BYTES];
+    memset(sk, 7, sizeof sk);
+    assert_int_equal(agg_token_key_derive(&unbound, sk), LDPB_OK);
+    assert_int_equal(agg_token_seal_in(&unbound, "exp-a", &t, NULL, 0, y), LDPB_ECRYPTO);
+    assert_int_equal(agg_token_open_in(&unbound, "exp-a", x, sizeof x, NULL, 0, &u),
+                     LDPB_ENOTFOUND);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_forgeries),
         cmocka_unit_test(test_ids_sort_by_expiry), cmocka_unit_test(test_version1_still_opens),
         cmocka_unit_test(test_bound_features),     cmocka_unit_test(test_state_binding),
+        cmocka_unit_test(test_experiment_binding),
     };
     return cmocka_run_group_tests_name("assign_token", tests, NULL, NULL);
 }

@@ -1,0 +1,111 @@
+/* One experiment of the service (docs/aggregator.md, "Experiments"): a learning problem with its
+ * own policy, its own committed state and counters, served under a name next to others. What was
+ * the whole service's policy state sits here, once per experiment; what is the service's (keys,
+ * queues, the committer's buffers and noise source, the transport) stays in agg_server.
+ *
+ * Memory: an idle experiment holds its settings, two instances of its policy (the served one and
+ * the committer's copy, swapped on publish) and, in central mode only, the served instance's noise
+ * source. The committer's generators and buffers are the server's, shared by every experiment.
+ *
+ * The registry maps names to experiments: a sorted array of pointers under a read-write lock,
+ * taken for reading by every request's lookup and for writing only to add one. Experiments are
+ * never freed while the server lives (a stopped one keeps its state), so a pointer looked up stays
+ * valid without the lock. */
+#ifndef LDPB_AGG_EXPERIMENT_H
+#define LDPB_AGG_EXPERIMENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ldpb/err.h"
+#include "ldpb/mech_table.h"
+#include "ldpb/rng.h"
+#include "policy.h"
+#include "rand.h"
+#include "store.h"
+
+#define AGG_EXPERIMENT_DEFAULT "default"
+
+#ifndef AGG_EXPERIMENT_NAME_MAX
+/* Until config.h declares experiments (issue 18): the same fields, filled from the single
+ * experiment of the top-level keys. */
+#define AGG_EXPERIMENT_NAME_MAX 64
+typedef struct agg_exp_config {
+    char name[AGG_EXPERIMENT_NAME_MAX + 1];
+    char *policy;
+    int mode;
+    agg_policy_config params;
+    agg_ctx_params ctx;
+    uint64_t decision_retention_s;
+} agg_exp_config;
+#define AGG_EXP_CONFIG_FALLBACK 1
+#endif
+
+typedef struct agg_experiment {
+    agg_exp_config ec; /* its settings (owned copy); ec.name is its name */
+    int64_t store_id;  /* experiments.id in the store; 0 = the default experiment's row */
+    atomic_int running;
+    int from_config; /* declared by the configuration (else created at run time) */
+    int declared;    /* committer-free scratch for a reload: still in the configuration */
+    size_t index;    /* position in declaration/creation order */
+
+    agg_policy *policy; /* served: always a committed state */
+    agg_policy *next;   /* the committer's copy, until its COMMIT publishes it (a swap) */
+    pthread_mutex_t policy_mu;
+    agg_rand rand;      /* the served instance's decisions */
+    ldpb_rng *noise_rng; /* central mode only: the served instance's noise source (never drawn */
+    agg_noise *noise;    /* by choose(), but required by it) */
+    uint64_t policy_version; /* under policy_mu */
+    int mc_propensity;       /* ops->choose_is_draw without ops->propensity */
+    int contextual;          /* ctx_policy.h */
+    int local_ctx;           /* the local contextual mode: devices choose */
+    int wire_mechanism;      /* what every assignment asks for */
+    double wire_epsilon;
+    const ldpb_mech_desc *wire_desc;
+
+    agg_store_counters committed; /* committer only */
+    atomic_uint_fast64_t n_reports, n_duplicates, n_assignments;
+
+    /* committer only, during one batch */
+    int touched, observed;
+    uint64_t b_new, b_dup;
+    agg_store_counters pending; /* what the batch's transaction stores, published after COMMIT */
+} agg_experiment;
+
+/* Builds an experiment from checked settings (copied): its policy instances, the served
+ * instance's generator (seeded from `seed`, which the caller serializes) and, in central mode, its
+ * noise source. LDPB_EINVAL (the policy refuses the settings), LDPB_ENOMEM, LDPB_ECRYPTO; `errmsg`
+ * (AGG_SERVER_ERRMAX bytes) says which. */
+ldpb_err agg_experiment_new(agg_experiment **out, const agg_exp_config *ec, ldpb_rng *seed,
+                            char *errmsg);
+void agg_experiment_free(agg_experiment *e);
+
+/* Restores a stored state blob into both instances and sets the counters. */
+ldpb_err agg_experiment_restore(agg_experiment *e, const uint8_t *blob, size_t len,
+                                const agg_store_counters *c);
+
+/* 1 if `name` is NULL, empty or "default". */
+int agg_experiment_is_default_name(const char *name);
+
+typedef struct agg_exp_registry {
+    pthread_rwlock_t mu;
+    agg_experiment **by_name; /* sorted by name */
+    agg_experiment **by_order; /* in declaration/creation order */
+    size_t n, cap;
+} agg_exp_registry;
+
+void agg_registry_init(agg_exp_registry *r);
+/* Frees every experiment. */
+void agg_registry_fini(agg_exp_registry *r);
+/* The experiment named `name`, running or not; NULL if none. */
+agg_experiment *agg_registry_find(agg_exp_registry *r, const char *name);
+/* Adds `e` (its name not yet present): LDPB_OK, LDPB_ENOMEM, LDPB_ESTATE (the name is taken). */
+ldpb_err agg_registry_add(agg_exp_registry *r, agg_experiment *e);
+/* The number of experiments and the i-th in declaration/creation order (i < n, read-locked). */
+size_t agg_registry_count(agg_exp_registry *r);
+agg_experiment *agg_registry_at(agg_exp_registry *r, size_t i);
+
+#endif
