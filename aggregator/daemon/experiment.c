@@ -11,24 +11,6 @@
 
 #define say(out, ...) ldpb_detailf((out), AGG_SERVER_ERRMAX, __VA_ARGS__)
 
-#ifdef AGG_EXP_CONFIG_FALLBACK
-static ldpb_err exp_config_copy(agg_exp_config *dst, const agg_exp_config *src)
-{
-    *dst = *src;
-    dst->policy = src->policy ? strdup(src->policy) : NULL;
-    return !src->policy || dst->policy ? LDPB_OK : LDPB_ENOMEM;
-}
-
-static void exp_config_fini(agg_exp_config *e)
-{
-    free(e->policy);
-    e->policy = NULL;
-}
-#else
-#define exp_config_copy agg_exp_config_copy
-#define exp_config_fini agg_exp_config_fini
-#endif
-
 int agg_experiment_is_default_name(const char *name)
 {
     return !name || !name[0] || strcmp(name, AGG_EXPERIMENT_DEFAULT) == 0;
@@ -85,7 +67,7 @@ ldpb_err agg_experiment_new(agg_experiment **out, const agg_exp_config *ec, ldpb
     if (!e)
         return LDPB_ENOMEM;
     pthread_mutex_init(&e->policy_mu, NULL);
-    ldpb_err err = exp_config_copy(&e->ec, ec);
+    ldpb_err err = agg_exp_config_copy(&e->ec, ec);
     if (!err)
         err = make_instances(e, errmsg);
     if (err)
@@ -124,7 +106,7 @@ void agg_experiment_free(agg_experiment *e)
     agg_policy_free(e->next);
     agg_noise_free(e->noise);
     ldpb_rng_free(e->noise_rng);
-    exp_config_fini(&e->ec);
+    agg_exp_config_fini(&e->ec);
     pthread_mutex_destroy(&e->policy_mu);
     free(e);
 }
@@ -242,4 +224,21 @@ agg_experiment *agg_registry_at(agg_exp_registry *r, size_t i)
     agg_experiment *e = i < r->n ? r->by_order[i] : NULL;
     pthread_rwlock_unlock(&r->mu);
     return e;
+}
+
+size_t agg_registry_page(agg_exp_registry *r, const char *after, agg_experiment **out, size_t max,
+                         int *more)
+{
+    pthread_rwlock_rdlock(&r->mu);
+    int found = 0;
+    size_t at = after && after[0] ? locate(r, after, &found) : 0;
+    at += found; /* strictly after */
+    size_t n = 0;
+    while (at + n < r->n && n < max) {
+        out[n] = r->by_name[at + n];
+        n++;
+    }
+    *more = at + n < r->n;
+    pthread_rwlock_unlock(&r->mu);
+    return n;
 }

@@ -29,20 +29,8 @@
 
 #define AGG_EXPERIMENT_DEFAULT "default"
 
-#ifndef AGG_EXPERIMENT_NAME_MAX
-/* Until config.h declares experiments (issue 18): the same fields, filled from the single
- * experiment of the top-level keys. */
-#define AGG_EXPERIMENT_NAME_MAX 64
-typedef struct agg_exp_config {
-    char name[AGG_EXPERIMENT_NAME_MAX + 1];
-    char *policy;
-    int mode;
-    agg_policy_config params;
-    agg_ctx_params ctx;
-    uint64_t decision_retention_s;
-} agg_exp_config;
-#define AGG_EXP_CONFIG_FALLBACK 1
-#endif
+/* Room for an experiment's settings text (agg_exp_config_format). */
+#define AGG_EXP_SETTINGS_MAX 4096
 
 typedef struct agg_experiment {
     agg_exp_config ec; /* its settings (owned copy); ec.name is its name */
@@ -55,7 +43,7 @@ typedef struct agg_experiment {
     agg_policy *policy; /* served: always a committed state */
     agg_policy *next;   /* the committer's copy, until its COMMIT publishes it (a swap) */
     pthread_mutex_t policy_mu;
-    agg_rand rand;      /* the served instance's decisions */
+    agg_rand rand;       /* the served instance's decisions */
     ldpb_rng *noise_rng; /* central mode only: the served instance's noise source (never drawn */
     agg_noise *noise;    /* by choose(), but required by it) */
     uint64_t policy_version; /* under policy_mu */
@@ -92,7 +80,7 @@ int agg_experiment_is_default_name(const char *name);
 
 typedef struct agg_exp_registry {
     pthread_rwlock_t mu;
-    agg_experiment **by_name; /* sorted by name */
+    agg_experiment **by_name;  /* sorted by name */
     agg_experiment **by_order; /* in declaration/creation order */
     size_t n, cap;
 } agg_exp_registry;
@@ -107,5 +95,9 @@ ldpb_err agg_registry_add(agg_exp_registry *r, agg_experiment *e);
 /* The number of experiments and the i-th in declaration/creation order (i < n, read-locked). */
 size_t agg_registry_count(agg_exp_registry *r);
 agg_experiment *agg_registry_at(agg_exp_registry *r, size_t i);
+/* Up to `max` experiments whose names sort bytewise after `after` (NULL or "": from the first),
+ * in name order, into out; their number. *more: others follow. */
+size_t agg_registry_page(agg_exp_registry *r, const char *after, agg_experiment **out, size_t max,
+                         int *more);
 
 #endif

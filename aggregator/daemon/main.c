@@ -26,12 +26,18 @@
 #define LDPB_VERSION_STRING "unknown"
 #endif
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, reload_requested;
 
 static void on_stop(int sig)
 {
     (void)sig;
     stop_requested = 1;
+}
+
+static void on_hup(int sig)
+{
+    (void)sig;
+    reload_requested = 1;
 }
 
 /* Logs by level to stderr, one line each. stderr is unbuffered; a single fprintf per line keeps
@@ -40,6 +46,28 @@ static void log_stderr(void *ctx, int level, const char *msg)
 {
     (void)ctx;
     fprintf(stderr, "[%s] %s\n", agg_log_level_name(level), msg);
+}
+
+/* SIGHUP: the configuration file is read again with the original flags (which still override
+ * it) and its experiments applied (agg_server_reload); a file that no longer parses or checks
+ * changes nothing. */
+static void reload(agg_server *srv, const agg_config *cfg)
+{
+    char err[AGG_CONFIG_ERRMAX] = "";
+    agg_config next;
+    agg_config_init(&next);
+    if (agg_config_parse_args(&next, cfg->argc, cfg->argv, err) != LDPB_OK ||
+        agg_config_check(&next, err) != LDPB_OK) {
+        char line[AGG_CONFIG_ERRMAX + 96];
+        snprintf(line, sizeof line, "reload: the configuration is not valid, nothing changed: %s",
+                 err);
+        log_stderr(NULL, AGG_LOG_ERROR, line);
+        agg_config_fini(&next);
+        return;
+    }
+    size_t refused = 0;
+    agg_server_reload(srv, &next, &refused);
+    agg_config_fini(&next);
 }
 
 /* What a fill of the durable write (ldpb/durable.h) reports back: the store's own message. */
@@ -230,6 +258,8 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
 
@@ -260,6 +290,11 @@ int main(int argc, char **argv)
     while (!stop_requested) {
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
+        if (reload_requested) {
+            reload_requested = 0;
+            log_stderr(NULL, AGG_LOG_INFO, "SIGHUP: reloading the experiments");
+            reload(srv, &cfg);
+        }
     }
     log_stderr(NULL, AGG_LOG_INFO, "stopping: draining in-flight requests");
     agg_server_stop(srv);

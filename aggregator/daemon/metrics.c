@@ -161,16 +161,16 @@ static size_t render_experiments(agg_server *s, char *buf, size_t cap, agg_exp_s
                          : series[j].which == 2 ? ex[i].assignments
                                                 : (uint64_t)ex[i].running;
             /* names are [a-z0-9._-]: nothing to escape */
-            r = snprintf(buf + n, cap - n, "%s{experiment=\"%s\"} %" PRIu64 "\n",
-                         series[j].name, ex[i].name, v);
+            r = snprintf(buf + n, cap - n, "%s{experiment=\"%s\"} %" PRIu64 "\n", series[j].name,
+                         ex[i].name, v);
             n = r > 0 && n + (size_t)r < cap ? n + (size_t)r : cap - 1;
         }
     }
     return n;
 }
 
-static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms,
-                     agg_exp_stats *ex, size_t ex_max)
+static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms, agg_exp_stats *ex,
+                     size_t ex_max)
 {
     agg_server *s = m->s;
     proc_sample ps;

@@ -64,11 +64,31 @@ void count_error(agg_server *s, ldpb_err code)
 
 /* ---- construction ------------------------------------------------------------------------ */
 
-static ldpb_err load_allowlist(agg_server *s, const char *path, char *errmsg)
+typedef ldpb_err (*key_add_fn)(agg_server *s, const uint8_t pk[LDPB_KEY_BYTES]);
+
+static ldpb_err allow_key(agg_server *s, const uint8_t pk[LDPB_KEY_BYTES])
+{
+    return ldpb_keycache_allow(s->kc, pk);
+}
+
+/* An operator's key: may send experiment commands, and (with auth = allowlist) frames at all. */
+static ldpb_err admin_key(agg_server *s, const uint8_t pk[LDPB_KEY_BYTES])
+{
+    uint8_t *a = realloc(s->admins, (s->n_admins + 1) * LDPB_KEY_BYTES);
+    if (!a)
+        return LDPB_ENOMEM;
+    s->admins = a;
+    memcpy(a + s->n_admins++ * LDPB_KEY_BYTES, pk, LDPB_KEY_BYTES);
+    return s->cfg->auth == AGG_AUTH_ALLOWLIST ? ldpb_keycache_allow(s->kc, pk) : LDPB_OK;
+}
+
+/* Reads a file of public keys (one per line, '#' comments): the allow-list or the admin list. */
+static ldpb_err load_keylist(agg_server *s, const char *what, const char *path, key_add_fn add,
+                             char *errmsg)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        say(errmsg, "allowlist %s: cannot open: %s", path, strerror(errno));
+        say(errmsg, "%s %s: cannot open: %s", what, path, strerror(errno));
         return LDPB_EIO;
     }
     char line[256];
@@ -92,7 +112,7 @@ static ldpb_err load_allowlist(agg_server *s, const char *path, char *errmsg)
         char detail[LDPB_DETAIL_BYTES] = "";
         err = ldpb_keyfile_parse(line, n, LDPB_KEYFILE_PUBLIC, pk, detail);
         if (!err)
-            err = ldpb_keycache_allow(s->kc, pk);
+            err = add(s, pk);
         if (err) {
             say(errmsg, "%s:%u: %s", path, lineno,
                 err == LDPB_ERANGE ? "more keys than the allow-list holds" : detail);
@@ -101,12 +121,13 @@ static ldpb_err load_allowlist(agg_server *s, const char *path, char *errmsg)
         keys++;
     }
     if (!err && ferror(f)) {
-        say(errmsg, "allowlist %s: read error", path);
+        say(errmsg, "%s %s: read error", what, path);
         err = LDPB_EIO;
     }
     fclose(f);
     if (!err && keys == 0) {
-        say(errmsg, "allowlist %s has no keys: no client could connect", path);
+        say(errmsg, "%s %s has no keys%s", what, path,
+            add == allow_key ? ": no client could connect" : "");
         err = LDPB_EINVAL;
     }
     return err;
@@ -166,11 +187,17 @@ static ldpb_err load_keys(agg_server *s, const agg_config *cfg, char *errmsg)
     ko.derive_rate = (uint32_t)cfg->key_derivations_per_s;
     if (cfg->auth == AGG_AUTH_ALLOWLIST) {
         size_t lines = count_lines(cfg->allowlist);
+        if (cfg->admin_list)
+            lines += count_lines(cfg->admin_list);
         ko.allowlist_max = lines < LDPB_ALLOWLIST_MAX ? lines : LDPB_ALLOWLIST_MAX;
     }
     err = ldpb_keycache_new(&s->kc, &s->kp, &ko);
     if (!err && cfg->auth == AGG_AUTH_ALLOWLIST) {
-        err = load_allowlist(s, cfg->allowlist, errmsg);
+        err = load_keylist(s, "allowlist", cfg->allowlist, allow_key, errmsg);
+        err = err == LDPB_OK || err == LDPB_ENOMEM ? err : LDPB_EINVAL;
+    }
+    if (!err && cfg->admin_list) {
+        err = load_keylist(s, "admin_list", cfg->admin_list, admin_key, errmsg);
         err = err == LDPB_OK || err == LDPB_ENOMEM ? err : LDPB_EINVAL;
     }
     if (err) {
@@ -210,67 +237,59 @@ static ldpb_err make_generators(agg_server *s, char *errmsg)
     return LDPB_OK;
 }
 
-/* The experiment of the top-level keys, "default". */
-static ldpb_err make_default(agg_server *s, const agg_config *cfg, char *errmsg)
+/* The state's meta: the learning problem of `default` where the configuration declares it (a
+ * version 1 state migrates into it only if it is the same problem), else none. */
+static ldpb_err open_store(agg_server *s, const agg_config *cfg, char *errmsg)
 {
-    agg_exp_config ec;
-    memset(&ec, 0, sizeof ec);
-    snprintf(ec.name, sizeof ec.name, "%s", AGG_EXPERIMENT_DEFAULT);
-    ec.policy = cfg->policy;
-    ec.mode = cfg->mode;
-    ec.params = cfg->params;
-    ec.ctx = cfg->ctx;
-    ec.decision_retention_s = cfg->decision_retention_s;
-    agg_experiment *e = NULL;
-    ldpb_err err = agg_experiment_new(&e, &ec, s->seed_rng, errmsg);
-    if (err)
-        return err;
-    e->from_config = 1;
-    err = agg_registry_add(&s->exps, e);
-    if (err) {
-        agg_experiment_free(e);
-        say(errmsg, "cannot register experiment %s", ec.name);
-        return err;
+    const agg_exp_config *dc = agg_config_experiment(cfg, AGG_EXPERIMENT_DEFAULT);
+    agg_store_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.new_state = cfg->new_state;
+    meta.store_url = cfg->store;
+    char *settings = NULL;
+    if (dc) {
+        /* The policy refuses its parameters (eps_arm above epsilon, ...) before the state is
+         * opened, let alone compared. */
+        agg_experiment *trial = NULL;
+        ldpb_err terr = agg_experiment_new(&trial, dc, s->seed_rng, errmsg);
+        agg_experiment_free(trial);
+        if (terr)
+            return terr;
+        const agg_policy_ops *ops = agg_ctx_policy_find(dc->policy);
+        if (!ops)
+            ops = agg_policy_find(dc->policy);
+        settings = malloc(AGG_EXP_SETTINGS_MAX);
+        if (!settings || !agg_exp_config_format(dc, settings, AGG_EXP_SETTINGS_MAX)) {
+            free(settings);
+            say(errmsg, "cannot format the settings of experiment default");
+            return LDPB_ENOMEM;
+        }
+        /* The meta compares only what the policy reads: a state saved under another value of an
+         * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
+         * state. */
+        meta.policy = dc->policy;
+        meta.mode = agg_mode_name(dc->mode);
+        meta.params = dc->params;
+        meta.reads = ops ? agg_policy_reads(ops, &dc->params) : 0;
+        meta.default_settings = settings;
+        meta.default_retention_ms = dc->decision_retention_s * 1000u;
     }
-    s->def = e;
-    return LDPB_OK;
+    char smsg[AGG_STORE_ERRMAX] = "";
+    ldpb_err err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
+    free(settings);
+    if (err)
+        say(errmsg, "%s", smsg);
+    return err;
 }
 
-/* Opens the state in state_dir (refusing another configuration's), restores the policy and the
- * counters from it, and binds assignments and the replay log to the state's identity
+/* Opens the state in state_dir (refusing another configuration's), restores every experiment and
+ * the counters from it, and binds assignments and the replay log to the state's identity
  * (state_id.h). */
 static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
 {
-    /* The durable state. */
-    /* The meta compares only what the policy reads: a state saved under another value of an
-     * ignored parameter (kappa with a linear mechanism, epsilon without privacy) is the same
-     * state. */
-    agg_experiment *d = s->def;
-    agg_store_meta meta = {cfg->policy,    agg_mode_name(cfg->mode),
-                           cfg->params,    agg_policy_reads(d->policy->ops, &cfg->params),
-                           cfg->new_state, cfg->store,
-                           NULL,           0,
-                           NULL,           NULL};
-    char smsg[AGG_STORE_ERRMAX] = "";
-    ldpb_err err = agg_store_open(&s->store, cfg->state_dir, &meta, smsg);
-    if (err) {
-        say(errmsg, "%s", smsg);
-        return err;
-    }
-    uint8_t *blob = NULL;
-    size_t blob_len = 0;
-    agg_store_counters c;
-    memset(&c, 0, sizeof c);
-    err = agg_store_load(s->store, &blob, &blob_len, &c);
-    if (!err) {
-        err = agg_experiment_restore(d, blob, blob_len, &c);
-        if (err)
-            say(errmsg, "state_dir %s: the stored policy state does not restore (%s)",
-                cfg->state_dir, ldpb_strerror(err));
-    } else if (err) {
-        say(errmsg, "state_dir %s: %s", cfg->state_dir, agg_store_errmsg(s->store));
-    }
-    free(blob);
+    ldpb_err err = open_store(s, cfg, errmsg);
+    if (!err)
+        err = restore_experiments(s, cfg, errmsg);
     if (!err)
         err = agg_token_key_bind_state(&s->token_key, s->kp.sk, agg_store_state_id(s->store),
                                        agg_store_legacy_tokens(s->store));
@@ -280,13 +299,52 @@ static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
                                  errmsg, AGG_SERVER_ERRMAX);
     if (err)
         return err;
-    atomic_store(&s->n_reports, c.reports);
-    atomic_store(&s->n_duplicates, c.duplicates);
-    atomic_store(&s->n_assignments, c.assignments);
+    uint64_t reports = 0, dups = 0, assignments = 0;
+    size_t n = agg_registry_count(&s->exps);
+    for (size_t i = 0; i < n; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        reports += e->committed.reports;
+        dups += e->committed.duplicates;
+        assignments += e->committed.assignments;
+    }
+    atomic_store(&s->n_reports, reports);
+    atomic_store(&s->n_duplicates, dups);
+    atomic_store(&s->n_assignments, assignments);
     atomic_store(&s->n_decision_rows, agg_store_decision_rows(s->store));
     check_space(s);
 
     return LDPB_OK;
+}
+
+/* What the start found: the experiments, the counts, how propensities are logged. */
+static void log_start(agg_server *s, const agg_config *cfg)
+{
+    size_t n = agg_registry_count(&s->exps), running = 0;
+    for (size_t i = 0; i < n; i++)
+        running += atomic_load(&agg_registry_at(&s->exps, i)->running) != 0;
+    if (s->def)
+        logf_(s, AGG_LOG_INFO,
+              "state %s: policy %s (%s mode), %u arms, %" PRIu64 " reports, %" PRIu64
+              " assignments so far",
+              cfg->state_dir, s->def->ec.policy, agg_mode_name(s->def->ec.mode),
+              (unsigned)s->def->ec.params.k, s->def->committed.reports,
+              s->def->committed.assignments);
+    logf_(s, AGG_LOG_INFO,
+          "state %s: %zu experiments (%zu running), %" PRIu64 " reports, %" PRIu64
+          " assignments so far in all",
+          cfg->state_dir, n, running, (uint64_t)atomic_load(&s->n_reports),
+          (uint64_t)atomic_load(&s->n_assignments));
+    logf_(s, AGG_LOG_INFO, "%s; %zu nonces of earlier runs still within the replay window",
+          agg_store_state_note(s->store), agg_nonce_log_loaded(s->nlog));
+    if (!s->def)
+        return;
+    if (s->def->policy->ops->propensity)
+        logf_(s, AGG_LOG_INFO, "propensity: the policy's exact probability of each choice");
+    else if (s->def->mc_propensity)
+        logf_(s, AGG_LOG_INFO, "propensity: estimated from %" PRIu64 " extra draws per choice",
+              cfg->propensity_samples);
+    else
+        logf_(s, AGG_LOG_INFO, "propensity: 1 (the policy chooses deterministically)");
 }
 
 ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log, void *log_ctx,
@@ -319,6 +377,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     s->send_ctx = s;
     pthread_mutex_init(&s->seal_mu, NULL);
     pthread_mutex_init(&s->exp_mu, NULL);
+    pthread_mutex_init(&s->store_mu, NULL);
     agg_registry_init(&s->exps);
     pthread_mutex_init(&s->queue_mu, NULL);
     pthread_mutex_init(&s->reply_mu, NULL);
@@ -334,8 +393,6 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     ldpb_err err = load_keys(s, cfg, errmsg);
     if (!err)
         err = make_generators(s, errmsg);
-    if (!err)
-        err = make_default(s, cfg, errmsg);
     if (!err)
         err = open_state(s, cfg, errmsg);
     if (err)
@@ -357,20 +414,7 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
         say(errmsg, "cannot create the committer's generator");
         goto fail;
     }
-    logf_(s, AGG_LOG_INFO,
-          "state %s: policy %s (%s mode), %u arms, %" PRIu64 " reports, %" PRIu64
-          " assignments so far",
-          cfg->state_dir, cfg->policy, agg_mode_name(cfg->mode), (unsigned)cfg->params.k,
-          (uint64_t)atomic_load(&s->n_reports), (uint64_t)atomic_load(&s->n_assignments));
-    logf_(s, AGG_LOG_INFO, "%s; %zu nonces of earlier runs still within the replay window",
-          agg_store_state_note(s->store), agg_nonce_log_loaded(s->nlog));
-    if (s->def->policy->ops->propensity)
-        logf_(s, AGG_LOG_INFO, "propensity: the policy's exact probability of each choice");
-    else if (s->def->mc_propensity)
-        logf_(s, AGG_LOG_INFO, "propensity: estimated from %" PRIu64 " extra draws per choice",
-              cfg->propensity_samples);
-    else
-        logf_(s, AGG_LOG_INFO, "propensity: 1 (the policy chooses deterministically)");
+    log_start(s, cfg);
     *out = s;
     return LDPB_OK;
 fail:
@@ -446,12 +490,7 @@ uint32_t agg_server_arms(const agg_server *s)
 
 size_t agg_server_metrics_experiments_max(const agg_server *s)
 {
-#ifdef AGG_EXP_CONFIG_FALLBACK
-    (void)s;
-    return 100;
-#else
     return (size_t)s->cfg->metrics_experiments_max;
-#endif
 }
 
 static void exp_stats_of(agg_experiment *e, agg_exp_stats *o)
@@ -730,6 +769,8 @@ void agg_server_free(agg_server *s)
     free(s->snap_buf);
     pthread_mutex_destroy(&s->seal_mu);
     pthread_mutex_destroy(&s->exp_mu);
+    pthread_mutex_destroy(&s->store_mu);
+    free(s->admins);
     pthread_mutex_destroy(&s->queue_mu);
     pthread_mutex_destroy(&s->reply_mu);
     pthread_cond_destroy(&s->reply_cv);

@@ -137,6 +137,14 @@ void agg_server_inject_disk_full(agg_server *s, int on);
  * agg_store_set_commit_hook). Only while no committer thread runs. */
 void agg_server_set_commit_hook(agg_server *s, agg_store_commit_hook fn, void *ctx);
 
+/* Applies a re-read configuration's experiments (SIGHUP): new ones start, stopped ones declared
+ * again with equal settings resume, the configuration-declared ones no longer declared stop
+ * (their state is kept; runtime-created ones are untouched), and a change of a running one's
+ * settings is refused and logged, leaving it as it runs (only its decision retention may change).
+ * Service settings are not reloaded: those that differ are logged. `next` may be freed after.
+ * LDPB_OK, or LDPB_ESTATE if *refused > 0 changes were refused. */
+ldpb_err agg_server_reload(agg_server *s, const agg_config *next, size_t *refused);
+
 /* A snapshot of the counters. */
 void agg_server_stats_get(agg_server *s, agg_server_stats *out);
 
@@ -155,10 +163,10 @@ size_t agg_server_experiment_stats(agg_server *s, agg_exp_stats *out, size_t max
 /* How many experiments get labelled series on /metrics (metrics_experiments_max). */
 size_t agg_server_metrics_experiments_max(const agg_server *s);
 
-/* The default experiment's number of arms (0 if there is none), and its served policy's per-arm state (pulls, estimate, interval) into
- * arms[0..k) for k at least that number, under the policy lock (a scrape waits at most for the
- * committer's copy of the state). The served state is always a committed one. LDPB_ERANGE if
- * k is too small; the policy's describe() errors. */
+/* The default experiment's number of arms (0 if there is none), and its served policy's per-arm
+ * state (pulls, estimate, interval) into arms[0..k) for k at least that number, under the policy
+ * lock (a scrape waits at most for the committer's copy of the state). The served state is always a
+ * committed one. LDPB_ERANGE if k is too small; the policy's describe() errors. */
 uint32_t agg_server_arms(const agg_server *s);
 ldpb_err agg_server_describe(agg_server *s, agg_arm_status *arms, uint32_t k);
 

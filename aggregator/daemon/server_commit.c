@@ -74,6 +74,9 @@ static agg_store_row row_of(const item *it)
     r.expires_at_ms = it->tok.expires_at_ms;
     r.at_ms = it->at_ms;
     r.value = it->value;
+    r.experiment = it->exp->store_id;
+    /* each experiment's retention, fixed at insert: pruning stays one ordered delete */
+    r.retain_until_ms = it->tok.expires_at_ms + it->exp->ec.decision_retention_s * 1000u;
     return r;
 }
 
@@ -121,9 +124,8 @@ static void note_commit_failure(agg_server *s, size_t n)
  * transaction and bounded by the batch's size. */
 static ldpb_err prune_decisions(agg_server *s, size_t n, uint64_t *deleted)
 {
-    uint64_t now = ldpb_seal_now_ms(), keep_ms = s->cfg->decision_retention_s * 1000u;
-    return agg_store_prune_decisions(s->store, now > keep_ms ? now - keep_ms : 0,
-                                     s->cfg->decision_rows_max, PRUNE_CHUNK + n, deleted);
+    return agg_store_prune_decisions(s->store, ldpb_seal_now_ms(), s->cfg->decision_rows_max,
+                                     PRUNE_CHUNK + n, deleted);
 }
 
 /* Moves up to batch_max queued items into s->batch; their number. */
@@ -347,7 +349,7 @@ static ldpb_err commit_experiment(agg_server *s, agg_experiment *e, size_t n)
     c.assignments = atomic_load(&e->n_assignments);
     e->pending = c;
     if (!err)
-        err = agg_store_put_state(s->store, s->save_buf, save_len, &c);
+        err = agg_store_put_exp_state(s->store, e->store_id, s->save_buf, save_len, &c);
     return err;
 }
 
@@ -362,6 +364,7 @@ size_t agg_server_commit_batch(agg_server *s)
 
     uint64_t t0 = mono_us();
     collect_touched(s, n);
+    pthread_mutex_lock(&s->store_mu);
     ldpb_err err = agg_store_begin(s->store);
     if (!err)
         err = write_rows(s, n);
@@ -379,6 +382,7 @@ size_t agg_server_commit_batch(agg_server *s)
          * touched. */
         note_commit_failure(s, n);
         agg_store_rollback(s->store);
+        pthread_mutex_unlock(&s->store_mu);
         for (size_t i = 0; i < s->n_touched; i++)
             s->touched[i]->touched = 0;
         s->n_touched = 0;
@@ -389,6 +393,7 @@ size_t agg_server_commit_batch(agg_server *s)
     if (s->n_touched > 1)
         atomic_fetch_add(&s->n_multi_exp_batches, 1);
     publish(s, n_deleted, n, t0);
+    pthread_mutex_unlock(&s->store_mu);
     answer_batch(s, n, 0);
     return n;
 }

@@ -189,9 +189,9 @@ static void do_assign_local(agg_server *s, agg_experiment *e, agg_worker *w, agg
 
 /* A contextual policy's assignment (docs/protocol.md, "Contexts"): the request's K x d feature
  * set is checked and chosen from; the id's MAC binds the chosen row, which the report resends. */
-static void do_assign_contextual(agg_server *s, agg_experiment *e, agg_worker *w,
-                                 agg_reply_to to, const uint8_t *client_pk,
-                                 const ldpb_seal_key *key, const Ldpb__V1__Envelope *req)
+static void do_assign_contextual(agg_server *s, agg_experiment *e, agg_worker *w, agg_reply_to to,
+                                 const uint8_t *client_pk, const ldpb_seal_key *key,
+                                 const Ldpb__V1__Envelope *req)
 {
     const Ldpb__V1__AssignRequest *ar = req->assign_request;
     char reason[256] = "";
@@ -300,8 +300,8 @@ void do_assign(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
     }
     pthread_mutex_unlock(&e->policy_mu);
     if (err) {
-        logf_(s, AGG_LOG_ERROR, "experiment %s: the policy failed to choose an arm: %s",
-              e->ec.name, ldpb_strerror(err));
+        logf_(s, AGG_LOG_ERROR, "experiment %s: the policy failed to choose an arm: %s", e->ec.name,
+              ldpb_strerror(err));
         send_sealed_error(s, w, to, client_pk, key, req->request_id, req->has_request_id, err,
                           "the policy failed to choose an arm");
         return;

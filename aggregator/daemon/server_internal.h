@@ -10,6 +10,7 @@
  * Locks, always taken in this order and never held across I/O:
  *   seal_mu    the key cache and the replay cache (neither is thread-safe)
  *   exp_mu     the set of experiments (create, stop, reload); the registry's rwlock under it
+ *   store_mu   the store handle (a transaction of the committer, or of a create or a stop)
  *   policy_mu  an experiment's served policy, its decision generator, and its policy version
  *   queue_mu   the committer's queue
  * The served policy only ever holds committed states: the committer observes a batch into its
@@ -84,7 +85,7 @@ typedef enum item_kind { ITEM_REPORT = 1, ITEM_DECISION = 2 } item_kind;
 typedef struct item {
     item_kind kind;
     agg_experiment *exp; /* the experiment it belongs to */
-    int expired; /* report received after the assignment's expiry */
+    int expired;         /* report received after the assignment's expiry */
     agg_token tok;
     uint8_t id[AGG_TOKEN_BYTES];
     double value;
@@ -147,6 +148,10 @@ struct agg_server {
     agg_experiment *def;
     pthread_mutex_t exp_mu;
     ldpb_rng *seed_rng;
+    /* The store is one handle: the committer's transactions and an operator's change take turns. */
+    pthread_mutex_t store_mu;
+    uint8_t *admins; /* the admin list's keys, LDPB_KEY_BYTES each */
+    size_t n_admins;
 
     /* the committer's queue: a ring of items */
     item *q;
@@ -318,6 +323,24 @@ void do_report_batch(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_
                      const ldpb_seal_key *key, const Ldpb__V1__Envelope *req);
 void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
                const ldpb_seal_key *key, const Ldpb__V1__Envelope *req);
+
+/* server_admin.c: experiments at run time */
+void do_experiment_command(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *client_pk,
+                           const ldpb_seal_key *key, const Ldpb__V1__Envelope *req);
+/* Under exp_mu: starts experiment ec (or resumes it, stopped with equal settings); refuses a
+ * change of a known one's settings (LDPB_ESTATE) and experiments_max (LDPB_ERANGE). Durable
+ * (committed) before it returns. */
+ldpb_err exp_start(agg_server *s, const agg_exp_config *ec, int from_config, agg_experiment **out,
+                   char *errmsg);
+/* Under exp_mu: stops `e` (durable before it returns); its state stays. */
+ldpb_err exp_stop(agg_server *s, agg_experiment *e, char *errmsg);
+
+/* server_restore.c: agg_exp_config_change_refused, with the parameters the policy does not read
+ * free to differ (they cannot change what its state means). */
+int exp_change_refused(const agg_exp_config *running, const agg_exp_config *want, char *why);
+/* server_restore.c: every stored experiment restored (or refused: a configured one whose
+ * settings changed), every configured one not yet stored added; one transaction for the rows. */
+ldpb_err restore_experiments(agg_server *s, const agg_config *cfg, char *errmsg);
 
 /* server_recv.c: a worker thread's loop */
 void *worker_main(void *arg);

@@ -138,19 +138,22 @@ static void handle_frame(agg_server *s, agg_worker *w, const uint8_t *msg, size_
     case LDPB__V1__ENVELOPE__BODY_REPORT_BATCH:
         do_report_batch(s, w, to, pk, &key, env);
         break;
+    case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND:
+        do_experiment_command(s, w, to, pk, &key, env);
+        break;
     case LDPB__V1__ENVELOPE__BODY_ASSIGNMENT:
     case LDPB__V1__ENVELOPE__BODY_ACK:
     case LDPB__V1__ENVELOPE__BODY_STATUS:
     case LDPB__V1__ENVELOPE__BODY_ERROR:
     case LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT:
     case LDPB__V1__ENVELOPE__BODY_BATCH_ACK:
-    case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND:
     case LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY:
     case LDPB__V1__ENVELOPE__BODY__NOT_SET:
     case _LDPB__V1__ENVELOPE__BODY__CASE_IS_INT_SIZE:
         send_sealed_error(s, w, to, pk, &key, request_id, has_request_id, LDPB_EPROTO,
                           "not a request: the server accepts assign_request, report, "
-                          "status_request, report_and_assign and report_batch");
+                          "status_request, report_and_assign, report_batch and "
+                          "experiment_command");
         break;
     }
 done:

@@ -278,8 +278,7 @@ static void test_experiment_binding(void **state)
     assert_int_equal(agg_token_open_in(&key, "exp-", x, sizeof x, NULL, 0, &u), LDPB_ENOTFOUND);
     assert_int_equal(agg_token_open_in(&key, NULL, x, sizeof x, NULL, 0, &u), LDPB_ENOTFOUND);
     assert_int_equal(agg_token_open(&key, x, sizeof x, &u), LDPB_ENOTFOUND);
-    assert_int_equal(agg_token_open_in(&key, "exp-a", v3, sizeof v3, NULL, 0, &u),
-                     LDPB_ENOTFOUND);
+    assert_int_equal(agg_token_open_in(&key, "exp-a", v3, sizeof v3, NULL, 0, &u), LDPB_ENOTFOUND);
     assert_int_equal(agg_token_open_in(&key, "default", v3, sizeof v3, NULL, 0, &u), LDPB_OK);
     /* a version 3 id relabelled 4 does not open in any experiment */
     memcpy(y, v3, sizeof y);
