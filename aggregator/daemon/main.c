@@ -88,7 +88,8 @@ static ldpb_err export_fill(void *ctx, int fd, const char *tmp_path)
             close(own);
         return LDPB_EIO;
     }
-    ldpb_err e = agg_store_export_csv_url(x->cfg->store, x->cfg->state_dir, out, x->err);
+    ldpb_err e = agg_store_export_csv_exp(x->cfg->store, x->cfg->state_dir,
+                                          x->cfg->export_experiment, out, x->err);
     if (fflush(out) != 0 && !e)
         e = LDPB_EIO;
     if (fclose(out) != 0 && !e)
@@ -121,13 +122,15 @@ static int write_whole(const char *target, const ldpb_durable_opts *o, ldpb_dura
     return 1;
 }
 
-/* The CSV goes to a temporary file beside the target, renamed over it only once complete and
+/* Every experiment's decisions, or --experiment NAME's, with the column `experiment` last. The
+ * CSV goes to a temporary file beside the target, renamed over it only once complete and
  * synced: a failed export leaves the target as it was and no partial file. */
 static int export_csv(const agg_config *cfg)
 {
     store_fill x = {cfg, ""};
     if (strcmp(cfg->export_csv, "-") == 0) {
-        ldpb_err e = agg_store_export_csv_url(cfg->store, cfg->state_dir, stdout, x.err);
+        ldpb_err e = agg_store_export_csv_exp(cfg->store, cfg->state_dir, cfg->export_experiment,
+                                              stdout, x.err);
         if (e)
             fprintf(stderr, "ldpb-aggregator: %s\n", x.err);
         return e ? 1 : 0;

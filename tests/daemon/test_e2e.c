@@ -78,8 +78,11 @@ static void db_counts(const dt_daemon *d, uint64_t *counts, uint32_t k)
         assert_non_null(comma);
         long arm = strtol(comma + 1, NULL, 10);
         assert_true(arm >= 0 && arm < (long)k);
+        /* reported_at_ms is field 10, before the experiment's name */
         char *last = strrchr(line, ',');
-        if (last[1] != '\n' && last[1] != '\0')
+        *last = '\0';
+        last = strrchr(line, ',');
+        if (last[1] != '\0')
             counts[arm]++;
     }
     fclose(f);
@@ -1053,11 +1056,12 @@ static void test_state_mismatch_and_lock(void **state)
     char line[1024];
     assert_non_null(fgets(line, sizeof line, f));
     assert_string_equal(line, "assignment_id,arm,propensity,policy_version,mechanism,epsilon,"
-                              "value,issued_at_ms,expires_at_ms,reported_at_ms\n");
+                              "value,issued_at_ms,expires_at_ms,reported_at_ms,experiment\n");
     int rows = 0, with_value = 0;
     while (fgets(line, sizeof line, f)) {
         rows++;
         with_value += strstr(line, ",linear,1,1,") != NULL || strstr(line, ",linear,1,0,") != NULL;
+        assert_non_null(strstr(line, ",default\n"));
     }
     fclose(f);
     assert_true(rows >= 2);

@@ -206,6 +206,37 @@ static void test_hundred_served_and_restored(void **state)
     free(conf);
 }
 
+/* The rows of `--export-csv [--experiment exp]`, and those with a report; every row's last field
+ * is its experiment (`exp` when given). */
+static void export_rows(const dt_daemon *d, const char *exp, size_t *rows, size_t *reported)
+{
+    char path[256], err[512], line[1024];
+    snprintf(path, sizeof path, "%s/log.csv", d->dir);
+    unlink(path);
+    const char *args[] = {"--config", d->conf, "--export-csv", path, exp ? "--experiment" : NULL,
+                          exp,        NULL};
+    assert_int_equal(dt_daemon_run(d, args, err, sizeof err), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",reported_at_ms,experiment\n"));
+    *rows = *reported = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *last = strrchr(line, ',');
+        assert_non_null(last);
+        if (exp) {
+            char want[80];
+            snprintf(want, sizeof want, ",%s\n", exp);
+            assert_string_equal(last, want);
+        }
+        *last = '\0';
+        last = strrchr(line, ',');
+        (*rows)++;
+        *reported += last[1] != '\0';
+    }
+    fclose(f);
+}
+
 /* A report naming another experiment than its assignment's: LDPB_ENOTFOUND naming the
  * experiment, counted nowhere; the right one is then accepted. */
 static void test_report_in_other_experiment(void **state)
@@ -252,6 +283,19 @@ static void test_report_in_other_experiment(void **state)
     assert_int_equal(status_in(&c, NULL, NULL), 1);
     dt_client_close(&c);
     assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    /* the export of one experiment: its decisions only, the experiment named last */
+    size_t rows = 0, reported = 0;
+    export_rows(&d, "alpha", &rows, &reported);
+    assert_int_equal(rows, 1);
+    assert_int_equal(reported, 1);
+    export_rows(&d, NULL, &rows, &reported);
+    assert_int_equal(rows, 2);
+    assert_int_equal(reported, 2);
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/x.csv", d.dir);
+    const char *args[] = {"--config", d.conf, "--export-csv", path, "--experiment", "gamma", NULL};
+    assert_int_not_equal(dt_daemon_run(&d, args, err, sizeof err), 0);
+    assert_non_null(strstr(err, "gamma"));
     dt_daemon_cleanup(&d);
 }
 
