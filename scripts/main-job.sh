@@ -8,7 +8,14 @@
 #      throughput, latency, errors and the learning result (pulls per arm, pseudo-regret), then
 #      the aggregator's own `ldpb status` table, and stops the daemon with SIGTERM (it must exit
 #      0);
-#   2. the privacy core: privatizes 200000 device rewards with each LDP mechanism at epsilon 1
+#   2. two experiments on one aggregator: a configuration declaring layout-0 and layout-1
+#      (ldp-ts-b, linear, epsilon 1, 5 arms each), `ldpb loadgen` with simulated devices spread
+#      over both (each device in one, drawn at random) and the counts per experiment, each
+#      experiment's own `ldpb status`, then one real device (a ledger file, budget epsilon 5)
+#      taking turns between the two experiments until its one budget runs out across both
+#      (examples/two_experiments.c): the refusal, LDPB_EBUDGET, comes in whichever experiment
+#      asks next;
+#   3. the privacy core: privatizes 200000 device rewards with each LDP mechanism at epsilon 1
 #      and shows the de-biased mean the aggregator recovers next to the true mean it never sees;
 #      then audits every mechanism empirically (ldpb audit).
 # Exits non-zero if any step fails. Whatever happens, the daemon it started is stopped and the
@@ -22,6 +29,7 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DLDPB_BUILD_TES
 cmake --build build/release -j "$jobs" >/dev/null
 ldpb=build/release/tools/ldpb
 aggregator=build/release/aggregator/daemon/ldpb-aggregator
+two_experiments=build/release/examples/two_experiments
 
 work=$(mktemp -d)
 daemon_pid=
@@ -85,7 +93,74 @@ if [ "$daemon_status" != 0 ]; then
 fi
 printf '\nldpb-aggregator stopped with SIGTERM and exited 0.\n'
 
-# ---- 2. the privacy core ----------------------------------------------------------------------
+# ---- 2. two experiments on one aggregator -----------------------------------------------------
+url2="ipc://$work/experiments.sock"
+cat >"$work/experiments.conf" <<EOF
+listen = $url2
+state_dir = $work/state2
+key = $work/keys/aggregator.key
+log_level = warn
+
+[experiment layout-0]
+policy = ldp-ts-b
+mode = local
+arms = 5
+mechanism = linear
+epsilon = 1
+
+[experiment layout-1]
+policy = ldp-ts-b
+mode = local
+arms = 5
+mechanism = linear
+epsilon = 1
+EOF
+"$aggregator" --config "$work/experiments.conf" 2>"$work/aggregator2.log" &
+daemon_pid=$!
+ready=0
+for _ in $(seq 1 100); do
+    if "$ldpb" status --connect "$url2" --server-key "$work/keys/aggregator.pub" \
+        --experiment layout-1 --timeout-ms 200 >/dev/null 2>&1; then
+        ready=1
+        break
+    fi
+    kill -0 "$daemon_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ "$ready" != 1 ]; then
+    echo "main-job: ldpb-aggregator with two experiments did not come up; its log:" >&2
+    cat "$work/aggregator2.log" >&2
+    exit 1
+fi
+
+printf '\n== 2. two experiments, layout-0 and layout-1, on one ldpb-aggregator ==\n'
+printf '%d concurrent simulated devices spread over both, %d reports, Bernoulli arms %s\n\n' \
+    "$clients" "$reports" "$means"
+"$ldpb" loadgen --connect "$url2" --server-key "$work/keys/aggregator.pub" \
+    --clients "$clients" --reports "$reports" --means "$means" \
+    --experiments 2 --experiment-prefix layout- --per-experiment
+for e in layout-0 layout-1; do
+    printf '\n== experiment %s after the run (ldpb status --experiment %s) ==\n' "$e" "$e"
+    "$ldpb" status --connect "$url2" --server-key "$work/keys/aggregator.pub" --experiment "$e"
+done
+
+printf '\n== one device in both experiments: one ledger, one budget (epsilon 5) ==\n'
+"$two_experiments" "$url2" "$work/keys/aggregator.pub" "$work/device.ledger" 5 layout-0 layout-1
+
+kill -TERM "$daemon_pid"
+set +e
+wait "$daemon_pid"
+daemon_status=$?
+set -e
+daemon_pid=
+if [ "$daemon_status" != 0 ]; then
+    echo "main-job: ldpb-aggregator (two experiments) exited with status $daemon_status after SIGTERM; its log:" >&2
+    cat "$work/aggregator2.log" >&2
+    exit 1
+fi
+printf '\nldpb-aggregator (two experiments) stopped with SIGTERM and exited 0.\n'
+
+# ---- 3. the privacy core ----------------------------------------------------------------------
 eps=1
 n=200000
 # Device rewards: a mix of binary and continuous rewards in [0,1], as in the jiang2023 preset.
@@ -93,7 +168,7 @@ awk -v n="$n" 'BEGIN { srand(7); for (i = 0; i < n; i++) {
     u = rand(); if (i % 2) print (u < 0.7 ? 1 : 0); else printf "%.6f\n", u ^ 0.25 } }' > "$work/rewards"
 true_mean=$(awk '{ s += $1 } END { printf "%.4f", s / NR }' "$work/rewards")
 
-printf '\n== 2. privatize %d rewards at epsilon %s (true mean %s, never sent), then audit ==\n' \
+printf '\n== 3. privatize %d rewards at epsilon %s (true mean %s, never sent), then audit ==\n' \
     "$n" "$eps" "$true_mean"
 printf '%-12s %-14s %-16s %s\n' mechanism "report mean" "de-biased mean" "abs error"
 for mech in linear quadratic exponential laplace; do

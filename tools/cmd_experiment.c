@@ -370,14 +370,15 @@ static int send_command(const struct cmdline *cl, const uint8_t pk[TOOL_KEY_BYTE
                 "%s: %s could not authenticate the request (%s: %s): is the server key the "
                 "public key of this aggregator (its aggregator.pub)?\n",
                 PROG, cl->a.connect, ldpb_errname(err), ldpb_client_errmsg(c));
-    else if (err == LDPB_EAUTH)
-        fprintf(stderr,
-                "%s: the aggregator refused: %s (%s): is the public key of --key on its "
-                "admin list?\n",
-                PROG, ldpb_client_errmsg(c), ldpb_errname(err));
-    else if (err)
-        fprintf(stderr, "%s: the aggregator refused: %s (%s)\n", PROG, ldpb_client_errmsg(c),
-                ldpb_errname(err));
+    else if (err) {
+        /* The handle's message holds the aggregator's reason, usually with the code's name. */
+        const char *why = ldpb_client_errmsg(c), *name = ldpb_errname(err);
+        fprintf(stderr, "%s: %s", PROG, why);
+        if (!strstr(why, name))
+            fprintf(stderr, " (%s)", name);
+        fprintf(stderr, "%s\n",
+                err == LDPB_EAUTH ? ": is the public key of --key on its admin list?" : "");
+    }
     ldpb_client_free(c);
     return err ? EXIT_RUNTIME : 0;
 }
