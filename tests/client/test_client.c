@@ -189,6 +189,7 @@ typedef struct fake_server {
     char assign_exp[LDPB_WIRE_EXPERIMENT_MAX + 1], status_exp[LDPB_WIRE_EXPERIMENT_MAX + 1];
     int assign_has_exp, status_has_exp;
     int list_page;          /* experiments per LIST reply (0: all) */
+    const char *status_of;  /* the experiment a status names, if not the request's */
     int list_ignores_after; /* a broken server that repeats the first page */
     int last_has_max_epsilon;
     double last_max_epsilon;
@@ -293,7 +294,7 @@ static void fs_reply_status(fake_server *s, const ldpb_frame *f, const ldpb_seal
     st.model = "local";
     st.reports = 7;
     st.assignments = 9;
-    st.experiment = s->status_has_exp ? s->status_exp : NULL;
+    st.experiment = s->status_of ? (char *)s->status_of : s->status_has_exp ? s->status_exp : NULL;
     st.n_arms = 2;
     st.arms = arms;
     a0.arm = 0;
@@ -1977,6 +1978,23 @@ static void default_sends_no_experiment_field(void **state)
     assert_string_equal(st.experiment, "exp-a");
     assert_int_equal(st.n_arms, 2);
     ldpb_status_clear(&st);
+    /* a status of another experiment than the one asked for is refused */
+    fs_lock(&s);
+    s.status_of = "exp-b";
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_status_in(c, "exp-a", &st), LDPB_EPROTO);
+    assert_non_null(strstr(ldpb_client_errmsg(c), "got experiment 'exp-b'"));
+    assert_int_equal(st.n_arms, 0);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_EPROTO);
+    fs_lock(&s);
+    s.status_of = "default"; /* what an aggregator with experiments names for "default" */
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_OK);
+    assert_string_equal(st.experiment, "default");
+    ldpb_status_clear(&st);
+    fs_lock(&s);
+    s.status_of = NULL;
+    fs_unlock(&s);
 
     /* names that are not names: refused before anything is sent */
     int frames = fs_frames(&s);
