@@ -676,6 +676,22 @@ static ldpb_err exp_set(agg_exp_config *e, uint8_t *seen, const char *name, cons
     return err;
 }
 
+/* The shortest of %.15g, %.16g and %.17g that reads back to v, bit for bit (%.17g always does):
+ * "0.1", not "0.10000000000000001", for whoever reads the settings. */
+static int format_double(double v, char *buf, size_t cap)
+{
+    int n = -1;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(buf, cap, "%.*g", prec, v);
+        if (n < 0 || (size_t)n >= cap)
+            return n;
+        double back = strtod(buf, NULL);
+        if (back == v && signbit(back) == signbit(v))
+            return n;
+    }
+    return n;
+}
+
 /* The value of an experiment option as text that parse_into reads back to the same value; -1 if
  * there is none (a policy name that is not one word). */
 static int format_value(const option *o, const void *field, char *buf, size_t cap)
@@ -699,7 +715,7 @@ static int format_value(const option *o, const void *field, char *buf, size_t ca
         for (const choice *c = o->choices; c && c->name; c++)
             if (v == (double)c->value)
                 return snprintf(buf, cap, "%s", c->name);
-        return snprintf(buf, cap, "%.17g", v);
+        return format_double(v, buf, cap);
     }
     case OPT_ENUM:
         for (const choice *c = o->choices; c && c->name; c++)
