@@ -91,13 +91,13 @@ static const char migrate_rename_sql[] =
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BYTEA NOT NULL,"
     " legacy_tokens INTEGER NOT NULL, created_at_ms BIGINT NOT NULL);";
-/* $1 settings (NULL: no row `default`, for empty tables), $2 retention, $3 now. */
+/* $1 settings (NULL: no row `default`, for empty tables), $2 now. */
 static const char migrate_copy_sql[] =
     "INSERT INTO experiments(id, name, settings, origin, running, state, policy_version,"
     " reports, duplicates, assignments, created_at_ms, updated_at_ms)"
     " SELECT 1, 'default', $1::text, 'config', 1, s.policy_state,"
     " coalesce(s.policy_version, 0), coalesce(s.reports, 0), coalesce(s.duplicates, 0),"
-    " coalesce(s.assignments, 0), $3::bigint, coalesce(s.updated_at_ms, $3::bigint)"
+    " coalesce(s.assignments, 0), $2::bigint, coalesce(s.updated_at_ms, $2::bigint)"
     " FROM (SELECT 1) AS one LEFT JOIN state s ON s.id = 1 WHERE $1::text IS NOT NULL;";
 static const char *const migrate_move_sql[] = {
     "INSERT INTO commit_generation(id, generation)"
@@ -830,8 +830,8 @@ static ldpb_err pg_migrate(agg_store *s, const char *settings, uint64_t retentio
     u64_text(keep, sizeof keep, retention_ms > INT64_MAX / 2 ? INT64_MAX / 2 : retention_ms);
     snprintf(now, sizeof now, "%" PRId64, agg_store_now_ms());
     if (!err) {
-        const char *v[3] = {settings, keep, now};
-        PGresult *r = PQexecParams(BE(s)->conn, migrate_copy_sql, 3, NULL, v, NULL, NULL, 0);
+        const char *v[2] = {settings, now};
+        PGresult *r = PQexecParams(BE(s)->conn, migrate_copy_sql, 2, NULL, v, NULL, NULL, 0);
         err = check_result(s, r, PGRES_COMMAND_OK, "migrating the state");
         PQclear(r);
     }
