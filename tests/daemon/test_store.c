@@ -1085,12 +1085,25 @@ static void test_two_experiments(void **state)
     assert_int_equal(agg_store_commit(s), LDPB_OK);
     agg_store_close(s);
 
-    m.default_settings = "another text"; /* kept as stored: the caller compares settings */
+    /* The meta rows decide whether `default` is the same; its settings text then follows the
+     * configuration's, written with the next transaction (and listed as such before it). */
+    m.default_settings = "S0 retention changed";
     assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
     assert_int_equal(agg_store_default_experiment(s), 1);
     assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
     assert_int_equal(n, 3);
-    check_exp(&v[0], 1, "default", "S0", 1, 1, "D", 1);
+    check_exp(&v[0], 1, "default", "S0 retention changed", 1, 1, "D", 1);
+    agg_store_experiments_free(v, n);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE settings = 'S0'"), 1);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    agg_store_close(s);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE settings = 'S0'"), 0);
+    m.default_settings = NULL; /* a caller of version 1 leaves the text as it is */
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 3);
+    check_exp(&v[0], 1, "default", "S0 retention changed", 1, 1, "D", 1);
     check_exp(&v[1], 2, "a", "Sa2", 1, 1, "AA", 2);
     check_exp(&v[2], 3, "b", "Sb", 0, 0, "B", 1);
     assert_int_equal(v[2].counters.duplicates, 1);
