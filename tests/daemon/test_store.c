@@ -843,12 +843,31 @@ static void test_migrate_v1(void **state)
 {
     fixture *f = *state;
     make_v1(f);
-    char before[4096];
+    char before[4096], msg[AGG_STORE_ERRMAX];
     export_of(f, before, sizeof before); /* version 1's tables read as `default` */
     if (sqlite_csv[0])
         assert_string_equal(before, sqlite_csv); /* what write_batch exports on version 2 */
+    /* the export with the experiment column reads version 1 as `default` too */
+    char path[128];
+    snprintf(path, sizeof path, "%s/v1.csv", f->dir);
+    FILE *fp = fopen(path, "w+");
+    assert_non_null(fp);
+    assert_int_equal(
+        agg_store_export_csv_exp(f->url[0] ? f->url : NULL, f->state, "default", fp, msg), LDPB_OK);
+    assert_int_equal(agg_store_export_csv_exp(f->url[0] ? f->url : NULL, f->state, "a", fp, msg),
+                     LDPB_ENOEXPERIMENT);
+    rewind(fp);
+    char line[512];
+    int rows = 0;
+    assert_non_null(fgets(line, sizeof line, fp));
+    assert_non_null(strstr(line, ",reported_at_ms,experiment\n"));
+    while (fgets(line, sizeof line, fp)) {
+        rows++;
+        assert_non_null(strstr(line, ",default\n"));
+    }
+    assert_int_equal(rows, 6);
+    fclose(fp);
     agg_store *s = NULL;
-    char msg[AGG_STORE_ERRMAX];
     agg_store_meta m = meta_of(f, K + 1);
     assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
     assert_non_null(strstr(msg, "arms is '3' there but '4' now"));
