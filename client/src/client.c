@@ -1376,6 +1376,10 @@ ldpb_err ldpb_client_status_in(ldpb_client *c, const char *experiment, ldpb_stat
         err = exchange(c, pt_len, env.request_id, &rb, &reply);
     if (!err)
         err = take_status(c, reply, out);
+    /* A status that names an experiment must be of the one asked for ("default" for none). */
+    if (!err && out->experiment[0] && strcmp(out->experiment, exp[0] ? exp : "default") != 0)
+        err = setf(c, LDPB_EPROTO, "asked for the status of experiment '%s', got experiment '%s'",
+                   exp[0] ? exp : "default", out->experiment);
     ldpb_envelope_free(reply);
     free(rb.frame);
     free(rb.pt);

@@ -13,6 +13,7 @@
 #include "ldpb/ctxstat.h"
 #include "ldpb/durable.h"
 #include "ldpb/mech_table.h"
+#include "ldpb/wire.h"
 #include "ledger_internal.h"
 
 struct ldpb_ledger {
@@ -302,9 +303,8 @@ static ldpb_err exp_for_new(ldpb_ledger *l, const char *name, uint32_t *exp, int
 /* An experiment argument: NULL, "" and "default" are "default"; anything else must be a name. */
 static int experiment_ok(const char *name)
 {
-    uint32_t exp;
-    return name == NULL ||
-           ledger_state_exp_find(&(const ledger_state){0}, name, &exp) != LDPB_EINVAL;
+    return !name || !*name || strcmp(name, "default") == 0 ||
+           ldpb_wire_experiment_valid(name, strnlen(name, LDPB_EXPERIMENT_NAME_MAX + 1));
 }
 
 ldpb_err ldpb_ledger_privatize(ldpb_ledger *ledger, const uint8_t *id, size_t id_len,

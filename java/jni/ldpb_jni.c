@@ -154,6 +154,19 @@ static int assignment_from_java(JNIEnv *env, jobject o, ldpb_assignment *a)
     a->local_delta = (*env)->GetDoubleField(env, o, field(env, c, "localDelta", "D"));
     a->local_feature_norm = (*env)->GetDoubleField(env, o, field(env, c, "localFeatureNorm", "D"));
     a->local_reward_bound = (*env)->GetDoubleField(env, o, field(env, c, "localRewardBound", "D"));
+    jstring exp =
+        (jstring)(*env)->GetObjectField(env, o, field(env, c, "experiment", "Ljava/lang/String;"));
+    if (exp) {
+        /* Only the library makes assignments, so this is at most a name; the client checks it. */
+        jsize n = (*env)->GetStringUTFLength(env, exp);
+        if (n > LDPB_EXPERIMENT_NAME_MAX) {
+            throw_java(env, "java/lang/IllegalArgumentException",
+                       "not an assignment of the library");
+            return -1;
+        }
+        (*env)->GetStringUTFRegion(env, exp, 0, (*env)->GetStringLength(env, exp), a->experiment);
+        a->experiment[n] = '\0';
+    }
     return (*env)->ExceptionCheck(env) ? -1 : 0;
 }
 
@@ -162,15 +175,16 @@ static jobject assignment_to_java(JNIEnv *env, const ldpb_assignment *a)
     jclass c = (*env)->FindClass(env, "org/ldpb/Assignment");
     if (!c)
         return NULL;
-    jmethodID ctor = (*env)->GetMethodID(env, c, "<init>", "([BIIDDJDJIDDD)V");
+    jmethodID ctor = (*env)->GetMethodID(env, c, "<init>", "([BIIDDJDJIDDDLjava/lang/String;)V");
     jbyteArray id = (*env)->NewByteArray(env, (jsize)a->id_len);
-    if (!ctor || !id)
+    jstring exp = id ? ascii_string(env, a->experiment) : NULL;
+    if (!ctor || !id || !exp)
         return NULL;
     (*env)->SetByteArrayRegion(env, id, 0, (jsize)a->id_len, (const jbyte *)a->id);
     return (*env)->NewObject(env, c, ctor, id, (jint)a->arm, (jint)a->mechanism, a->epsilon,
                              a->kappa, (jlong)a->expires_at_ms, a->propensity,
                              (jlong)a->policy_version, (jint)a->local_d, a->local_delta,
-                             a->local_feature_norm, a->local_reward_bound);
+                             a->local_feature_norm, a->local_reward_bound, exp);
 }
 
 /* ---- Client ---------------------------------------------------------------------------------- */
@@ -302,6 +316,7 @@ JNIEXPORT jlong JNICALL Java_org_ldpb_Client_nativeNew(JNIEnv *env, jclass cls, 
 }
 
 JNIEXPORT jobject JNICALL Java_org_ldpb_Client_nativeAssign(JNIEnv *env, jclass cls, jlong h,
+                                                            jstring experiment,
                                                             jdoubleArray context)
 {
     (void)cls;
@@ -309,8 +324,15 @@ JNIEXPORT jobject JNICALL Java_org_ldpb_Client_nativeAssign(JNIEnv *env, jclass 
     size_t n;
     if (doubles_of(env, context, &ctx, &n))
         return NULL;
+    const char *exp = experiment ? (*env)->GetStringUTFChars(env, experiment, NULL) : NULL;
+    if (experiment && !exp) {
+        free(ctx);
+        return NULL;
+    }
     ldpb_assignment a;
-    ldpb_err err = ldpb_client_assign(client_of(h), ctx, n, &a);
+    ldpb_err err = ldpb_client_assign_in(client_of(h), exp, ctx, n, &a);
+    if (exp)
+        (*env)->ReleaseStringUTFChars(env, experiment, exp);
     free(ctx);
     if (err) {
         throw_ldpb(env, err, ldpb_client_errmsg(client_of(h)), 0);
@@ -411,11 +433,17 @@ static jobjectArray status_arms(JNIEnv *env, const ldpb_status *st)
     return arr;
 }
 
-JNIEXPORT jobject JNICALL Java_org_ldpb_Client_nativeStatus(JNIEnv *env, jclass cls, jlong h)
+JNIEXPORT jobject JNICALL Java_org_ldpb_Client_nativeStatus(JNIEnv *env, jclass cls, jlong h,
+                                                            jstring experiment)
 {
     (void)cls;
     ldpb_status st;
-    ldpb_err err = ldpb_client_status(client_of(h), &st);
+    const char *exp = experiment ? (*env)->GetStringUTFChars(env, experiment, NULL) : NULL;
+    if (experiment && !exp)
+        return NULL;
+    ldpb_err err = ldpb_client_status_in(client_of(h), exp, &st);
+    if (exp)
+        (*env)->ReleaseStringUTFChars(env, experiment, exp);
     if (err) {
         throw_ldpb(env, err, ldpb_client_errmsg(client_of(h)), 0);
         return NULL;
@@ -424,14 +452,16 @@ JNIEXPORT jobject JNICALL Java_org_ldpb_Client_nativeStatus(JNIEnv *env, jclass 
     jclass c = (*env)->FindClass(env, "org/ldpb/Status");
     jmethodID ctor =
         c ? (*env)->GetMethodID(env, c, "<init>",
-                                "(Ljava/lang/String;Ljava/lang/String;JJ[Lorg/ldpb/Status$Arm;)V")
+                                "(Ljava/lang/String;Ljava/lang/String;JJ[Lorg/ldpb/Status$Arm;"
+                                "Ljava/lang/String;)V")
           : NULL;
     jstring policy = ctor ? ascii_string(env, st.policy) : NULL;
     jstring model = policy ? ascii_string(env, st.model) : NULL;
     jobjectArray arms = model ? status_arms(env, &st) : NULL;
-    if (arms)
+    jstring exp_name = arms ? ascii_string(env, st.experiment) : NULL;
+    if (exp_name)
         result = (*env)->NewObject(env, c, ctor, policy, model, (jlong)st.reports,
-                                   (jlong)st.assignments, arms);
+                                   (jlong)st.assignments, arms, exp_name);
     ldpb_status_clear(&st);
     return result;
 }

@@ -25,7 +25,7 @@ source, or the system (docs/python.md).
 """
 
 from .contextual import ContextualPolicy, contextual_policies
-from .client import ArmStatus, Assignment, Client, FlushStats, Status
+from .client import ArmStatus, Assignment, Client, ExperimentInfo, FlushStats, Status
 from .errors import (AuthError, BudgetExceeded, Busy, Corrupt, CryptoError, Expired,
                      InvalidArgument, IOFailure, LdpbError, NoExperiment, NotFound,
                      NotSupported, OutOfMemory, OutOfRange, ProtocolError, Replay, StateError,
@@ -40,7 +40,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArmState", "ArmStatus", "Assignment", "AuditResult", "AuthError", "BudgetExceeded",
-    "Busy", "Client", "ContextualPolicy", "Corrupt", "CryptoError", "EPSILON_MAX", "Expired", "FlushStats",
+    "Busy", "Client", "ContextualPolicy", "Corrupt", "CryptoError", "EPSILON_MAX", "Expired",
+    "ExperimentInfo", "FlushStats",
     "IOFailure", "InvalidArgument", "LdpbError", "LibraryNotFound", "MECHANISMS", "Mechanism",
     "NoExperiment", "NotFound", "NotSupported", "OutOfMemory", "OutOfRange", "Policy", "ProtocolError",
     "Replay", "Rng", "SimConfig", "SimResult", "SimTable", "StateError", "Status", "Timeout",

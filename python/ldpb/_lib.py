@@ -122,6 +122,13 @@ class StatusC(ctypes.Structure):
                 ("experiment", c_char * (EXPERIMENT_NAME_MAX + 1))]
 
 
+class ExperimentInfoC(ctypes.Structure):
+    _fields_ = [("name", c_char * (EXPERIMENT_NAME_MAX + 1)), ("policy", c_char * 64),
+                ("mode", c_char * 16), ("arms", c_uint32), ("mechanism", c_char * 32),
+                ("epsilon", c_double), ("delta", c_double), ("horizon", c_uint64),
+                ("reports", c_uint64), ("assignments", c_uint64), ("running", c_int)]
+
+
 class SimProgressC(ctypes.Structure):
     _fields_ = [("rounds_done", c_uint64), ("rounds_total", c_uint64), ("runs_done", c_uint64),
                 ("runs_total", c_uint64), ("work_done", c_double)]
@@ -207,6 +214,13 @@ _CLIENT_PROTOS = {
     "ldpb_client_flush": (_ERR, [_P, c_size_t, POINTER(FlushStatsC)]),
     "ldpb_client_queued": (c_size_t, [_P]),
     "ldpb_client_status": (_ERR, [_P, POINTER(StatusC)]),
+    "ldpb_client_assign_in": (_ERR, [_P, c_char_p, _P, c_size_t, POINTER(AssignmentC)]),
+    "ldpb_client_assign_local_in": (_ERR, [_P, c_char_p, _P, c_uint32, c_uint32,
+                                           POINTER(AssignmentC)]),
+    "ldpb_client_status_in": (_ERR, [_P, c_char_p, POINTER(StatusC)]),
+    "ldpb_client_experiment": (_ERR, [_P, c_int, c_char_p, c_char_p,
+                                      POINTER(POINTER(ExperimentInfoC)), POINTER(c_size_t)]),
+    "ldpb_experiment_info_free": (None, [POINTER(ExperimentInfoC)]),
     "ldpb_status_clear": (None, [POINTER(StatusC)]),
     "ldpb_client_errmsg": (c_char_p, [_P]),
     "ldpb_client_public_key": (None, [_P, POINTER(c_uint8)]),

@@ -22,6 +22,24 @@ CONTEXT_MAX = 256
 _FEATURES_MAX = 64  # report_context: LDPB_ERANGE beyond
 _LOCAL_ACTIONS_MAX = 4096  # LDPB_CLIENT_LOCAL_ACTIONS_MAX
 _LOCAL_D_MAX = 32  # LDPB_CTXSTAT_D_MAX
+_EXPERIMENT_OPS = {"create": 1, "list": 2, "show": 3, "stop": 4}  # ldpb_experiment_op
+_CONFIG_MAX = 4096  # LDPB_CLIENT_CONFIG_MAX
+
+
+def _experiment(name: Optional[str]) -> Optional[bytes]:
+    """An ``experiment=`` argument for the C calls: None stays None ("default"); a name is
+    checked as the library checks it, so a bad one fails before any C call."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise TypeError("experiment must be a str or None")
+    b = name.encode()
+    ok = 1 <= len(b) <= _lib.EXPERIMENT_NAME_MAX and all(
+        ch in b"abcdefghijklmnopqrstuvwxyz0123456789._-" for ch in b)
+    if not ok:
+        raise InvalidArgument(f"{name!r} is not an experiment name (1 to "
+                              f"{_lib.EXPERIMENT_NAME_MAX} bytes of a-z, 0-9, '.', '_', '-')")
+    return b
 
 
 class Assignment:
@@ -29,8 +47,9 @@ class Assignment:
     privatized (``mechanism``, ``epsilon``, ``kappa``). Pass it back to :meth:`Client.report`.
 
     Attributes: arm, mechanism (name), epsilon, kappa, propensity, expires_at_ms,
-    policy_version, id (bytes); for the local contextual mode (:meth:`Client.assign_local`)
-    also local_d, local_delta, local_feature_norm, local_reward_bound.
+    policy_version, id (bytes), experiment; for the local contextual mode
+    (:meth:`Client.assign_local`) also local_d, local_delta, local_feature_norm,
+    local_reward_bound.
     """
 
     __slots__ = ("_c",)
@@ -98,9 +117,15 @@ class Assignment:
         """Local contextual mode: the bound B rewards are clipped to (0 otherwise)."""
         return float(self._c.local_reward_bound)
 
+    @property
+    def experiment(self) -> str:
+        """The experiment the assignment was issued in ("default" unless one was named)."""
+        return self._c.experiment.decode() or "default"
+
     def __repr__(self) -> str:
         return (f"Assignment(arm={self.arm}, mechanism={self.mechanism!r}, "
-                f"epsilon={self.epsilon!r}, propensity={self.propensity!r})")
+                f"epsilon={self.epsilon!r}, propensity={self.propensity!r}, "
+                f"experiment={self.experiment!r})")
 
 
 class FlushStats(NamedTuple):
@@ -123,12 +148,29 @@ class ArmStatus(NamedTuple):
 
 
 class Status(NamedTuple):
-    """The aggregator's status: its policy and model, reports and assignments counted, arms."""
+    """The aggregator's status: its policy and model, reports and assignments counted, arms,
+    and the experiment it is of ("default" from an aggregator that names none)."""
     policy: str
     model: str
     reports: int
     assignments: int
     arms: List[ArmStatus]
+    experiment: str = "default"
+
+
+class ExperimentInfo(NamedTuple):
+    """One experiment as :meth:`Client.experiment` reports it (an absent value is "" or 0)."""
+    name: str
+    policy: str
+    mode: str
+    arms: int
+    mechanism: str
+    epsilon: float
+    delta: float
+    horizon: int
+    reports: int
+    assignments: int
+    running: bool
 
 
 def _context(context: Any) -> Tuple[Any, int, Any]:
@@ -286,13 +328,18 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
         return f"Client({self._url.decode()!r}, {state})"
 
     # -- the protocol -----------------------------------------------------------------------
-    def assign(self, context: Optional[Sequence[float]] = None) -> Assignment:
+    def assign(self, context: Optional[Sequence[float]] = None, *,
+               experiment: Optional[str] = None) -> Assignment:
         """Asks the aggregator for an assignment (with an optional context vector of at most
-        256 finite values). Raises BudgetExceeded for an assignment this client refuses
-        (epsilon above its cap or its remaining budget), Timeout, CryptoError, ..."""
+        256 finite values), in ``experiment`` (None or "default": the experiment "default", with
+        nothing on the wire). Raises BudgetExceeded for an assignment this client refuses
+        (epsilon above its cap or its remaining budget: one budget across every experiment),
+        NoExperiment (the aggregator runs no such experiment; not retried), Timeout,
+        CryptoError, ..."""
+        exp = _experiment(experiment)
         ptr, n, _keep = _context(context)
         a = _lib.AssignmentC()
-        self._check(_lib.client().ldpb_client_assign(self._handle(), ptr, n, byref(a)),
+        self._check(_lib.client().ldpb_client_assign_in(self._handle(), exp, ptr, n, byref(a)),
                     "assign")
         return Assignment(a)
 
@@ -347,7 +394,7 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
         self._check(_lib.client().ldpb_client_report_context(
             self._handle(), byref(assignment._c), x.ctypes.data, x.size, r), "report_context")
 
-    def assign_local(self, features: Any) -> Assignment:
+    def assign_local(self, features: Any, *, experiment: Optional[str] = None) -> Assignment:
         """The local contextual mode (aggregator policy ldp-linucb-gaussian): fetches the
         aggregator's model and chooses on the device among the rows of ``features`` (an
         ``(n, d)`` array, every row of norm at most the aggregator's bound L); the features are
@@ -356,7 +403,9 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
 
         Raises InvalidArgument (shape, NaN; d other than the aggregator's), OutOfRange (a row
         longer than L, too many rows), BudgetExceeded (no delta budget, or epsilon/delta above
-        the caps), ProtocolError (an aggregator not in the local contextual mode)."""
+        the caps), ProtocolError (an aggregator not in the local contextual mode). ``experiment``
+        as for :meth:`assign`."""
+        exp = _experiment(experiment)
         x = _check.float_array(features, "features")
         if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
             raise InvalidArgument(f"features must have shape (n, d), n and d >= 1, not "
@@ -367,8 +416,9 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
         if x.shape[1] > _LOCAL_D_MAX:
             raise _check.OutOfRange(f"features has d = {x.shape[1]}, at most {_LOCAL_D_MAX}")
         a = _lib.AssignmentC()
-        self._check(_lib.client().ldpb_client_assign_local(
-            self._handle(), x.ctypes.data, x.shape[0], x.shape[1], byref(a)), "assign_local")
+        self._check(_lib.client().ldpb_client_assign_local_in(
+            self._handle(), exp, x.ctypes.data, x.shape[0], x.shape[1], byref(a)),
+            "assign_local")
         return Assignment(a)
 
     def report_local(self, assignment: Assignment, x_chosen: Sequence[float],
@@ -412,11 +462,13 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
         """Reports waiting in the queue."""
         return int(_lib.client().ldpb_client_queued(self._handle()))
 
-    def status(self) -> Status:
-        """The aggregator's status (spends nothing)."""
+    def status(self, *, experiment: Optional[str] = None) -> Status:
+        """The status of ``experiment`` (None: "default") on the aggregator (spends
+        nothing)."""
+        exp = _experiment(experiment)
         lib = _lib.client()
         st = _lib.StatusC()
-        self._check(lib.ldpb_client_status(self._handle(), byref(st)), "status")
+        self._check(lib.ldpb_client_status_in(self._handle(), exp, byref(st)), "status")
         try:
             arms = []
             for i in range(st.n_arms):
@@ -427,9 +479,44 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
                                       a.ci_high if a.has_ci else None,
                                       bool(a.active) if a.has_active else None))
             return Status(st.policy.decode(errors="replace"), st.model.decode(errors="replace"),
-                          int(st.reports), int(st.assignments), arms)
+                          int(st.reports), int(st.assignments), arms,
+                          st.experiment.decode() or "default")
         finally:
             lib.ldpb_status_clear(byref(st))
+
+    def experiment(self, op: str, name: Optional[str] = None,
+                   config: Optional[str] = None) -> List[ExperimentInfo]:
+        """An operator command (this client's key must be on the aggregator's admin list):
+        ``op`` "create" (``name`` and the settings ``config``, "key = value" lines), "list"
+        (every experiment, in name order), "show" or "stop" (``name``). Returns the experiments
+        the aggregator reported. Raises InvalidArgument (a bad op, name or missing argument),
+        AuthError (not an operator), NoExperiment (no such experiment), and the aggregator's
+        refusal of the settings with its reason."""
+        if op not in _EXPERIMENT_OPS:
+            raise InvalidArgument(f"op must be one of {sorted(_EXPERIMENT_OPS)}, not {op!r}")
+        nm = _experiment(name) if name is not None else None
+        cf = None
+        if config is not None:
+            if not isinstance(config, str):
+                raise TypeError("config must be a str or None")
+            cf = config.encode()
+            if len(cf) > _CONFIG_MAX or b"\0" in cf:
+                raise _check.OutOfRange(f"config must be at most {_CONFIG_MAX} bytes without "
+                                        f"NUL")
+        lib = _lib.client()
+        out = ctypes.POINTER(_lib.ExperimentInfoC)()
+        n = ctypes.c_size_t(0)
+        self._check(lib.ldpb_client_experiment(self._handle(), _EXPERIMENT_OPS[op], nm, cf,
+                                               byref(out), byref(n)), "experiment " + op)
+        try:
+            return [ExperimentInfo(e.name.decode(), e.policy.decode(errors="replace"),
+                                   e.mode.decode(errors="replace"), int(e.arms),
+                                   e.mechanism.decode(errors="replace"), float(e.epsilon),
+                                   float(e.delta), int(e.horizon), int(e.reports),
+                                   int(e.assignments), bool(e.running))
+                    for e in (out[i] for i in range(n.value))]
+        finally:
+            lib.ldpb_experiment_info_free(out)
 
     @property
     def spent(self) -> float:

@@ -1,6 +1,7 @@
 """The client from Python against a real ldpb-aggregator (an ldp-ts-b daemon, linear
 mechanism, epsilon 1, 3 arms): assign, report, report_and_assign, queue and flush, status, the
-ledger on disk, and errors mapped from ldpb_err with the library's detail message; and the
+ledger on disk, errors mapped from ldpb_err with the library's detail message, the experiment=
+keyword (the "default" experiment, and names checked before any C call); and the
 contextual calls against a linucb daemon (assign with features, report_context) and an
 ldp-linucb-gaussian one (assign_local, report_local)."""
 
@@ -104,6 +105,43 @@ def test_bad_arguments(daemon, monkeypatch):
         with pytest.raises(ldpb.NotFound) as e:
             c.report(b, 1.0)
         assert e.value.code == 15 and e.value.detail
+
+
+def test_experiment_keyword(daemon, monkeypatch):
+    """experiment= on assign and status: "default" (or None) is today's request, with nothing on
+    the wire, and the assignment and status say "default"; names that are not names, unknown
+    operator ops and oversized settings fail before any C call."""
+    with ldpb.Client(daemon.url, daemon.pub) as c:
+        a = c.assign(experiment="default")
+        assert a.experiment == "default" and "experiment='default'" in repr(a)
+        c.report(a, 1.0)
+        b = c.assign()
+        assert b.experiment == "default"
+        st = c.status(experiment="default")
+        assert st.experiment == "default" and st.reports == 1
+        assert c.status().experiment == "default"
+        saved = dict(_lib._libs)
+        monkeypatch.setattr(_lib, "_libs", {"client": Trap(), "sim": Trap()})
+        for bad in ("", "Upper", "a b", "x" * 65, "caf\u00e9"):
+            with pytest.raises(ldpb.InvalidArgument, match="experiment name"):
+                c.assign(experiment=bad)
+            with pytest.raises(ldpb.InvalidArgument, match="experiment name"):
+                c.status(experiment=bad)
+            with pytest.raises(ldpb.InvalidArgument, match="experiment name"):
+                c.experiment("show", bad)
+        with pytest.raises(TypeError):
+            c.assign(experiment=3)
+        with pytest.raises(ldpb.InvalidArgument, match="op"):
+            c.experiment("drop", "e1")
+        with pytest.raises(ldpb.OutOfRange, match="config"):
+            c.experiment("create", "e1", "x" * 4097)
+        monkeypatch.setattr(_lib, "_libs", saved)
+        # the library's own argument checks, through the C call
+        with pytest.raises(ldpb.InvalidArgument):
+            c.experiment("list", "e1")
+        with pytest.raises(ldpb.InvalidArgument):
+            c.experiment("create", "e1")
+    assert ldpb.NoExperiment.code == 19
 
 
 def test_contextual_assign_and_report_context(tmp_path):

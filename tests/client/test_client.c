@@ -146,6 +146,8 @@ typedef struct fs_report {
     double value;
     uint8_t pt[256]; /* the whole Envelope as received */
     size_t pt_len;
+    char experiment[LDPB_WIRE_EXPERIMENT_MAX + 1]; /* as received; "" when absent */
+    int has_experiment;
 } fs_report;
 
 typedef struct fake_server {
@@ -181,7 +183,14 @@ typedef struct fake_server {
     int empty_id;
 
     /* observed (under mu) */
-    int n_frames, n_assign, n_report, n_batch;
+    int n_frames, n_assign, n_report, n_batch, n_command;
+    /* the experiment of the last assign request (ReportAndAssign's next included) and status
+     * request, "" and 0 when absent */
+    char assign_exp[LDPB_WIRE_EXPERIMENT_MAX + 1], status_exp[LDPB_WIRE_EXPERIMENT_MAX + 1];
+    int assign_has_exp, status_has_exp;
+    int list_page;          /* experiments per LIST reply (0: all) */
+    const char *status_of;  /* the experiment a status names, if not the request's */
+    int list_ignores_after; /* a broken server that repeats the first page */
     int last_has_max_epsilon;
     double last_max_epsilon;
     size_t last_n_context;
@@ -285,6 +294,7 @@ static void fs_reply_status(fake_server *s, const ldpb_frame *f, const ldpb_seal
     st.model = "local";
     st.reports = 7;
     st.assignments = 9;
+    st.experiment = s->status_of ? (char *)s->status_of : s->status_has_exp ? s->status_exp : NULL;
     st.n_arms = 2;
     st.arms = arms;
     a0.arm = 0;
@@ -319,10 +329,133 @@ static void fs_record_report(fake_server *s, const Ldpb__V1__Report *r, size_t p
     rec->epsilon = r->epsilon;
     rec->is_bit = r->value_case == LDPB__V1__REPORT__VALUE_BIT;
     rec->value = rec->is_bit ? (double)r->bit : r->real;
+    rec->has_experiment = r->experiment != NULL;
+    if (r->experiment)
+        snprintf(rec->experiment, sizeof rec->experiment, "%s", r->experiment);
     if (pt_len <= sizeof rec->pt) {
         memcpy(rec->pt, s->pt, pt_len);
         rec->pt_len = pt_len;
     }
+}
+
+static void fs_note_exp(char *dst, int *has, const char *exp)
+{
+    *has = exp != NULL;
+    snprintf(dst, LDPB_WIRE_EXPERIMENT_MAX + 1, "%s", exp ? exp : "");
+}
+
+/* The experiments of the fake aggregator, in name order, for LIST and SHOW. */
+static const char *const fs_experiments[] = {"alpha", "beta", "default", "gamma", "zeta"};
+#define FS_N_EXPERIMENTS 5
+
+static void fs_info(Ldpb__V1__ExperimentInfo *i, const char *name)
+{
+    Ldpb__V1__ExperimentInfo init = LDPB__V1__EXPERIMENT_INFO__INIT;
+    *i = init;
+    i->name = (char *)name;
+    i->policy = "ldp-ucb-b";
+    i->mode = "local";
+    i->arms = 3;
+    i->mechanism = "linear";
+    i->has_epsilon = 1;
+    i->epsilon = 0.5;
+    i->reports = strlen(name);
+    i->assignments = 2 * strlen(name);
+    i->running = strcmp(name, "zeta") != 0;
+}
+
+/* ExperimentCommand: LIST in pages of list_page after `after`; the others echo the name. */
+static void fs_reply_command(fake_server *s, const ldpb_frame *f, const ldpb_seal_key *key,
+                             Ldpb__V1__Envelope *reply, const Ldpb__V1__ExperimentCommand *cmd)
+{
+    Ldpb__V1__ExperimentInfo infos[FS_N_EXPERIMENTS];
+    Ldpb__V1__ExperimentInfo *ptrs[FS_N_EXPERIMENTS];
+    Ldpb__V1__ExperimentReply r = LDPB__V1__EXPERIMENT_REPLY__INIT;
+    s->n_command++;
+    if (cmd->op == LDPB__V1__EXPERIMENT_COMMAND__OP__LIST) {
+        size_t n = 0, page = s->list_page ? (size_t)s->list_page : FS_N_EXPERIMENTS;
+        for (size_t i = 0; i < FS_N_EXPERIMENTS; i++) {
+            if (cmd->after && !s->list_ignores_after && strcmp(fs_experiments[i], cmd->after) <= 0)
+                continue;
+            if (n == page) {
+                r.has_more = 1;
+                r.more = 1;
+                break;
+            }
+            fs_info(&infos[n], fs_experiments[i]);
+            ptrs[n] = &infos[n];
+            n++;
+        }
+        r.n_experiments = n;
+    } else {
+        fs_info(&infos[0], cmd->name);
+        infos[0].running = cmd->op != LDPB__V1__EXPERIMENT_COMMAND__OP__STOP;
+        if (cmd->config)
+            infos[0].arms = (uint32_t)strlen(cmd->config);
+        ptrs[0] = &infos[0];
+        r.n_experiments = 1;
+    }
+    r.experiments = ptrs;
+    reply->body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY;
+    reply->experiment_reply = &r;
+    fs_send_env(s, f, key, reply);
+}
+
+/* A batch: every report recorded and acknowledged. */
+static void fs_reply_batch(fake_server *s, const ldpb_frame *f, const ldpb_seal_key *key,
+                           Ldpb__V1__Envelope *reply, const Ldpb__V1__ReportBatch *b)
+{
+    Ldpb__V1__ReportResult *res = calloc(b->n_reports, sizeof *res);
+    Ldpb__V1__ReportResult **ptrs = calloc(b->n_reports, sizeof *ptrs);
+    if (!res || !ptrs) {
+        s->thread_error = 1;
+        free(res);
+        free(ptrs);
+        return;
+    }
+    for (size_t i = 0; i < b->n_reports; i++) {
+        Ldpb__V1__ReportResult init = LDPB__V1__REPORT_RESULT__INIT;
+        res[i] = init;
+        res[i].assignment_id = b->reports[i]->assignment_id;
+        ptrs[i] = &res[i];
+        fs_record_report(s, b->reports[i], 0);
+    }
+    Ldpb__V1__BatchAck ba = LDPB__V1__BATCH_ACK__INIT;
+    ba.n_results = b->n_reports;
+    ba.results = ptrs;
+    reply->body_case = LDPB__V1__ENVELOPE__BODY_BATCH_ACK;
+    reply->batch_ack = &ba;
+    fs_send_env(s, f, key, reply);
+    free(res);
+    free(ptrs);
+}
+
+/* ReportAndAssign: the report recorded, an ack and a fresh assignment. */
+static void fs_reply_report_and_assign(fake_server *s, const ldpb_frame *f,
+                                       const ldpb_seal_key *key, Ldpb__V1__Envelope *reply,
+                                       const Ldpb__V1__ReportAndAssign *ra)
+{
+    fs_record_report(s, ra->report, 0);
+    fs_note_exp(s->assign_exp, &s->assign_has_exp, ra->next->experiment);
+    s->n_assign++;
+    Ldpb__V1__Ack ack = LDPB__V1__ACK__INIT;
+    ack.assignment_id = ra->report->assignment_id;
+    Ldpb__V1__Assignment a = LDPB__V1__ASSIGNMENT__INIT;
+    ldpb_rng_bytes(s->rng, s->last_id, sizeof s->last_id);
+    a.assignment_id.data = s->last_id;
+    a.assignment_id.len = sizeof s->last_id;
+    a.arm = s->arm;
+    a.mechanism = (Ldpb__V1__Mechanism)s->mech;
+    a.epsilon = s->epsilon;
+    a.expires_at_ms = (uint64_t)((int64_t)ldpb_seal_now_ms() + s->expires_in_ms);
+    a.propensity = s->propensity;
+    Ldpb__V1__AckAndAssignment aa = LDPB__V1__ACK_AND_ASSIGNMENT__INIT;
+    aa.ack = &ack;
+    aa.next_case = LDPB__V1__ACK_AND_ASSIGNMENT__NEXT_ASSIGNMENT;
+    aa.assignment = &a;
+    reply->body_case = LDPB__V1__ENVELOPE__BODY_ACK_AND_ASSIGNMENT;
+    reply->ack_and_assignment = &aa;
+    fs_send_env(s, f, key, reply);
 }
 
 static void fs_handle(fake_server *s, size_t n)
@@ -357,6 +490,7 @@ static void fs_handle(fake_server *s, size_t n)
         s->last_n_context = q->n_context;
         for (size_t i = 0; i < q->n_context && i < 4; i++)
             s->last_context[i] = q->context[i];
+        fs_note_exp(s->assign_exp, &s->assign_has_exp, q->experiment);
     } else if (is_report) {
         fs_record_report(s, req->report, pt_len);
     }
@@ -397,7 +531,14 @@ static void fs_handle(fake_server *s, size_t n)
         fs_send_env(s, &f, &key, &reply);
     } else if (req->body_case == LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST &&
                s->mode != FS_WRONG_BODY) {
+        fs_note_exp(s->status_exp, &s->status_has_exp, req->status_request->experiment);
         fs_reply_status(s, &f, &key, &reply);
+    } else if (req->body_case == LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND) {
+        fs_reply_command(s, &f, &key, &reply, req->experiment_command);
+    } else if (req->body_case == LDPB__V1__ENVELOPE__BODY_REPORT_BATCH) {
+        fs_reply_batch(s, &f, &key, &reply, req->report_batch);
+    } else if (req->body_case == LDPB__V1__ENVELOPE__BODY_REPORT_AND_ASSIGN) {
+        fs_reply_report_and_assign(s, &f, &key, &reply, req->report_and_assign);
     } else if (is_report != (s->mode == FS_WRONG_BODY)) {
         if (is_report)
             fs_reply_ack(s, &f, &key, &reply, req->report);
@@ -1693,6 +1834,418 @@ static void status_from_fake_server(void **state)
 
 /* ---- examples/client_example.c, when test_client is given its path ------------------------ */
 
+/* ---- experiments ----------------------------------------------------------------------------- */
+
+/* A device in three experiments: each assignment and its report name the experiment they were
+ * issued in, and the one ledger budget runs out across the three: once it is spent, every
+ * experiment's request (and the default one) is refused with LDPB_EBUDGET before anything is
+ * sent. The ledger records each entry's experiment, across a restart. */
+static void three_experiments_share_one_budget(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    ldpb_client_opts o;
+    opts_for(&o, &s, f->path);
+    o.lifetime_budget = 3.0;
+    o.per_report_cap = 1.0;
+    o.epsilon_cap = 1.0;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    static const char *names[3] = {"exp-a", "exp-b", "exp.c_9"};
+    ldpb_assignment a[3];
+    double value[3];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ldpb_client_assign_in(c, names[i], NULL, 0, &a[i]), LDPB_OK);
+        assert_string_equal(a[i].experiment, names[i]);
+        fs_lock(&s);
+        assert_int_equal(s.assign_has_exp, 1);
+        assert_string_equal(s.assign_exp, names[i]);
+        fs_unlock(&s);
+        assert_int_equal(ldpb_client_report(c, &a[i], 1.0), LDPB_OK);
+        fs_report r = fs_report_at(&s, i);
+        assert_int_equal(r.has_experiment, 1);
+        assert_string_equal(r.experiment, names[i]);
+        value[i] = r.value;
+    }
+    const ldpb_ledger *l = ldpb_client_ledger(c);
+    assert_true(spent(c) == 3.0);
+    for (int i = 0; i < 3; i++) {
+        size_t n = 0;
+        assert_true(ldpb_ledger_spent_in(l, names[i], NULL, &n) == 1.0);
+        assert_int_equal(n, 1);
+    }
+    assert_true(ldpb_ledger_spent_in(l, NULL, NULL, NULL) == 0.0);
+
+    /* spent: refused in every experiment, nothing sent */
+    int frames = fs_frames(&s);
+    ldpb_assignment x;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ldpb_client_assign_in(c, names[i], NULL, 0, &x), LDPB_EBUDGET);
+        assert_non_null(strstr(ldpb_client_errmsg(c), "budget"));
+    }
+    assert_int_equal(ldpb_client_assign_in(c, "exp-d", NULL, 0, &x), LDPB_EBUDGET);
+    assert_int_equal(ldpb_client_assign(c, NULL, 0, &x), LDPB_EBUDGET);
+    assert_int_equal(fs_frames_settled(&s), frames);
+
+    /* a retry resends the stored value, in its experiment, and spends nothing */
+    assert_int_equal(ldpb_client_report(c, &a[1], 0.0), LDPB_OK);
+    fs_report r = fs_report_at(&s, 3);
+    assert_string_equal(r.experiment, names[1]);
+    assert_true(r.value == value[1]);
+    assert_true(spent(c) == 3.0);
+    /* the same id presented as another experiment's: the ledger refuses, nothing is sent */
+    ldpb_assignment moved = a[1];
+    snprintf(moved.experiment, sizeof moved.experiment, "exp-a");
+    frames = fs_frames(&s);
+    assert_int_equal(ldpb_client_report(c, &moved, 1.0), LDPB_ESTATE);
+    assert_non_null(strstr(ldpb_client_errmsg(c), "another experiment"));
+    assert_int_equal(fs_frames_settled(&s), frames);
+    ldpb_client_free(c);
+
+    /* after a restart: the budget is still spent, the entries name their experiments */
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    for (int i = 0; i < 3; i++) {
+        ldpb_ledger_entry e;
+        assert_int_equal(ldpb_ledger_lookup(ldpb_client_ledger(c), a[i].id, a[i].id_len, &e),
+                         LDPB_OK);
+        assert_string_equal(e.experiment, names[i]);
+        assert_int_equal(ldpb_client_assign_in(c, names[i], NULL, 0, &x), LDPB_EBUDGET);
+    }
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
+/* The calls without an experiment (and "default" named) put no experiment field on the wire, so
+ * an aggregator older than experiments is served exactly as before: the AssignRequest, the Report
+ * and the StatusRequest decode with no experiment and no unknown field, and re-encode to the very
+ * bytes received. */
+static void default_sends_no_experiment_field(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    ldpb_client_opts o;
+    opts_for(&o, &s, f->path);
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_assignment a, b;
+    assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_OK);
+    fs_lock(&s);
+    assert_int_equal(s.assign_has_exp, 0);
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_assign_in(c, "default", NULL, 0, &b), LDPB_OK);
+    fs_lock(&s);
+    assert_int_equal(s.assign_has_exp, 0);
+    fs_unlock(&s);
+    assert_string_equal(a.experiment, "");
+    assert_string_equal(b.experiment, "");
+    assert_int_equal(ldpb_client_report(c, &a, 1.0), LDPB_OK);
+    snprintf(b.experiment, sizeof b.experiment, "default"); /* spelled out by the app */
+    assert_int_equal(ldpb_client_report(c, &b, 0.0), LDPB_OK);
+    for (int i = 0; i < 2; i++) {
+        fs_report r = fs_report_at(&s, i);
+        assert_int_equal(r.has_experiment, 0);
+        Ldpb__V1__Envelope *env = NULL;
+        assert_true(r.pt_len > 0);
+        assert_int_equal(ldpb_envelope_decode(r.pt, r.pt_len, &env, NULL), LDPB_OK);
+        assert_null(env->report->experiment);
+        assert_int_equal(env->base.n_unknown_fields, 0);
+        assert_int_equal(env->report->base.n_unknown_fields, 0);
+        uint8_t again[256];
+        size_t len = 0;
+        assert_int_equal(ldpb_envelope_encode(env, again, sizeof again, &len, NULL), LDPB_OK);
+        assert_int_equal(len, r.pt_len);
+        assert_memory_equal(again, r.pt, len);
+        ldpb_envelope_free(env);
+    }
+    ldpb_ledger_entry e;
+    assert_int_equal(ldpb_ledger_lookup(ldpb_client_ledger(c), b.id, b.id_len, &e), LDPB_OK);
+    assert_string_equal(e.experiment, "");
+
+    ldpb_status st;
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_OK);
+    fs_lock(&s);
+    assert_int_equal(s.status_has_exp, 0);
+    fs_unlock(&s);
+    assert_string_equal(st.experiment, "");
+    ldpb_status_clear(&st);
+    assert_int_equal(ldpb_client_status_in(c, "exp-a", &st), LDPB_OK);
+    fs_lock(&s);
+    assert_int_equal(s.status_has_exp, 1);
+    assert_string_equal(s.status_exp, "exp-a");
+    fs_unlock(&s);
+    assert_string_equal(st.experiment, "exp-a");
+    assert_int_equal(st.n_arms, 2);
+    ldpb_status_clear(&st);
+    /* a status of another experiment than the one asked for is refused */
+    fs_lock(&s);
+    s.status_of = "exp-b";
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_status_in(c, "exp-a", &st), LDPB_EPROTO);
+    assert_non_null(strstr(ldpb_client_errmsg(c), "got experiment 'exp-b'"));
+    assert_int_equal(st.n_arms, 0);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_EPROTO);
+    fs_lock(&s);
+    s.status_of = "default"; /* what an aggregator with experiments names for "default" */
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_status(c, &st), LDPB_OK);
+    assert_string_equal(st.experiment, "default");
+    ldpb_status_clear(&st);
+    fs_lock(&s);
+    s.status_of = NULL;
+    fs_unlock(&s);
+
+    /* names that are not names: refused before anything is sent */
+    int frames = fs_frames(&s);
+    static const char *bad[] = {
+        "Upper", "a b", "", "x/y",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (!bad[i][0])
+            continue; /* "" is the default experiment */
+        assert_int_equal(ldpb_client_assign_in(c, bad[i], NULL, 0, &a), LDPB_EINVAL);
+        assert_non_null(strstr(ldpb_client_errmsg(c), "not an experiment name"));
+        assert_int_equal(ldpb_client_status_in(c, bad[i], &st), LDPB_EINVAL);
+        double row[2] = {1.0, 0.0};
+        assert_int_equal(ldpb_client_assign_local_in(c, bad[i], row, 1, 2, &a), LDPB_EINVAL);
+    }
+    assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_OK);
+    snprintf(a.experiment, sizeof a.experiment, "Bad");
+    assert_int_equal(ldpb_client_report(c, &a, 1.0), LDPB_EINVAL);
+    assert_int_equal(fs_frames_settled(&s), frames + 1);
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
+/* LDPB_ENOEXPERIMENT from the aggregator ends the call at once (one frame, no retry) with a
+ * message that says so and carries the aggregator's reason. */
+static void no_such_experiment_is_final(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    s.mode = FS_ERROR;
+    s.err_code = LDPB_ENOEXPERIMENT;
+    snprintf(s.reason, sizeof s.reason, "experiment 'gone' is stopped");
+    ldpb_client_opts o;
+    opts_for(&o, &s, f->path);
+    o.max_attempts = 3;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_assignment a;
+    assert_int_equal(ldpb_client_assign_in(c, "gone", NULL, 0, &a), LDPB_ENOEXPERIMENT);
+    assert_non_null(strstr(ldpb_client_errmsg(c), "no such experiment"));
+    assert_non_null(strstr(ldpb_client_errmsg(c), "experiment 'gone' is stopped"));
+    assert_int_equal(fs_frames_settled(&s), 1);
+    ldpb_status st;
+    assert_int_equal(ldpb_client_status_in(c, "gone", &st), LDPB_ENOEXPERIMENT);
+    assert_int_equal(fs_frames_settled(&s), 2);
+    ldpb_experiment_info *v = NULL;
+    size_t n = 0;
+    assert_int_equal(ldpb_client_experiment(c, LDPB_EXPERIMENT_SHOW, "gone", NULL, &v, &n),
+                     LDPB_ENOEXPERIMENT);
+    assert_null(v);
+    assert_int_equal(n, 0);
+    assert_int_equal(fs_frames_settled(&s), 3);
+    assert_true(spent(c) == 0.0);
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
+/* The experiment travels with the assignment: report_and_assign's next assignment is asked in
+ * the same experiment, and queued reports (the queue file records it) are flushed each naming its
+ * own, several experiments in one batch. */
+static void report_and_assign_and_queue_keep_the_experiment(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    ldpb_client_opts o;
+    opts_for(&o, &s, f->path);
+    char qpath[160];
+    snprintf(qpath, sizeof qpath, "%s/queue", f->dir);
+    o.queue_path = qpath;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_assignment a, next;
+    int acked = 0;
+    assert_int_equal(ldpb_client_assign_in(c, "exp-a", NULL, 0, &a), LDPB_OK);
+    assert_int_equal(ldpb_client_report_and_assign(c, &a, 1.0, NULL, 0, &next, &acked), LDPB_OK);
+    assert_int_equal(acked, 1);
+    assert_string_equal(next.experiment, "exp-a");
+    fs_lock(&s);
+    assert_string_equal(s.assign_exp, "exp-a");
+    fs_unlock(&s);
+    assert_string_equal(fs_report_at(&s, 0).experiment, "exp-a");
+
+    /* three reports of three experiments queued, the queue reopened, one batch */
+    ldpb_assignment q[3];
+    static const char *names[3] = {"exp-b", NULL, "exp-c"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ldpb_client_assign_in(c, names[i], NULL, 0, &q[i]), LDPB_OK);
+        assert_int_equal(ldpb_client_queue_report(c, &q[i], 0.5), LDPB_OK);
+    }
+    ldpb_client_free(c);
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    assert_int_equal(ldpb_client_queued(c), 3);
+    ldpb_flush_stats st;
+    assert_int_equal(ldpb_client_flush(c, 0, &st), LDPB_OK);
+    assert_int_equal(st.acked, 3);
+    fs_lock(&s);
+    assert_int_equal(s.n_batch, 1);
+    fs_unlock(&s);
+    for (int i = 0; i < 3; i++) {
+        fs_report r = fs_report_at(&s, 1 + i);
+        assert_memory_equal(r.id, q[i].id, q[i].id_len);
+        assert_int_equal(r.has_experiment, names[i] != NULL);
+        assert_string_equal(r.experiment, names[i] ? names[i] : "");
+    }
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
+/* Reports naming 64-byte experiments take up to 154 bytes: 512 of them do not fit one frame, so
+ * the flush sends them in smaller batches instead of failing to encode the batch. */
+static void long_experiment_names_split_the_batch(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    ldpb_client_opts o;
+    opts_for(&o, &s, NULL); /* in memory: 512 durable writes are not the point here */
+    o.queue_in_memory = 1;
+    o.lifetime_budget = 1000.0;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    enum { N = 512 };
+    for (unsigned i = 0; i < N; i++) {
+        ldpb_assignment a;
+        memset(&a, 0, sizeof a);
+        a.id_len = LDPB_ASSIGNMENT_ID_MAX;
+        memset(a.id, 'i', a.id_len);
+        memcpy(a.id, &i, sizeof i);
+        a.mechanism = LDPB_CLIENT_MECH_LAPLACE;
+        a.epsilon = 1.0;
+        a.propensity = 0.5;
+        a.expires_at_ms = ldpb_seal_now_ms() + 600000;
+        memset(a.experiment, 'x', LDPB_EXPERIMENT_NAME_MAX);
+        a.experiment[0] = (char)('a' + i % 3);
+        assert_int_equal(ldpb_client_queue_report(c, &a, 0.5), LDPB_OK);
+    }
+    ldpb_flush_stats st;
+    assert_int_equal(ldpb_client_flush(c, 0, &st), LDPB_OK);
+    assert_int_equal(st.acked, N);
+    assert_int_equal(st.left, 0);
+    fs_lock(&s);
+    assert_int_equal(s.n_report, N);
+    assert_int_equal(s.n_batch, 2);
+    fs_unlock(&s);
+    fs_report r = fs_report_at(&s, 1);
+    assert_int_equal(strlen(r.experiment), LDPB_EXPERIMENT_NAME_MAX);
+    assert_int_equal(r.experiment[0], 'b');
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
+/* Operator commands: LIST gathered over pages (each asked after the last name of the one
+ * before), SHOW, CREATE and STOP of one experiment; arguments checked before anything is sent; a
+ * server whose pages do not advance is refused rather than followed forever. */
+static void operator_commands(void **state)
+{
+    fx *f = *state;
+    fake_server s;
+    fs_start(&s, f->ipc);
+    s.list_page = 2;
+    ldpb_client_opts o;
+    opts_for(&o, &s, f->path);
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_experiment_info *v = NULL;
+    size_t n = 0;
+    assert_int_equal(ldpb_client_experiment(c, LDPB_EXPERIMENT_LIST, NULL, NULL, &v, &n), LDPB_OK);
+    assert_int_equal(n, FS_N_EXPERIMENTS);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(v[i].name, fs_experiments[i]);
+        assert_string_equal(v[i].policy, "ldp-ucb-b");
+        assert_string_equal(v[i].mode, "local");
+        assert_string_equal(v[i].mechanism, "linear");
+        assert_int_equal(v[i].arms, 3);
+        assert_true(v[i].epsilon == 0.5);
+        assert_int_equal(v[i].reports, strlen(fs_experiments[i]));
+        assert_int_equal(v[i].running, strcmp(fs_experiments[i], "zeta") != 0);
+    }
+    ldpb_experiment_info_free(v);
+    fs_lock(&s);
+    assert_int_equal(s.n_command, 3); /* pages of 2, 2 and 1 */
+    fs_unlock(&s);
+
+    assert_int_equal(ldpb_client_experiment(c, LDPB_EXPERIMENT_SHOW, "beta", NULL, &v, &n),
+                     LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].name, "beta");
+    ldpb_experiment_info_free(v);
+    assert_int_equal(
+        ldpb_client_experiment(c, LDPB_EXPERIMENT_CREATE, "new-1", "policy = ldp-ucb-b\n", &v, &n),
+        LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].arms, strlen("policy = ldp-ucb-b\n")); /* the config arrived */
+    assert_int_equal(v[0].running, 1);
+    ldpb_experiment_info_free(v);
+    assert_int_equal(ldpb_client_experiment(c, LDPB_EXPERIMENT_STOP, "new-1", NULL, &v, &n),
+                     LDPB_OK);
+    assert_int_equal(v[0].running, 0);
+    ldpb_experiment_info_free(v);
+    ldpb_experiment_info_free(NULL);
+
+    int frames = fs_frames(&s);
+    static char big[LDPB_CLIENT_CONFIG_MAX + 2];
+    memset(big, '#', LDPB_CLIENT_CONFIG_MAX + 1);
+    const struct {
+        int op;
+        const char *name, *config;
+        ldpb_err err;
+    } bad[] = {
+        {LDPB_EXPERIMENT_LIST, "alpha", NULL, LDPB_EINVAL},
+        {LDPB_EXPERIMENT_LIST, NULL, "arms = 2", LDPB_EINVAL},
+        {LDPB_EXPERIMENT_CREATE, "new-2", NULL, LDPB_EINVAL},
+        {LDPB_EXPERIMENT_CREATE, NULL, "arms = 2", LDPB_EINVAL},
+        {LDPB_EXPERIMENT_CREATE, "New", "arms = 2", LDPB_EINVAL},
+        {LDPB_EXPERIMENT_CREATE, "new-2", big, LDPB_ERANGE},
+        {LDPB_EXPERIMENT_CREATE, "new-2", "\xff", LDPB_EINVAL},
+        {LDPB_EXPERIMENT_SHOW, NULL, NULL, LDPB_EINVAL},
+        {LDPB_EXPERIMENT_SHOW, "", NULL, LDPB_EINVAL},
+        {LDPB_EXPERIMENT_STOP, "alpha", "arms = 2", LDPB_EINVAL},
+        {0, "alpha", NULL, LDPB_EINVAL},
+        {5, NULL, NULL, LDPB_EINVAL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = (ldpb_experiment_info *)&n;
+        n = 7;
+        assert_int_equal(ldpb_client_experiment(c, (ldpb_experiment_op)bad[i].op, bad[i].name,
+                                                bad[i].config, &v, &n),
+                         bad[i].err);
+        assert_null(v);
+        assert_int_equal(n, 0);
+    }
+    assert_int_equal(ldpb_client_experiment(c, LDPB_EXPERIMENT_LIST, NULL, NULL, NULL, &n),
+                     LDPB_EINVAL);
+    assert_int_equal(ldpb_client_experiment(NULL, LDPB_EXPERIMENT_LIST, NULL, NULL, &v, &n),
+                     LDPB_EINVAL);
+    assert_int_equal(fs_frames_settled(&s), frames);
+
+    /* a server that answers every page with the first one */
+    fs_lock(&s);
+    s.list_ignores_after = 1;
+    fs_unlock(&s);
+    assert_int_equal(ldpb_client_experiment(c, LDPB_EXPERIMENT_LIST, NULL, NULL, &v, &n),
+                     LDPB_EPROTO);
+    assert_non_null(strstr(ldpb_client_errmsg(c), "name order"));
+    assert_null(v);
+    ldpb_client_free(c);
+    fs_stop(&s);
+}
+
 static const char *example_path;
 
 /* Runs the example with `args` (NULL-terminated, without argv[0]); its stdout goes to `out`.
@@ -2186,6 +2739,12 @@ int main(int argc, char **argv)
         T(injected_rng_drives_the_noise),
         T(out_of_memory_at_every_allocation),
         T(status_from_fake_server),
+        T(three_experiments_share_one_budget),
+        T(default_sends_no_experiment_field),
+        T(no_such_experiment_is_final),
+        T(report_and_assign_and_queue_keep_the_experiment),
+        T(long_experiment_names_split_the_batch),
+        T(operator_commands),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

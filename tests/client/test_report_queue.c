@@ -402,6 +402,144 @@ static void test_entries_checked_on_load(void **state)
     }
 }
 
+/* ---- experiments: format 2 ------------------------------------------------------------------ */
+
+enum { REC2 = REC + 1 + 64 };
+
+/* Writes a format-2 queue file (docs/client.md) with a correct checksum: each record as format 1's,
+ * then exp_len and the name, zero-padded (`pad` lands one nonzero byte in the padding). */
+static void write_queue2(const char *path, const rec *r, const char *const *exp,
+                         const uint8_t *exp_len, size_t n, int pad)
+{
+    size_t len = MAGIC + 4 + n * REC2 + 32;
+    uint8_t *b = calloc(1, len);
+    assert_non_null(b);
+    memcpy(b, "ldpb-queue-v2\n", MAGIC);
+    b[MAGIC] = (uint8_t)n;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *p = b + MAGIC + 4 + i * REC2;
+        p[0] = r[i].id_len;
+        memcpy(p + 1, r[i].id, strlen(r[i].id));
+        p[65] = r[i].mechanism;
+        p[66] = r[i].is_bit;
+        put_f64(p + 67, r[i].epsilon);
+        put_f64(p + 75, r[i].value);
+        p[REC] = exp_len[i];
+        memcpy(p + REC + 1, exp[i], strlen(exp[i]));
+        if (pad)
+            p[REC2 - 1] = 'x';
+    }
+    crypto_generichash(b + len - 32, 32, b, len - 32, NULL, 0);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(b, 1, len, fp), len);
+    fclose(fp);
+    free(b);
+}
+
+static void magic_of(const char *path, char out[15])
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fread(out, 1, 14, fp), 14);
+    out[14] = '\0';
+    fclose(fp);
+}
+
+/* A queue of "default" reports stays format 1, byte for byte what the library before experiments
+ * wrote (a file written here from that layout loads, and is rewritten equal); the first report of
+ * another experiment makes it format 2, and every entry keeps its experiment across a reopen. */
+static void test_queue_records_experiments(void **state)
+{
+    fx *f = *state;
+    const rec old[2] = {{4, "old1", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 1.0},
+                        {4, "old2", LDPB_CLIENT_MECH_LAPLACE, 0, 1.0, 0.25}};
+    write_queue(f->queue, old, 2);
+    rq *q = NULL;
+    assert_int_equal(rq_open(&q, f->queue, LDPB_CLIENT_QUEUE_MAX), LDPB_OK);
+    assert_int_equal(q->n, 2);
+    assert_string_equal(q->e[0].experiment, "");
+    assert_string_equal(q->e[1].experiment, "");
+    uint8_t *img = NULL;
+    size_t img_len = 0;
+    assert_int_equal(rq_encode(q, &img, &img_len), LDPB_OK);
+    FILE *fp = fopen(f->queue, "rb");
+    assert_non_null(fp);
+    uint8_t disk[512];
+    size_t disk_len = fread(disk, 1, sizeof disk, fp);
+    fclose(fp);
+    assert_int_equal(img_len, disk_len);
+    assert_memory_equal(img, disk, disk_len);
+    free(img);
+    rq_close(q);
+
+    ldpb_client *c = NULL;
+    assert_int_equal(open_client(f, f->ledger, &c), LDPB_OK);
+    ldpb_assignment a;
+    assignment(&a, 1);
+    assert_int_equal(ldpb_client_queue_report(c, &a, 1.0), LDPB_OK);
+    char magic[15];
+    magic_of(f->queue, magic);
+    assert_string_equal(magic, "ldpb-queue-v1\n");
+    assignment(&a, 2);
+    snprintf(a.experiment, sizeof a.experiment, "exp-q");
+    assert_int_equal(ldpb_client_queue_report(c, &a, 1.0), LDPB_OK);
+    magic_of(f->queue, magic);
+    assert_string_equal(magic, "ldpb-queue-v2\n");
+    assignment(&a, 3);
+    snprintf(a.experiment, sizeof a.experiment, "default");
+    assert_int_equal(ldpb_client_queue_report(c, &a, 0.0), LDPB_OK);
+    ldpb_client_free(c);
+
+    assert_int_equal(rq_open(&q, f->queue, LDPB_CLIENT_QUEUE_MAX), LDPB_OK);
+    assert_int_equal(q->n, 5);
+    static const char *want[5] = {"", "", "", "exp-q", ""};
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(q->e[i].experiment, want[i]);
+    Ldpb__V1__Report rep;
+    rq_report_of(&rep, &q->e[3]);
+    assert_string_equal(rep.experiment, "exp-q");
+    rq_report_of(&rep, &q->e[4]);
+    assert_null(rep.experiment);
+    rq_close(q);
+}
+
+/* Format 2's experiment fields are checked as the wire checks them: a name of [a-z0-9._-] of at
+ * most 64 bytes, never "default" spelled out (the writer stores it as none), zero padding, no NUL
+ * inside the length, and at least one named entry (else the writer would have written format 1). */
+static void test_queue2_entries_checked(void **state)
+{
+    fx *f = *state;
+    const rec two[2] = {{4, "good", LDPB_CLIENT_MECH_LINEAR, 1, 1.0, 1.0},
+                        {4, "lapl", LDPB_CLIENT_MECH_LAPLACE, 0, 1.0, 0.25}};
+    const char *names[2] = {"", "exp.1_b-2"};
+    uint8_t lens[2] = {0, 9};
+    write_queue2(f->queue, two, names, lens, 2, 0);
+    rq *q = NULL;
+    assert_int_equal(rq_open(&q, f->queue, LDPB_CLIENT_QUEUE_MAX), LDPB_OK);
+    assert_string_equal(q->e[1].experiment, "exp.1_b-2");
+    rq_close(q);
+
+    const struct {
+        const char *name;
+        uint8_t len;
+        int pad;
+    } bad[] = {
+        {"Exp", 3, 0},  {"default", 7, 0}, {"a b", 3, 0}, {"exp", 4, 0}, /* a NUL inside */
+        {"exp", 65, 0}, {"exp", 3, 1},                                   /* padding */
+        {"", 0, 0},                                                      /* none named */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        names[1] = bad[i].name;
+        lens[1] = bad[i].len;
+        write_queue2(f->queue, two, names, lens, 2, bad[i].pad);
+        print_message("experiment case %zu\n", i);
+        q = NULL;
+        assert_int_equal(rq_open(&q, f->queue, LDPB_CLIENT_QUEUE_MAX), LDPB_ECORRUPT);
+        assert_null(q);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +548,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_a_regular_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_entries_checked_on_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_while_queueing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_records_experiments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue2_entries_checked, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1747,6 +1747,67 @@ static void experiment_reply_rules(void **state)
     free(many);
 }
 
+/* docs/protocol.md, "Experiments": the worked bytes of an AssignRequest and a Report naming
+ * experiment "checkout-2", a CREATE, its reply and a LIST page decode to what the page says, and
+ * encode back to the same bytes. */
+static void experiment_worked_example(void **state)
+{
+    (void)state;
+    static const uint8_t assign[] = {0x08, 0x01, 0x10, 0x07, 0x52, 0x15, 0x11, 0,    0,
+                                     0,    0,    0,    0,    0xf0, 0x3f, 0x22, 0x0a, 'c',
+                                     'h',  'e',  'c',  'k',  'o',  'u',  't',  '-',  '2'};
+    static const uint8_t report[] = {0x08, 0x01, 0x10, 0x08, 0x62, 0x1d, 0x0a, 0x02, 0xaa,
+                                     0xbb, 0x10, 0x01, 0x19, 0,    0,    0,    0,    0,
+                                     0,    0xf0, 0x3f, 0x20, 0x01, 0x4a, 0x0a, 'c',  'h',
+                                     'e',  'c',  'k',  'o',  'u',  't',  '-',  '2'};
+    static const uint8_t create[] = {
+        0x08, 0x01, 0x10, 0x09, 0xca, 0x01, 0x2c, 0x08, 0x01, 0x12, 0x0a, 'c', 'h',
+        'e',  'c',  'k',  'o',  'u',  't',  '-',  '2',  0x1a, 0x1c, 'p',  'o', 'l',
+        'i',  'c',  'y',  ' ',  '=',  ' ',  'l',  'd',  'p',  '-',  'u',  'c', 'b',
+        '-',  'b',  '\n', 'a',  'r',  'm',  's',  ' ',  '=',  ' ',  '3',  '\n'};
+    static const uint8_t reply[] = {
+        0x08, 0x01, 0x10, 0x09, 0xd2, 0x01, 0x39, 0x0a, 0x37, 0x0a, 0x0a, 'c', 'h',
+        'e',  'c',  'k',  'o',  'u',  't',  '-',  '2',  0x12, 0x09, 'l',  'd', 'p',
+        '-',  'u',  'c',  'b',  '-',  'b',  0x1a, 0x05, 'l',  'o',  'c',  'a', 'l',
+        0x20, 0x03, 0x2a, 0x06, 'l',  'i',  'n',  'e',  'a',  'r',  0x31, 0,   0,
+        0,    0,    0,    0,    0xf0, 0x3f, 0x48, 0x00, 0x50, 0x00, 0x58, 0x01};
+    static const uint8_t list[] = {0x08, 0x01, 0x10, 0x0a, 0xca, 0x01, 0x0e, 0x08, 0x02, 0x22, 0x0a,
+                                   'c',  'h',  'e',  'c',  'k',  'o',  'u',  't',  '-',  '1'};
+    const struct {
+        const uint8_t *p;
+        size_t n;
+    } all[] = {{assign, sizeof assign},
+               {report, sizeof report},
+               {create, sizeof create},
+               {reply, sizeof reply},
+               {list, sizeof list}};
+    Ldpb__V1__Envelope *d[5];
+    for (size_t i = 0; i < 5; i++) {
+        char detail[LDPB_DETAIL_BYTES] = "";
+        if (ldpb_envelope_decode(all[i].p, all[i].n, &d[i], detail) != LDPB_OK)
+            fail_msg("example %zu: %s", i, detail);
+        size_t len = 0;
+        assert_int_equal(ldpb_envelope_encode(d[i], buf, sizeof buf, &len, NULL), LDPB_OK);
+        assert_int_equal(len, all[i].n);
+        assert_memory_equal(buf, all[i].p, len);
+    }
+    assert_string_equal(d[0]->assign_request->experiment, "checkout-2");
+    assert_true(d[0]->assign_request->max_epsilon == 1.0);
+    assert_string_equal(d[1]->report->experiment, "checkout-2");
+    assert_int_equal(d[1]->report->bit, 1);
+    assert_int_equal(d[2]->experiment_command->op, LDPB__V1__EXPERIMENT_COMMAND__OP__CREATE);
+    assert_string_equal(d[2]->experiment_command->config, "policy = ldp-ucb-b\narms = 3\n");
+    const Ldpb__V1__ExperimentInfo *x = d[3]->experiment_reply->experiments[0];
+    assert_string_equal(x->name, "checkout-2");
+    assert_string_equal(x->mechanism, "linear");
+    assert_true(x->epsilon == 1.0 && x->running && x->arms == 3);
+    assert_false(d[3]->experiment_reply->has_more);
+    assert_int_equal(d[4]->experiment_command->op, LDPB__V1__EXPERIMENT_COMMAND__OP__LIST);
+    assert_string_equal(d[4]->experiment_command->after, "checkout-1");
+    for (size_t i = 0; i < 5; i++)
+        ldpb_envelope_free(d[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1779,6 +1840,7 @@ int main(void)
         cmocka_unit_test(no_experiment_encodes_as_before),
         cmocka_unit_test(experiment_command_rules),
         cmocka_unit_test(experiment_reply_rules),
+        cmocka_unit_test(experiment_worked_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

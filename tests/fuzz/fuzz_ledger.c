@@ -1,11 +1,13 @@
-/* Fuzz target for the ledger file parser. Each input is parsed twice: as given (the checksum
- * almost always fails, which tests the outer checks) and with its last 32 bytes replaced by the
- * correct BLAKE2b of the rest, so the structural checks behind the checksum are reached too. An
- * accepted image must satisfy the ledger's invariants and re-encode to exactly the same bytes. */
+/* Fuzz target for the ledger file parser (formats 1 to 3). Each input is parsed twice: as given
+ * (the checksum almost always fails, which tests the outer checks) and with its last 32 bytes
+ * replaced by the correct BLAKE2b of the rest, so the structural checks behind the checksum are
+ * reached too. An accepted image must satisfy the ledger's invariants and re-encode to exactly the
+ * same bytes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_target.h"
+#include "ldpb/wire.h"
 #include "ledger_internal.h"
 
 static void parse_and_check(const uint8_t *buf, size_t len)
@@ -33,6 +35,14 @@ static void parse_and_check(const uint8_t *buf, size_t len)
         if (r->delta > 0.0)
             delta_charged += ledger_delta_units(r->delta);
         if ((r->vec != NULL) != (r->delta > 0.0))
+            abort();
+        if (r->exp > st.n_exps) /* format 3: 0 "default", else 1 + an index of the table */
+            abort();
+    }
+    for (size_t i = 0; i < st.n_exps; i++) {
+        size_t n = strlen(st.exps[i]);
+        if (!ldpb_wire_experiment_valid(st.exps[i], n) || strcmp(st.exps[i], "default") == 0 ||
+            (i > 0 && strcmp(st.exps[i - 1], st.exps[i]) >= 0))
             abort();
     }
     if (charged > st.spent_units || delta_charged > st.delta_spent_units)

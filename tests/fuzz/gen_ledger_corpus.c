@@ -171,6 +171,30 @@ int main(int argc, char **argv)
     write_file("bad-resealed-stats-nan", v2, n);
     free(v2);
 
+    /* Format 3 (made last, as format 2 was): entries of "default", "zeta" and "alpha"; then,
+     * behind a valid checksum, names out of order and an index past the table. */
+    ldpb_ledger_opts o3 = {50.0, 10.0, 0.0, 0.0};
+    unlink(path_of("valid-experiments", ""));
+    if (ldpb_ledger_open(&l, path_of("valid-experiments", ""), &o3) != LDPB_OK)
+        die("ledger open");
+    if (ldpb_ledger_privatize_in(l, NULL, (const uint8_t *)"d1", 2, lin, rng, 1.0, &e) ||
+        ldpb_ledger_privatize_in(l, "zeta", (const uint8_t *)"z1", 2, lin, rng, 0.0, &e) ||
+        ldpb_ledger_privatize_in(l, "alpha", (const uint8_t *)"a1", 2, quad, rng, 0.5, &e) ||
+        ldpb_ledger_privatize_in(l, "zeta", (const uint8_t *)"z2", 2, lap, rng, 0.25, &e))
+        die("privatize");
+    ldpb_ledger_close(l);
+    unlink(path_of("valid-experiments", ".lock"));
+    uint8_t *v3 = read_file("valid-experiments", &n);
+    const size_t table = LEDGER_HEADER2_BYTES; /* n u32 | 5 "alpha" | 4 "zeta" */
+    memcpy(v3 + table + 5, "zzzzz", 5);
+    reseal(v3, n);
+    write_file("bad-resealed-exp-order", v3, n);
+    memcpy(v3 + table + 5, "alpha", 5);
+    v3[table + 15 + 1 + 2 + 1] = 9; /* the first entry's experiment */
+    reseal(v3, n);
+    write_file("bad-resealed-exp-index", v3, n);
+    free(v3);
+
     ldpb_mech_free(lin);
     ldpb_mech_free(quad);
     ldpb_mech_free(expo);

@@ -18,6 +18,7 @@
 
 #define MAGIC_LEN  14u
 #define RECORD     83u
+#define RECORD2    (RECORD + 1u + 64u)
 #define HASH_BYTES 32u
 
 static const char *outdir;
@@ -59,8 +60,9 @@ static uint8_t *read_file(const char *name, size_t *n)
 }
 
 /* A real queue file, made the way a device makes it: `n` assignments cycling through the
- * mechanisms, queued with rewards in [0, 1]. */
-static void make_queue(const char *name, size_t n, const ldpb_client_mech *mechs, size_t nmechs)
+ * mechanisms (and through the experiments `exps`, if not NULL), queued with rewards in [0, 1]. */
+static void make_queue(const char *name, size_t n, const ldpb_client_mech *mechs, size_t nmechs,
+                       const char *const *exps, size_t nexps)
 {
     uint8_t seed[LDPB_RNG_SEED_BYTES];
     ldpb_rng_seed_from_text(seed, name);
@@ -93,6 +95,8 @@ static void make_queue(const char *name, size_t n, const ldpb_client_mech *mechs
         a.kappa = a.mechanism == LDPB_CLIENT_MECH_QUADRATIC ? LDPB_KAPPA_DEFAULT : 0.0;
         a.propensity = 1.0;
         a.expires_at_ms = UINT64_MAX / 2;
+        if (exps)
+            snprintf(a.experiment, sizeof a.experiment, "%s", exps[i % nexps]);
         if (ldpb_client_queue_report(c, &a, (double)(i % 5) / 4.0) != LDPB_OK)
             die(ldpb_client_errmsg(c));
     }
@@ -131,9 +135,9 @@ int main(int argc, char **argv)
                                     LDPB_CLIENT_MECH_EXPONENTIAL, LDPB_CLIENT_MECH_LAPLACE,
                                     LDPB_CLIENT_MECH_RAW};
     /* A queue file exists once something was queued: "valid-empty" is one emptied by hand. */
-    make_queue("valid-one-linear", 1, all, 1);
-    make_queue("valid-mixed", 10, all, 5);
-    make_queue("valid-laplace", 6, all + 3, 1);
+    make_queue("valid-one-linear", 1, all, 1, NULL, 0);
+    make_queue("valid-mixed", 10, all, 5, NULL, 0);
+    make_queue("valid-laplace", 6, all + 3, 1, NULL, 0);
 
     size_t n;
     uint8_t *one = read_file("valid-one-linear", &n);
@@ -176,5 +180,19 @@ int main(int argc, char **argv)
     mixed[rec + 3] ^= 0x10;
     write_file("bad-checksum", mixed, n);
     free(mixed);
+
+    /* Format 2: reports of "default" and two experiments; then, behind a valid checksum, an
+     * upper-case name, "default" spelled out, non-zero padding after a name. */
+    static const char *const exps[] = {"", "exp-a", "b.2"};
+    make_queue("valid-experiments", 6, all, 5, exps, 3);
+    uint8_t *v2 = read_file("valid-experiments", &n);
+    const size_t exp1 = rec + RECORD2 + RECORD; /* the second record's exp_len: "exp-a" */
+    resealed("bad-resealed-exp-upper", v2, n, exp1 + 1, (const uint8_t *)"E", 1);
+    resealed("bad-resealed-exp-default", v2, n, exp1,
+             (const uint8_t *)"\x07"
+                              "default",
+             8);
+    resealed("bad-resealed-exp-padding", v2, n, exp1 + 1 + 5, &pad, 1);
+    free(v2);
     return 0;
 }

@@ -35,10 +35,11 @@ static void write_file(const char *name, const uint8_t *p, size_t n)
 
 /* ---- the messages -------------------------------------------------------------------------- */
 
-/* Messages 0 to 10 are protocol 1's first kinds; 11 to 15 (report_and_assign, report batches)
- * and 16 to 17 (the local contextual mode's report and assignment) are sealed after every other
- * frame seed, so the seeded nonces of the older seeds stay as they were. */
-enum { N_MSGS = 18, N_MSGS_FIRST = 11 };
+/* Messages 0 to 10 are protocol 1's first kinds; 11 to 15 (report_and_assign, report batches),
+ * 16 to 17 (the local contextual mode's report and assignment) and 18 to 24 (experiments: the
+ * requests naming one, the status of one, the operator's command and the reply) are sealed after
+ * every other frame seed, so the seeded nonces of the older seeds stay as they were. */
+enum { N_MSGS = 25, N_MSGS_FIRST = 11 };
 
 static uint8_t id16[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
@@ -62,6 +63,11 @@ static const char *encode_message(int i, uint8_t *out, size_t *len)
     Ldpb__V1__ReportBatch rb = LDPB__V1__REPORT_BATCH__INIT;
     Ldpb__V1__BatchAck ba = LDPB__V1__BATCH_ACK__INIT;
     static uint8_t ids[3][16];
+    Ldpb__V1__ExperimentCommand cmd = LDPB__V1__EXPERIMENT_COMMAND__INIT;
+    Ldpb__V1__ExperimentReply xr = LDPB__V1__EXPERIMENT_REPLY__INIT;
+    Ldpb__V1__ExperimentInfo xi[2] = {LDPB__V1__EXPERIMENT_INFO__INIT,
+                                      LDPB__V1__EXPERIMENT_INFO__INIT};
+    Ldpb__V1__ExperimentInfo *pxi[2] = {&xi[0], &xi[1]};
     Ldpb__V1__Report reps[3], *preps[3];
     Ldpb__V1__ReportResult res[3], *pres[3];
     const char *name = NULL;
@@ -263,6 +269,76 @@ static const char *encode_message(int i, uint8_t *out, size_t *len)
         lm.feature_norm = 1.0;
         lm.reward_bound = 1.0;
         break;
+    case 18:
+        name = "assign-request-experiment";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+        e.assign_request = &q;
+        q.has_max_epsilon = 1;
+        q.max_epsilon = 1.0;
+        q.experiment = "checkout-2";
+        break;
+    case 19:
+        name = "report-experiment";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+        e.report = &r;
+        r.mechanism = LDPB__V1__MECHANISM__LINEAR;
+        r.epsilon = 1.0;
+        r.value_case = LDPB__V1__REPORT__VALUE_BIT;
+        r.bit = 1;
+        r.experiment = "checkout-2";
+        break;
+    case 20:
+        name = "status-request-experiment";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST;
+        e.status_request = &sr;
+        sr.experiment = "checkout-2";
+        break;
+    case 21:
+        name = "status-experiment";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
+        e.status = &st;
+        st.policy = "ldp-ucb-b";
+        st.model = "local";
+        st.reports = 3;
+        st.assignments = 4;
+        st.experiment = "checkout-2";
+        break;
+    case 22:
+        name = "experiment-create";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND;
+        e.experiment_command = &cmd;
+        cmd.op = LDPB__V1__EXPERIMENT_COMMAND__OP__CREATE;
+        cmd.name = "checkout-2";
+        cmd.config = "policy = ldp-ucb-b\narms = 3\nepsilon = 1\n";
+        break;
+    case 23:
+        name = "experiment-list-after";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND;
+        e.experiment_command = &cmd;
+        cmd.op = LDPB__V1__EXPERIMENT_COMMAND__OP__LIST;
+        cmd.after = "checkout-1";
+        break;
+    case 24:
+        name = "experiment-reply";
+        e.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY;
+        e.experiment_reply = &xr;
+        for (int k = 0; k < 2; k++) {
+            xi[k].name = k ? "checkout-2" : "default";
+            xi[k].policy = "ldp-ucb-b";
+            xi[k].mode = "local";
+            xi[k].arms = 3;
+            xi[k].mechanism = "linear";
+            xi[k].has_epsilon = 1;
+            xi[k].epsilon = 1.0;
+            xi[k].reports = 10u * (unsigned)k;
+            xi[k].assignments = 12u * (unsigned)k;
+            xi[k].running = k;
+        }
+        xr.n_experiments = 2;
+        xr.experiments = pxi;
+        xr.has_more = 1;
+        xr.more = 1;
+        break;
     default:
         name = "assign-request-empty";
         e.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
@@ -291,6 +367,17 @@ static const struct {
     {"bad-id-then-truncated", {0x08, 0x01, 0x10, 0x2b, 0x62, 0x05, 0x0a}, 7},
     {"ok-unknown-field", {0x08, 0x01, 0x72, 0x00, 0x18, 0x07, 0xa2, 0x06, 0x01, 'x'}, 10},
     {"ok-unpacked-context", {0x08, 0x01, 0x52, 0x09, 0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, 13},
+    /* experiments: a name with an upper-case letter, an empty one, a list with a name, an op
+     * of 0, a create without settings */
+    {"bad-experiment-upper", {0x08, 0x01, 0x52, 0x04, 0x22, 0x02, 'E', '1'}, 8},
+    {"bad-experiment-empty", {0x08, 0x01, 0x72, 0x02, 0x0a, 0x00}, 6},
+    {"bad-experiment-list-name",
+     {0x08, 0x01, 0xca, 0x01, 0x06, 0x08, 0x02, 0x12, 0x02, 'e', '1'},
+     11},
+    {"bad-experiment-op-0", {0x08, 0x01, 0xca, 0x01, 0x06, 0x08, 0x00, 0x12, 0x02, 'e', '1'}, 11},
+    {"bad-experiment-create-no-config",
+     {0x08, 0x01, 0xca, 0x01, 0x06, 0x08, 0x01, 0x12, 0x02, 'e', '1'},
+     11},
 };
 
 /* ---- the corpora --------------------------------------------------------------------------- */
@@ -387,7 +474,7 @@ static void frame_corpus(void)
     write_file("plain-error", frame, len);
     for (int i = N_MSGS_FIRST; i < N_MSGS; i++) {
         const char *base = encode_message(i, pt, &n);
-        int reply = i == 12 || i == 13 || i == 15;
+        int reply = i == 12 || i == 13 || i == 15 || i == 21 || i == 24;
         len = seal(frame, &server, &client, T0 + (uint64_t)i, reply, rng, pt, n);
         snprintf(name, sizeof name, "%s-%s", reply ? "reply" : "request", base);
         write_file(name, frame, len);

@@ -20,11 +20,13 @@ public final class Assignment {
     private final double localDelta;
     private final double localFeatureNorm;
     private final double localRewardBound;
+    // The experiment it was issued in, as the C struct holds it: "" for "default".
+    private final String experiment;
 
     // Called from the JNI code only.
     Assignment(byte[] id, int arm, int mechanism, double epsilon, double kappa, long expiresAtMs,
             double propensity, long policyVersion, int localD, double localDelta,
-            double localFeatureNorm, double localRewardBound) {
+            double localFeatureNorm, double localRewardBound, String experiment) {
         this.id = id;
         this.arm = arm;
         this.mechanism = mechanism;
@@ -37,6 +39,7 @@ public final class Assignment {
         this.localDelta = localDelta;
         this.localFeatureNorm = localFeatureNorm;
         this.localRewardBound = localRewardBound;
+        this.experiment = experiment;
     }
 
     /** The aggregator's opaque id (a copy). */
@@ -78,9 +81,15 @@ public final class Assignment {
         return policyVersion;
     }
 
+    /** The experiment it was issued in ("default" unless one was named); its reports name it. */
+    public String experiment() {
+        return experiment.isEmpty() ? "default" : experiment;
+    }
+
     @Override
     public String toString() {
         return "Assignment[arm " + Integer.toUnsignedString(arm) + ", " + mechanism()
-                + ", epsilon " + epsilon + ", propensity " + propensity + "]";
+                + ", epsilon " + epsilon + ", propensity " + propensity + ", experiment "
+                + experiment() + "]";
     }
 }

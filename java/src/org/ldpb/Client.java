@@ -60,7 +60,20 @@ public final class Client implements AutoCloseable {
      */
     public synchronized Assignment assign(double[] context) throws LdpbException {
         checkContext(context);
-        return nativeAssign(open(), context);
+        return nativeAssign(open(), null, context);
+    }
+
+    /**
+     * As {@link #assign(double[])}, in experiment {@code experiment} (null or "default": the
+     * experiment "default", with nothing on the wire; otherwise 1 to 64 bytes of a-z, 0-9, '.',
+     * '_', '-', else {@link LdpbError#EINVAL}). The assignment remembers it and its reports name
+     * it. The ledger is one budget across every experiment. An aggregator that runs no such
+     * experiment answers {@link LdpbError#ENOEXPERIMENT} (not retried).
+     */
+    public synchronized Assignment assign(String experiment, double[] context)
+            throws LdpbException {
+        checkContext(context);
+        return nativeAssign(open(), experiment, context);
     }
 
     /**
@@ -108,7 +121,12 @@ public final class Client implements AutoCloseable {
 
     /** The aggregator's status. Spends nothing. */
     public synchronized Status status() throws LdpbException {
-        return nativeStatus(open());
+        return nativeStatus(open(), null);
+    }
+
+    /** The status of experiment {@code experiment} (null or "default": as {@link #status()}). */
+    public synchronized Status status(String experiment) throws LdpbException {
+        return nativeStatus(open(), experiment);
     }
 
     /** Epsilon this device's ledger has spent. */
@@ -166,7 +184,8 @@ public final class Client implements AutoCloseable {
             byte[] secretKey, String secretKeyFile, String ledgerPath, String queuePath,
             double[] doubles, int[] ints) throws LdpbException;
 
-    private static native Assignment nativeAssign(long h, double[] context) throws LdpbException;
+    private static native Assignment nativeAssign(long h, String experiment, double[] context)
+            throws LdpbException;
 
     private static native void nativeReport(long h, Assignment a, double reward)
             throws LdpbException;
@@ -181,7 +200,7 @@ public final class Client implements AutoCloseable {
 
     private static native long nativeQueued(long h);
 
-    private static native Status nativeStatus(long h) throws LdpbException;
+    private static native Status nativeStatus(long h, String experiment) throws LdpbException;
 
     private static native double nativeLedger(long h, int which);
 

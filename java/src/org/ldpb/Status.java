@@ -40,12 +40,16 @@ public final class Status {
     public final long assignments;
     /** In the order the aggregator sent them; unmodifiable. */
     public final List<Arm> arms;
+    /** The experiment this status is of ("default" from an aggregator that names none). */
+    public final String experiment;
 
-    Status(String policy, String model, long reports, long assignments, Arm[] arms) {
+    Status(String policy, String model, long reports, long assignments, Arm[] arms,
+            String experiment) {
         this.policy = policy;
         this.model = model;
         this.reports = reports;
         this.assignments = assignments;
         this.arms = Collections.unmodifiableList(java.util.Arrays.asList(arms));
+        this.experiment = experiment.isEmpty() ? "default" : experiment;
     }
 }

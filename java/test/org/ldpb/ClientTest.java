@@ -153,7 +153,18 @@ class ClientTest {
 
             Assignment next = c.reportAndAssign(c.assign(), 0.2, null);
             assertNotNull(next);
+            assertEquals("default", next.experiment());
+            // The experiment "default" named: the same request, nothing on the wire.
+            Assignment named = c.assign("default", null);
+            assertEquals("default", named.experiment());
+            assertEquals("default", c.status("default").experiment);
+            LdpbException bad = assertThrows(LdpbException.class, () -> c.assign("Not A Name", null));
+            assertEquals(LdpbError.EINVAL, bad.error());
+            assertTrue(bad.detail().contains("not an experiment name"), bad.detail());
+            assertEquals(LdpbError.EINVAL,
+                    assertThrows(LdpbException.class, () -> c.status("a/b")).error());
             Status st = c.status();
+            assertEquals("default", st.experiment);
             assertEquals("ldp-ucb-l", st.policy);
             assertEquals("local", st.model);
             assertEquals(2, st.reports);
