@@ -133,31 +133,39 @@ static const option options[] = {
      "the horizon T; 0 = unknown (dp-ucb refuses it, se and ldp-se need it for beta = 0, dp-se "
      "then runs the doubling schedule)", EXP_PRIV_DP(params.horizon)},
     {"beta", OPT_DBL, OFF(params.beta), "0", 0, 1, OPEN_MAX, NULL, "B",
-     "confidence parameter beta in (0, 1); 0 = 1/horizon (2^-j in phase j of dp-se's doubling)", EXP(params.beta)},
+     "confidence parameter beta in (0, 1); 0 = 1/horizon (2^-j in phase j of dp-se's doubling)",
+     EXP(params.beta)},
     {"gamma", OPT_DBL, OFF(params.gamma), "0", 0, 1, OPEN_MAX, NULL, "G",
-     "dp-ucb failure probability, EXP3 exploration rate; in (0, 1), 0 = from the horizon", EXP(params.gamma)},
+     "dp-ucb failure probability, EXP3 exploration rate; in (0, 1), 0 = from the horizon",
+     EXP(params.gamma)},
     {"eps_arm", OPT_DBL, OFF(params.eps_arm), "0", 0, 1e6, 0, NULL, "E",
-     "per-arm tree budget, at most epsilon (a larger one is refused); 0 = epsilon", EXP_PRIV(params.eps_arm)},
+     "per-arm tree budget, at most epsilon (a larger one is refused); 0 = epsilon",
+     EXP_PRIV(params.eps_arm)},
     {"tau", OPT_U64, OFF(params.tau), "0", 0, 4611686018427387904.0, 0, NULL, "N",
      "block length in rounds, in [1, horizon]; 0 = ceil(horizon^(1/3))", EXP(params.tau)},
     {"threshold", OPT_DBL, OFF(params.threshold), "0", 0, 1e300, 0, threshold_names, "B",
      "half-width b of the accepted noisy gains [-b, 1 + b], > 0; 0 = ln(horizon)/epsilon; "
-     "bound-min = the b that minimises the regret bound (docs/derivations.md)", EXP(params.threshold)},
+     "bound-min = the b that minimises the regret bound (docs/derivations.md)",
+     EXP(params.threshold)},
     {"d", OPT_U32, OFF(ctx.d), "0", 0, AGG_LINUCB_D_MAX, 0, NULL, "D",
      "contextual policies (linucb, jdp-linucb-*): the feature dimension, arms x d <= 256 "
      "(required by them)", EXP(ctx.d)},
     {"delta", OPT_DBL, OFF(ctx.delta), "0.1", 0, 1, OPEN_MIN | OPEN_MAX, NULL, "D",
-     "jdp-linucb-*: the joint-DP delta, in (0, 1); ldp-linucb-gaussian: each report's delta, (0, 0.1]", EXP_PRIV_DP(ctx.delta)},
+     "jdp-linucb-*: the joint-DP delta, in (0, 1); ldp-linucb-gaussian: each report's delta, (0, 0.1]",
+     EXP_PRIV_DP(ctx.delta)},
     {"alpha", OPT_DBL, OFF(ctx.alpha), "0", 0, 1, OPEN_MAX, NULL, "A",
-     "contextual policies: failure probability of the confidence sets, (0, 1); 0 = 1/horizon", EXP(ctx.alpha)},
+     "contextual policies: failure probability of the confidence sets, (0, 1); 0 = 1/horizon",
+     EXP(ctx.alpha)},
     {"feature_norm", OPT_DBL, OFF(ctx.L), "1", 0, 1e6, OPEN_MIN, NULL, "L",
-     "contextual policies: bound L on every arm's feature norm; longer rows are refused", EXP(ctx.L)},
+     "contextual policies: bound L on every arm's feature norm; longer rows are refused",
+     EXP(ctx.L)},
     {"theta_norm", OPT_DBL, OFF(ctx.S), "1", 0, 1e6, OPEN_MIN, NULL, "S",
      "contextual policies: bound S on the norm of the unknown parameter theta", EXP(ctx.S)},
     {"noise_sigma", OPT_DBL, OFF(ctx.sigma), "1", 0, 1e6, OPEN_MIN, NULL, "S",
      "contextual policies: sub-Gaussian parameter of the reward noise", EXP(ctx.sigma)},
     {"reward_bound", OPT_DBL, OFF(ctx.B), "1", 0, 1e6, OPEN_MIN, NULL, "B",
-     "ldp-linucb-gaussian: devices clip rewards to [-B, B] before privatizing their statistics", EXP(ctx.B)},
+     "ldp-linucb-gaussian: devices clip rewards to [-B, B] before privatizing their statistics",
+     EXP(ctx.B)},
     {"rho", OPT_DBL, OFF(ctx.rho), "1", 0, 1e6, OPEN_MIN, NULL, "R",
      "linucb: the ridge regulariser (the JDP variants derive theirs from the noise)", EXP(ctx.rho)},
     {"workers", OPT_U64, OFF(workers), "1", 1, 64, 0, NULL, "N",
@@ -192,7 +200,8 @@ static const option options[] = {
      "error, warn, info or debug; logs go to stderr", SVC},
     {"decision_retention_s", OPT_U64, OFF(decision_retention_s), "604800", 0, 3153600000.0, 0,
      NULL, "S",
-     "the propensity log keeps a decision this many seconds past its assignment's expiry", EXP_MUTABLE(decision_retention_s)},
+     "the propensity log keeps a decision this many seconds past its assignment's expiry",
+     EXP_MUTABLE(decision_retention_s)},
     {"decision_rows_max", OPT_U64, OFF(decision_rows_max), "1000000", 1, 1e15, 0, NULL, "N",
      "most decisions the propensity log keeps (about 190 bytes each on disk); the oldest go "
      "first", SVC},
@@ -676,6 +685,22 @@ static ldpb_err exp_set(agg_exp_config *e, uint8_t *seen, const char *name, cons
     return err;
 }
 
+/* The shortest of %.15g, %.16g and %.17g that reads back to v, bit for bit (%.17g always does):
+ * "0.1", not "0.10000000000000001", for whoever reads the settings. */
+static int format_double(double v, char *buf, size_t cap)
+{
+    int n = -1;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(buf, cap, "%.*g", prec, v);
+        if (n < 0 || (size_t)n >= cap)
+            return n;
+        double back = strtod(buf, NULL);
+        if (back == v && signbit(back) == signbit(v))
+            return n;
+    }
+    return n;
+}
+
 /* The value of an experiment option as text that parse_into reads back to the same value; -1 if
  * there is none (a policy name that is not one word). */
 static int format_value(const option *o, const void *field, char *buf, size_t cap)
@@ -699,7 +724,7 @@ static int format_value(const option *o, const void *field, char *buf, size_t ca
         for (const choice *c = o->choices; c && c->name; c++)
             if (v == (double)c->value)
                 return snprintf(buf, cap, "%s", c->name);
-        return snprintf(buf, cap, "%.17g", v);
+        return format_double(v, buf, cap);
     }
     case OPT_ENUM:
         for (const choice *c = o->choices; c && c->name; c++)

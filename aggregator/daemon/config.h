@@ -187,7 +187,8 @@ ldpb_err agg_exp_config_parse(agg_exp_config *out, const char *name, const char 
 ldpb_err agg_exp_config_check(const agg_exp_config *e, int allow_nonprivate, char *err);
 
 /* Canonical text of the settings: "key = value\n" lines sorted by key, every experiment option,
- * doubles printed with %.17g (round-trip exact), enums by name; the name is not in it. What the
+ * doubles printed as the shortest of %.15g/%.16g/%.17g that reads back to the same bits (so
+ * "0.1", and round-trip exact), enums by name; the name is not in it. What the
  * store keeps; agg_exp_config_parse reads it back to an equal config. Returns the length without
  * the NUL, or 0 if cap is too small (or the policy name is not printable as a value). */
 size_t agg_exp_config_format(const agg_exp_config *e, char *buf, size_t cap);

@@ -91,6 +91,7 @@ ldpb_err agg_experiment_new(agg_experiment **out, const agg_exp_config *ec, ldpb
     if (err)
         goto fail;
     atomic_store(&e->running, 1);
+    atomic_store(&e->retention_s, e->ec.decision_retention_s);
     *out = e;
     return LDPB_OK;
 fail:

@@ -36,6 +36,8 @@ typedef struct agg_experiment {
     agg_exp_config ec; /* its settings (owned copy); ec.name is its name */
     int64_t store_id;  /* experiments.id in the store; 0 = the default experiment's row */
     atomic_int running;
+    /* ec.decision_retention_s as the committer reads it: a reload may change it meanwhile */
+    atomic_uint_fast64_t retention_s;
     int from_config; /* declared by the configuration (else created at run time) */
     int declared;    /* committer-free scratch for a reload: still in the configuration */
     size_t index;    /* position in declaration/creation order */

@@ -22,7 +22,11 @@ static int settings_refused(agg_experiment *e, const agg_exp_config *want, char 
 {
     if (exp_change_refused(&e->ec, want, why))
         return 1;
-    e->ec.decision_retention_s = want->decision_retention_s;
+    if (e->ec.decision_retention_s != want->decision_retention_s) {
+        /* the rows of its next decisions get it; the running settings keep the rest */
+        atomic_store(&e->retention_s, want->decision_retention_s);
+        e->ec.decision_retention_s = want->decision_retention_s;
+    }
     return 0;
 }
 

@@ -76,7 +76,7 @@ static agg_store_row row_of(const item *it)
     r.value = it->value;
     r.experiment = it->exp->store_id;
     /* each experiment's retention, fixed at insert: pruning stays one ordered delete */
-    r.retain_until_ms = it->tok.expires_at_ms + it->exp->ec.decision_retention_s * 1000u;
+    r.retain_until_ms = it->tok.expires_at_ms + atomic_load(&it->exp->retention_s) * 1000u;
     return r;
 }
 

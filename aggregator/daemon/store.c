@@ -71,6 +71,7 @@ void agg_store_close(agg_store *s)
         close(s->lock_fd); /* releases the flock */
     free(s->pending_meta);
     free(s->pending_default);
+    free(s->pending_settings);
     free(s);
 }
 
@@ -132,7 +133,7 @@ static size_t meta_rows(const agg_store_meta *m, agg_meta_row *rows)
 }
 
 /* The settings text of `default` for a caller of version 1 (no default_settings): the compared
- * meta rows as sorted-by-position "key = value" lines, which are the daemon's option names. */
+ * meta rows, in their order, as "key = value" lines (their keys are the daemon's option names). */
 static char *legacy_settings(const agg_meta_row *rows, size_t n)
 {
     size_t cap = 1, used = 0;
@@ -304,8 +305,20 @@ static ldpb_err settle_default(agg_store *s, const agg_meta_reader *rd, const ag
     s->default_id = found ? id : 0;
     if (!m->policy)
         return LDPB_OK;
-    if (found)
-        return compare_rows(s, rd, rows, 1, n_rows, errmsg);
+    if (found) {
+        ldpb_err err = compare_rows(s, rd, rows, 1, n_rows, errmsg);
+        if (!err && m->default_settings) {
+            /* The meta decides whether `default` is the same (as in version 1); its settings
+             * text follows the configuration, so a caller comparing settings texts finds its
+             * own (a migrated state's is the meta rows' text until then). */
+            s->pending_settings = strdup(m->default_settings);
+            if (!s->pending_settings) {
+                say(errmsg, "out of memory");
+                err = LDPB_ENOMEM;
+            }
+        }
+        return err;
+    }
     int64_t next = rd->next_id(s);
     if (next < 0) {
         say(errmsg, "%s", s->errmsg);
@@ -477,6 +490,10 @@ ldpb_err agg_store_begin(agg_store *s)
         err = s->ops->add_experiment(s, s->default_id, AGG_STORE_DEFAULT_EXP, s->pending_default, 1,
                                      &id);
     }
+    if (!err && s->pending_settings) {
+        int found = 0;
+        err = s->ops->set_settings(s, s->default_id, s->pending_settings, &found);
+    }
     return err;
 }
 
@@ -499,6 +516,8 @@ ldpb_err agg_store_commit(agg_store *s)
         s->n_pending_meta = 0;
         free(s->pending_default);
         s->pending_default = NULL;
+        free(s->pending_settings);
+        s->pending_settings = NULL;
     }
     return err;
 }
@@ -661,6 +680,18 @@ ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
     ldpb_err err = s->ops->experiments(s, &v, &nv);
     if (err)
         return err;
+    for (size_t i = 0; s->pending_settings && i < nv; i++) {
+        if (v[i].id != s->default_id)
+            continue;
+        char *t = strdup(s->pending_settings);
+        if (!t) {
+            agg_store_experiments_free(v, nv);
+            say(s->errmsg, "out of memory");
+            return LDPB_ENOMEM;
+        }
+        free(v[i].settings);
+        v[i].settings = t;
+    }
     if (s->pending_default) {
         /* Not written yet: listed as the first transaction will write it. */
         agg_store_exp *w = realloc(v, (nv + 1) * sizeof *w);

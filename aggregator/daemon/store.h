@@ -105,13 +105,16 @@ typedef struct agg_store_row {
 } agg_store_row;
 
 /* Opens (creating the directory, mode 0700, and the database if needed) the state in `dir`
- * and checks its meta against `meta`; the meta rows are written only to a state that has none
- * and holds no data, and never when the open fails. Errors: LDPB_EIO (cannot create or open,
- * with SQLite's reason), LDPB_ESTATE (the state belongs to another configuration or another
- * schema version: `errmsg` names the field, the stored and the configured value; or the identity
+ * and checks its meta against `meta`; the meta rows (and the row `default`) are written only by
+ * the first transaction to a state that has none (a fresh state, or one new to `default`), and
+ * never when the open fails. A state of schema version 1 is migrated in the open's transaction
+ * when its meta matches `meta`'s `default` (refused, and left as it was, otherwise). Errors:
+ * LDPB_EIO (cannot create or open, with SQLite's reason), LDPB_ESTATE (the state belongs to
+ * another configuration or another schema version: `errmsg` names the field, the stored and the
+ * configured value; a state of version 1 and a configuration without `default`; or the identity
  * rules of state_id.h refuse it: a database gone while its state_id file remains), LDPB_ECORRUPT
- * (unreadable or inconsistent tables, data without meta), LDPB_ENOMEM. `errmsg` has
- * AGG_STORE_ERRMAX bytes. */
+ * (unreadable or inconsistent tables, data without meta), LDPB_EINVAL (default_settings without
+ * policy, an unknown URL scheme), LDPB_ENOMEM. `errmsg` has AGG_STORE_ERRMAX bytes. */
 ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *meta, char *errmsg);
 
 /* The state's identity (state_id.h), settled by agg_store_open: AGG_STATE_ID_BYTES bytes; whether

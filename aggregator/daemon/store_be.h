@@ -91,6 +91,9 @@ struct agg_store {
     size_t n_pending_meta;
     /* The row `default`, written with pending_meta: its settings (malloc'd), or NULL. */
     char *pending_default;
+    /* The settings of a stored `default`, replaced by the first transaction: the configuration's
+     * (agg_store_meta.default_settings, malloc'd), whose `default` the meta rows just matched. */
+    char *pending_settings;
     int64_t default_id; /* 0: no `default` (nor a pending one) */
     char errmsg[AGG_STORE_ERRMAX];
     agg_store_commit_hook commit_hook; /* tests only */

@@ -13,8 +13,9 @@
  * A lost connection is taken up again by the next transaction (agg_store_begin): PQreset, the
  * session settings, the advisory lock and the prepared statements again. Until then every
  * transaction fails with LDPB_EIO, which the daemon answers as "resend". A COMMIT whose answer
- * was lost with the connection may have happened: the state row carries a generation, written
- * one higher by each transaction, and after the reconnect the generation read tells which. If it
+ * was lost with the connection may have happened: the one row of commit_generation holds a
+ * number written one higher by each transaction that changes an experiment's row (its state,
+ * or the experiment itself), and after the reconnect the number read tells which. If it
  * did happen, the daemon's memory no longer matches the database (the batch was answered
  * "resend" and its policy update dropped), so every later transaction fails until the daemon is
  * restarted, which reloads the state and acks the resent reports as duplicates. */
@@ -39,7 +40,7 @@
 typedef struct pg_store {
     PGconn *conn;
     char *url;
-    uint64_t generation;         /* the committed state row's */
+    uint64_t generation;         /* the committed commit_generation */
     uint64_t pending_generation; /* written by the open transaction */
     int in_doubt;                /* a COMMIT's answer was lost: resolved at the reconnect */
     int stuck;                   /* that COMMIT happened: no more transactions until a restart */
@@ -91,13 +92,13 @@ static const char migrate_rename_sql[] =
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BYTEA NOT NULL,"
     " legacy_tokens INTEGER NOT NULL, created_at_ms BIGINT NOT NULL);";
-/* $1 settings (NULL: no row `default`, for empty tables), $2 retention, $3 now. */
+/* $1 settings (NULL: no row `default`, for empty tables), $2 now. */
 static const char migrate_copy_sql[] =
     "INSERT INTO experiments(id, name, settings, origin, running, state, policy_version,"
     " reports, duplicates, assignments, created_at_ms, updated_at_ms)"
     " SELECT 1, 'default', $1::text, 'config', 1, s.policy_state,"
     " coalesce(s.policy_version, 0), coalesce(s.reports, 0), coalesce(s.duplicates, 0),"
-    " coalesce(s.assignments, 0), $3::bigint, coalesce(s.updated_at_ms, $3::bigint)"
+    " coalesce(s.assignments, 0), $2::bigint, coalesce(s.updated_at_ms, $2::bigint)"
     " FROM (SELECT 1) AS one LEFT JOIN state s ON s.id = 1 WHERE $1::text IS NOT NULL;";
 static const char *const migrate_move_sql[] = {
     "INSERT INTO commit_generation(id, generation)"
@@ -150,6 +151,13 @@ static const struct {
      " ORDER BY retain_until_ms LIMIT $1)"},
     {"arm_counts", "SELECT arm, count(*) FROM reports WHERE experiment = $1 GROUP BY arm"},
     {"load", "SELECT e.name, " EXP_COLUMNS " FROM experiments e WHERE e.id = $1"},
+    /* The next id is max + 1: one node writes a database (the advisory lock). A name that
+     * exists inserts nothing and returns no id, without failing the transaction. */
+    {"add_experiment",
+     "INSERT INTO experiments(id, name, settings, origin, running, created_at_ms, updated_at_ms)"
+     " SELECT CASE WHEN $1::bigint > 0 THEN $1::bigint ELSE coalesce(max(id), 0) + 1 END, $2,"
+     " $3, $4, 1, $5::bigint, $5::bigint FROM experiments ON CONFLICT (name) DO NOTHING"
+     " RETURNING id"},
     {"set_running", "UPDATE experiments SET running = $2 WHERE id = $1"},
     {"set_settings", "UPDATE experiments SET settings = $2 WHERE id = $1"},
 };
@@ -464,7 +472,8 @@ static ldpb_err pg_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
     return prune_run(s, "prune_oldest", 1, v, n);
 }
 
-/* The transaction's generation, written once, with its first state (the header says why). */
+/* The transaction's generation, written once, with its first write of an experiment's row (the
+ * header says why): a COMMIT in doubt is then told apart whatever the transaction changed. */
 static ldpb_err bump_generation(agg_store *s)
 {
     pg_store *b = BE(s);
@@ -681,27 +690,24 @@ static int pg_find(agg_store *s, const char *name, int64_t *id);
 static ldpb_err pg_add_experiment(agg_store *s, int64_t want, const char *name,
                                   const char *settings, int from_config, int64_t *id)
 {
-    int64_t have = 0;
-    int found = pg_find(s, name, &have);
-    if (found < 0)
-        return LDPB_EIO;
-    if (found) {
-        say(s->errmsg, "the experiment '%s' exists (id %" PRId64 ")", name, have);
-        return LDPB_ESTATE;
-    }
+    ldpb_err err = bump_generation(s);
+    if (err)
+        return err;
     char w[24], now[24];
     snprintf(w, sizeof w, "%" PRId64, want);
     snprintf(now, sizeof now, "%" PRId64, agg_store_now_ms());
     const char *v[5] = {w, name, settings, from_config ? "config" : "runtime", now};
-    PGresult *r = PQexecParams(BE(s)->conn,
-                               "INSERT INTO experiments(id, name, settings, origin, running,"
-                               " created_at_ms, updated_at_ms) SELECT CASE WHEN $1::bigint > 0"
-                               " THEN $1::bigint ELSE coalesce(max(id), 0) + 1 END, $2, $3, $4,"
-                               " 1, $5, $5 FROM experiments RETURNING id",
-                               5, NULL, v, NULL, NULL, 0);
-    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "adding an experiment");
-    if (!err && (PQntuples(r) != 1 || field_i64(r, 0, 0, id))) {
-        say(s->errmsg, "adding an experiment: no id returned");
+    PGresult *r = run_prepared(s, "add_experiment", 5, v, NULL, NULL);
+    err = check_result(s, r, PGRES_TUPLES_OK, "adding an experiment");
+    if (!err && PQntuples(r) == 0) {
+        int64_t have = 0;
+        if (pg_find(s, name, &have) == 1)
+            say(s->errmsg, "the experiment '%s' exists (id %" PRId64 ")", name, have);
+        else
+            say(s->errmsg, "the experiment '%s' exists", name);
+        err = LDPB_ESTATE;
+    } else if (!err && field_i64(r, 0, 0, id)) {
+        say(s->errmsg, "adding an experiment: a malformed id");
         err = LDPB_EIO;
     }
     PQclear(r);
@@ -712,11 +718,15 @@ static ldpb_err pg_add_experiment(agg_store *s, int64_t want, const char *name,
 static ldpb_err update_exp(agg_store *s, const char *name, int64_t id, const char *value,
                            int *found)
 {
+    *found = 0;
+    ldpb_err err = bump_generation(s);
+    if (err)
+        return err;
     char t[24];
     snprintf(t, sizeof t, "%" PRId64, id);
     const char *v[2] = {t, value};
     PGresult *r = run_prepared(s, name, 2, v, NULL, NULL);
-    ldpb_err err = check_result(s, r, PGRES_COMMAND_OK, "updating an experiment");
+    err = check_result(s, r, PGRES_COMMAND_OK, "updating an experiment");
     *found = !err && strcmp(PQcmdTuples(r), "1") == 0;
     PQclear(r);
     return err;
@@ -830,8 +840,8 @@ static ldpb_err pg_migrate(agg_store *s, const char *settings, uint64_t retentio
     u64_text(keep, sizeof keep, retention_ms > INT64_MAX / 2 ? INT64_MAX / 2 : retention_ms);
     snprintf(now, sizeof now, "%" PRId64, agg_store_now_ms());
     if (!err) {
-        const char *v[3] = {settings, keep, now};
-        PGresult *r = PQexecParams(BE(s)->conn, migrate_copy_sql, 3, NULL, v, NULL, NULL, 0);
+        const char *v[2] = {settings, now};
+        PGresult *r = PQexecParams(BE(s)->conn, migrate_copy_sql, 2, NULL, v, NULL, NULL, 0);
         err = check_result(s, r, PGRES_COMMAND_OK, "migrating the state");
         PQclear(r);
     }

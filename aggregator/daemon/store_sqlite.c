@@ -20,7 +20,7 @@ typedef struct sq_store {
     sqlite3 *db;
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
-    sqlite3_stmt *prune_expired, *prune_oldest, *arm_counts;
+    sqlite3_stmt *prune_expired, *prune_oldest, *arm_counts, *add_experiment;
 } sq_store;
 
 #define say   agg_store_say
@@ -139,6 +139,7 @@ static void sq_close(agg_store *s)
     sqlite3_finalize(b->prune_expired);
     sqlite3_finalize(b->prune_oldest);
     sqlite3_finalize(b->arm_counts);
+    sqlite3_finalize(b->add_experiment);
     sqlite3_close(b->db); /* checkpoints the WAL */
     free(b);
     s->be = NULL;
@@ -358,6 +359,13 @@ static ldpb_err prepare_all(agg_store *s)
         err = prepare(s, &b->prune_oldest,
                       "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
                       " decisions ORDER BY retain_until_ms LIMIT ?1)");
+    /* A name that exists inserts nothing (sqlite3_changes 0). Without an id, SQLite's next
+     * rowid: max + 1. */
+    if (!err)
+        err = prepare(s, &b->add_experiment,
+                      "INSERT INTO experiments(id, name, settings, origin, running,"
+                      " created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)"
+                      " ON CONFLICT (name) DO NOTHING");
     if (!err)
         err = prepare(s, &b->arm_counts,
                       "SELECT arm, count(*) FROM reports WHERE experiment = ?1 GROUP BY arm");
@@ -562,31 +570,26 @@ static ldpb_err sq_experiments(agg_store *s, agg_store_exp **out, size_t *n)
 static ldpb_err sq_add_experiment(agg_store *s, int64_t want, const char *name,
                                   const char *settings, int from_config, int64_t *id)
 {
-    int64_t have = 0;
-    int found = sq_find(s, name, &have);
-    if (found < 0)
-        return LDPB_EIO;
-    if (found) {
-        say(s->errmsg, "the experiment '%s' exists (id %lld)", name, (long long)have);
-        return LDPB_ESTATE;
-    }
-    sqlite3_stmt *st = NULL;
-    ldpb_err err = prepare(s, &st,
-                           "INSERT INTO experiments(id, name, settings, origin, running,"
-                           " created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)");
-    if (err)
-        return err;
+    sqlite3_stmt *st = BE(s)->add_experiment;
     if (want > 0)
-        sqlite3_bind_int64(st, 1, want); /* else NULL: SQLite's next rowid, max + 1 */
+        sqlite3_bind_int64(st, 1, want);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, settings, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, from_config ? "config" : "runtime", -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, agg_store_now_ms());
-    err = sqlite3_step(st) == SQLITE_DONE ? LDPB_OK : sql_fail(s, "adding an experiment");
-    sqlite3_finalize(st);
-    if (!err)
-        *id = sqlite3_last_insert_rowid(BE(s)->db);
-    return err;
+    ldpb_err err = step_done(s, st, "adding an experiment");
+    if (err)
+        return err;
+    if (sqlite3_changes(BE(s)->db) == 0) {
+        int64_t have = 0;
+        if (sq_find(s, name, &have) == 1)
+            say(s->errmsg, "the experiment '%s' exists (id %lld)", name, (long long)have);
+        else
+            say(s->errmsg, "the experiment '%s' exists", name);
+        return LDPB_ESTATE;
+    }
+    *id = sqlite3_last_insert_rowid(BE(s)->db);
+    return LDPB_OK;
 }
 
 /* An UPDATE of one experiment row by id (?1) with one more parameter (?2). */

@@ -332,6 +332,8 @@ static void test_storage_options(void **state)
     agg_config_fini(&c);
 }
 
+static ldpb_err load_text(agg_config *c, const char *text, char *err);
+
 /* The shipped example config parses and passes the checks. */
 static void test_example_conf(void **state)
 {
@@ -346,6 +348,46 @@ static void test_example_conf(void **state)
     assert_int_equal(c.n_listen, 2);
     assert_int_equal(c.params.k, 4);
     assert_int_equal(agg_config_check(&c, err), LDPB_OK);
+    assert_int_equal(c.n_exps, 1);
+    assert_string_equal(c.exps[0].name, "default");
+    agg_config_fini(&c);
+
+    /* Its commented two-experiment example, with the "# " taken off, adds two experiments. */
+    FILE *f = fopen(LDPB_EXAMPLE_CONF, "r");
+    assert_non_null(f);
+    char *text = NULL, line[512];
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    int in_example = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "# [experiment ", 14) == 0)
+            in_example = 1;
+        if (in_example && strncmp(line, "# ", 2) == 0)
+            fputs(line + 2, out);
+        else if (!(in_example && strcmp(line, "#\n") == 0))
+            fputs(line, out);
+    }
+    fclose(f);
+    fclose(out);
+    assert_true(in_example);
+    assert_int_equal(load_text(&c, text, err), LDPB_OK);
+    free(text);
+    e = agg_config_check(&c, err);
+    if (e)
+        print_message("%s\n", err);
+    assert_int_equal(e, LDPB_OK);
+    assert_int_equal(c.n_exps, 3);
+    const agg_exp_config *b = agg_config_experiment(&c, "checkout-button");
+    const agg_exp_config *r = agg_config_experiment(&c, "ranking.v2");
+    assert_non_null(b);
+    assert_non_null(r);
+    assert_string_equal(b->policy, "ldp-ucb-b");
+    assert_int_equal(b->params.mechanism, LDPB_MECH_EXPONENTIAL);
+    assert_int_equal(r->mode, AGG_MODE_CENTRAL);
+    assert_int_equal(r->params.k, 5);
+    assert_int_equal(r->decision_retention_s, 86400);
+    assert_int_equal(b->decision_retention_s, 604800);
     agg_config_fini(&c);
 }
 
@@ -631,7 +673,6 @@ static void test_exp_single_default(void **state)
     agg_config_fini(&c);
 
     /* neither top-level experiment options nor sections: refused as today */
-    agg_config_init(&c);
     assert_int_equal(load_text(&c, SERVICE_KEYS, err), LDPB_OK);
     assert_int_equal(agg_config_check(&c, err), LDPB_EINVAL);
     assert_non_null(strstr(err, "arms is required"));
@@ -780,6 +821,9 @@ static void test_exp_format_roundtrip(void **state)
         assert_int_equal(strncmp(text, "alpha = ", 8), 0);
         assert_non_null(strstr(text, "\ndecision_retention_s = 3153600000\n"));
         assert_non_null(strstr(text, "\nepsilon = 0.30000000000000004\n"));
+        assert_non_null(strstr(text, i % 2 ? "\nkappa = -0\n" : "\nkappa = -0.3333333333333333\n"));
+        assert_non_null(strstr(text, "\nrho = 2.5\n")); /* shortest: not 2.5000000000000000 */
+        assert_non_null(strstr(text, "\ngamma = 0.9999999999999999\n"));
         assert_null(strstr(text, "workers"));
         assert_null(strstr(text, "allow_nonprivate"));
         /* too small a buffer: 0, at every size below the length + NUL */
@@ -889,7 +933,7 @@ static void test_exp_change_refused(void **state)
          "policy = dp-ucb\nmode = central\nhorizon = 1000\neps_arm = 0.5\n", 1, "eps_arm"},
         {"arms = 4\npolicy = jdp-linucb-wishart\nmode = central\nd = 4\n",
          "policy = jdp-linucb-wishart\nmode = central\nd = 4\ndelta = 0.01\n", 1,
-         "delta would change from 0.10000000000000001 to 0.01"},
+         "delta would change from 0.1 to 0.01"},
         /* not a DP policy, or one that does not read it: a learning setting */
         {"arms = 4\npolicy = ucb1\nmode = nonprivate\n",
          "policy = ucb1\nmode = nonprivate\nhorizon = 10\n", 0, "horizon would change"},

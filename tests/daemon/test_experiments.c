@@ -5,6 +5,8 @@
  * every experiment with its counts; operator commands (create, list, show, stop) from an admin key
  * only, durable before the reply; SIGHUP starts new experiments and refuses a forbidden change,
  * leaving the running experiment as it was. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -485,6 +488,69 @@ static void test_sighup(void **state)
     dt_daemon_cleanup(&d);
 }
 
+/* ---- /metrics --------------------------------------------------------------------------- */
+
+static void http_get(int port, const char *path, char *buf, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    char req[128];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+    assert_int_equal(write(fd, req, (size_t)n), n);
+    size_t len = 0;
+    ssize_t r;
+    while (len + 1 < cap && (r = read(fd, buf + len, cap - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = '\0';
+    close(fd);
+}
+
+/* Labelled series for the first metrics_experiments_max experiments by declaration, the rest
+ * summed under _other; the unlabelled totals sum all. */
+static void test_metrics_labels(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    assert_int_equal(dt_daemon_init(&d), 0);
+    int mport = dt_free_port();
+    char conf[4096];
+    size_t n =
+        (size_t)snprintf(conf, sizeof conf,
+                         "%smetrics = 127.0.0.1:%d\nmetrics_experiments_max = 2\n", service, mport);
+    const char *names[4] = {"zeta", "alpha", "mid", "last"}; /* declaration order, not sorted */
+    for (size_t i = 0; i < 4; i++)
+        section(conf, sizeof conf, &n, names[i], 1.0);
+    assert_int_equal(dt_daemon_write_config(&d, conf), 0);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    dt_client c;
+    assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j <= i; j++) {
+            asg a;
+            assert_int_equal(assign_in(&c, names[i], &a), 0);
+            assert_acked(&c, names[i], &a);
+        }
+    static char http[256 * 1024];
+    http_get(mport, "/metrics", http, sizeof http);
+    assert_non_null(strstr(http, "\nldpb_reports_total 10\n"));
+    assert_non_null(strstr(http, "\nldpb_experiments 4\n"));
+    assert_non_null(strstr(http, "\nldpb_experiment_reports_total{experiment=\"zeta\"} 1\n"));
+    assert_non_null(strstr(http, "\nldpb_experiment_reports_total{experiment=\"alpha\"} 2\n"));
+    assert_non_null(strstr(http, "\nldpb_experiment_reports_total{experiment=\"_other\"} 7\n"));
+    assert_non_null(strstr(http, "\nldpb_experiment_running{experiment=\"_other\"} 2\n"));
+    assert_null(strstr(http, "experiment=\"mid\""));
+    assert_null(strstr(http, "experiment=\"last\""));
+    dt_client_close(&c);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_report_in_other_experiment),
         cmocka_unit_test(test_operator_commands),
         cmocka_unit_test(test_sighup),
+        cmocka_unit_test(test_metrics_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,6 +314,38 @@ static void fresh_state_meta_waits_for_the_first_commit(void **state)
     expect_mismatch(f, a, "epsilon");
 }
 
+/* A state directory written by ldpb-aggregator of schema version 1 (tests/data/store_v1: ldp-ts-b,
+ * 3 arms, epsilon 1, 20 reports) starts under its configuration, migrated to version 2 with its
+ * meta rows kept; under another configuration the start is refused with the message of version 1
+ * and the state stays at version 1. */
+static void version_1_state_migrates_at_start(void **state)
+{
+    fixture *f = *state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -m 0700 '%s' && cp '%s/store_v1/aggregator.db' '%s/store_v1/state_id' '%s' "
+             "&& chmod 0600 '%s'/*",
+             f->state, LDPB_TEST_DATA_DIR, LDPB_TEST_DATA_DIR, f->state, f->state);
+    assert_int_equal(system(cmd), 0);
+    char *v1 = meta_text(f);
+    assert_non_null(strstr(v1, "schema_version=1;"));
+    static const char *const other[] = {"policy", "ldp-ts-b", "epsilon", "0.5", NULL};
+    expect_mismatch(f, other, "epsilon is '1' there but '0.5' now");
+    static const char *const same[] = {"policy", "ldp-ts-b", "epsilon", "1", NULL};
+    char msg[AGG_SERVER_ERRMAX];
+    ldpb_err err = start(f, same, msg);
+    if (err)
+        fail_msg("%s: %s", ldpb_errname(err), msg);
+    char *v2 = meta_text(f);
+    /* the same rows but the version */
+    char *at = strstr(v1, "schema_version=1;");
+    at[strlen("schema_version=")] = '2';
+    assert_string_equal(v2, v1);
+    free(v1);
+    free(v2);
+    expect_mismatch(f, other, "epsilon is '1' there but '0.5' now");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +357,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(central_gamma_and_eps_arm, setup, teardown),
         cmocka_unit_test_setup_teardown(other_schema_version_is_not_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(data_without_meta_is_refused_unwritten, setup, teardown),
+        cmocka_unit_test_setup_teardown(version_1_state_migrates_at_start, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,11 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <libpq-fe.h>
+#include <sqlite3.h>
 
 #include "harness.h"
 #include "state_id.h"
@@ -578,12 +582,719 @@ static void test_pg_backup(void **state)
     assert_int_not_equal(access(dest, F_OK), 0);
 }
 
+/* ---- schema version 2: experiments, and the migration from version 1 ------------------------ */
+
+/* A query's first column of its first row as an integer, on the fixture's database. */
+static long db_long(const fixture *f, const char *q)
+{
+    long n = -1;
+    if (f->url[0]) {
+        PGconn *c = PQconnectdb(f->url);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        PGresult *r = PQexec(c, q);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            print_error("%s: %s", q, PQerrorMessage(c));
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        n = PQntuples(r) ? atol(PQgetvalue(r, 0, 0)) : -1;
+        PQclear(r);
+        PQfinish(c);
+        return n;
+    }
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", f->state, AGG_STORE_DB_NAME);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+        print_error("%s: %s", q, sqlite3_errmsg(db));
+    assert_non_null(st);
+    int rc = sqlite3_step(st);
+    assert_true(rc == SQLITE_ROW || rc == SQLITE_DONE);
+    if (rc == SQLITE_ROW)
+        n = (long)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* Whether the fixture's database has table `name`. */
+static int has_table(const fixture *f, const char *name)
+{
+    char q[160];
+    if (f->url[0])
+        snprintf(q, sizeof q, "SELECT (to_regclass('%s') IS NOT NULL)::int", name);
+    else
+        snprintf(q, sizeof q,
+                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", name);
+    return db_long(f, q) == 1;
+}
+
+/* The tables of version 1 exactly as the code of version 1 created them (store_sqlite.c and
+ * store_pg.c before schema version 2), for a state that code wrote. */
+static const char v1_sqlite_ddl[] =
+    "CREATE TABLE IF NOT EXISTS meta("
+    " key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS state("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), policy_state BLOB NOT NULL,"
+    " policy_version INTEGER NOT NULL, reports INTEGER NOT NULL, duplicates INTEGER NOT NULL,"
+    " assignments INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reports("
+    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
+    " value REAL NOT NULL, expires_at_ms INTEGER NOT NULL, reported_at_ms INTEGER NOT NULL)"
+    " WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS decisions("
+    " assignment_id BLOB PRIMARY KEY, arm INTEGER NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon REAL NOT NULL, propensity REAL NOT NULL, policy_version INTEGER NOT NULL,"
+    " issued_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);"
+    "CREATE TABLE IF NOT EXISTS identity("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);";
+static const char v1_pg_ddl[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS state("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), policy_state BYTEA NOT NULL,"
+    " policy_version BIGINT NOT NULL, reports BIGINT NOT NULL, duplicates BIGINT NOT NULL,"
+    " assignments BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL,"
+    " generation BIGINT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reports("
+    " assignment_id BYTEA PRIMARY KEY, arm BIGINT NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon DOUBLE PRECISION NOT NULL, propensity DOUBLE PRECISION NOT NULL,"
+    " policy_version BIGINT NOT NULL, value DOUBLE PRECISION NOT NULL,"
+    " expires_at_ms BIGINT NOT NULL, reported_at_ms BIGINT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS decisions("
+    " assignment_id BYTEA PRIMARY KEY, arm BIGINT NOT NULL, mechanism TEXT NOT NULL,"
+    " epsilon DOUBLE PRECISION NOT NULL, propensity DOUBLE PRECISION NOT NULL,"
+    " policy_version BIGINT NOT NULL, issued_at_ms BIGINT NOT NULL,"
+    " expires_at_ms BIGINT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions(expires_at_ms);"
+    "CREATE TABLE IF NOT EXISTS identity("
+    " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BYTEA NOT NULL,"
+    " legacy_tokens INTEGER NOT NULL, created_at_ms BIGINT NOT NULL);";
+
+/* The 16-byte id of `tag` as a literal of the backend. */
+static void id_lit(const fixture *f, uint8_t tag, char *out, size_t cap)
+{
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", tag);
+    snprintf(out, cap, f->url[0] ? "'\\x%s'::bytea" : "X'%s'", hex);
+}
+
+/* The rows write_batch commits, as version 1 held them: meta of meta_of(f, K) as the code of
+ * version 1 wrote it (every parameter row, 0 for those ldp-ts-b does not read), the state row,
+ * decisions 1..6 and reports 1..4, and the identity 0x5a... */
+static void v1_rows(const fixture *f, char *sql, size_t cap)
+{
+    size_t n = (size_t)snprintf(
+        sql, cap,
+        "INSERT INTO meta(key, value) VALUES ('schema_version', '1'), ('policy', 'ldp-ts-b'),"
+        " ('mode', 'local'), ('arms', '3'), ('horizon', '0'), ('epsilon', '1'),"
+        " ('mechanism', 'linear'), ('kappa', '0'), ('beta', '0'), ('gamma', '0'),"
+        " ('eps_arm', '0'), ('tau', '0'), ('threshold', '0');"
+        "INSERT INTO state VALUES (1, %s, 4, 4, 1, 6, 123%s);",
+        f->url[0] ? "'\\x616263'::bytea" : "X'616263'", f->url[0] ? ", 1" : "");
+    char id[64];
+    for (uint8_t t = 1; t <= 6; t++) {
+        id_lit(f, t, id, sizeof id);
+        n += (size_t)snprintf(sql + n, cap - n,
+                              "INSERT INTO decisions VALUES (%s, %u, 'linear', 1, "
+                              "0.33333333333333331, 7, %u, %u);",
+                              id, t % K, 1000000u * t, 1000000u * t + 60000);
+    }
+    static const unsigned arms[] = {0, 1, 1, 2};
+    static const char *const values[] = {"0.1", "-1.25", "3e-300", "0.30000000000000004"};
+    for (uint8_t t = 1; t <= 4; t++) {
+        id_lit(f, t, id, sizeof id);
+        n += (size_t)snprintf(sql + n, cap - n,
+                              "INSERT INTO reports VALUES (%s, %u, 'linear', 1, "
+                              "0.33333333333333331, 7, %s, %u, %u);",
+                              id, arms[t - 1], values[t - 1], 1000000u * t + 60005,
+                              1000000u * t + 5);
+    }
+    id_lit(f, 0x5a, id, sizeof id);
+    snprintf(sql + n, cap - n, "INSERT INTO identity VALUES (1, %s, 0, 456);", id);
+}
+
+/* A state of version 1 in f->state, with its identity marker, as a daemon of version 1 left it
+ * (WAL mode on SQLite, as that code set). */
+static void make_v1(fixture *f)
+{
+    new_state(f);
+    assert_int_equal(mkdir(f->state, 0700), 0);
+    char rows[8192];
+    v1_rows(f, rows, sizeof rows);
+    if (f->url[0]) {
+        PGconn *c = admin(f);
+        sql(c, v1_pg_ddl);
+        sql(c, rows);
+        PQfinish(c);
+    } else {
+        char path[160];
+        snprintf(path, sizeof path, "%s/%s", f->state, AGG_STORE_DB_NAME);
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, v1_sqlite_ddl, NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    }
+    agg_state_ident ident = {.write_marker = 1};
+    memset(ident.id, 0x5a, sizeof ident.id);
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_state_id_record(f->state, &ident, msg, sizeof msg), LDPB_OK);
+}
+
+/* Still version 1, untouched by a refused or failed migration. */
+static void assert_v1(const fixture *f)
+{
+    assert_true(has_table(f, "state"));
+    assert_false(has_table(f, "experiments"));
+    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"), 1);
+    assert_int_equal(db_long(f, "SELECT reports FROM state"), 4);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM reports"), 4);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM decisions"), 6);
+}
+
+static int fail_hook(void *ctx)
+{
+    (void)ctx;
+    return 1;
+}
+
+/* A crash in the middle of the migration: every write of it done, the COMMIT not. */
+static int crash_hook(void *ctx)
+{
+    (void)ctx;
+    _exit(0);
+}
+
+static void crash_in_migration(const fixture *f)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        agg_store_meta m = meta_of(f, K);
+        m.open_hook = crash_hook;
+        agg_store *s = NULL;
+        char msg[AGG_STORE_ERRMAX];
+        ldpb_err e = agg_store_open(&s, f->state, &m, msg);
+        fprintf(stderr, "crash_in_migration: the open returned %s: %s\n", ldpb_errname(e), msg);
+        _exit(1); /* the hook did not run */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void check_migrated(const fixture *f, agg_store *s, const char *settings)
+{
+    uint8_t id[AGG_STATE_ID_BYTES];
+    memset(id, 0x5a, sizeof id);
+    assert_memory_equal(agg_store_state_id(s), id, sizeof id);
+    assert_int_equal(agg_store_legacy_tokens(s), 0);
+    assert_int_equal(agg_store_default_experiment(s), 1);
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    agg_store_counters c;
+    assert_int_equal(agg_store_load(s, &blob, &len, &c), LDPB_OK);
+    assert_int_equal(len, 3);
+    assert_memory_equal(blob, "abc", 3);
+    free(blob);
+    assert_int_equal(c.policy_version, 4);
+    assert_int_equal(c.reports, 4);
+    assert_int_equal(c.duplicates, 1);
+    assert_int_equal(c.assignments, 6);
+    uint64_t counts[K];
+    assert_int_equal(agg_store_arm_counts(s, counts, K), LDPB_OK);
+    assert_int_equal(counts[0], 1);
+    assert_int_equal(counts[1], 2);
+    assert_int_equal(counts[2], 1);
+    assert_int_equal(agg_store_decision_rows(s), 6);
+    agg_store_exp *v = NULL;
+    size_t n = 0;
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].id, 1);
+    assert_string_equal(v[0].name, "default");
+    assert_string_equal(v[0].settings, settings);
+    assert_int_equal(v[0].from_config, 1);
+    assert_int_equal(v[0].running, 1);
+    assert_int_equal(v[0].state_len, 3);
+    assert_int_equal(v[0].counters.duplicates, 1);
+    agg_store_experiments_free(v, n);
+    assert_false(has_table(f, "state"));
+    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"), 2);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM decisions WHERE experiment = 1"), 6);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM reports WHERE experiment = 1"), 4);
+    /* default_retention_ms (1000) after each expiry */
+    assert_int_equal(db_long(f, "SELECT min(retain_until_ms - expires_at_ms) FROM decisions"),
+                     1000);
+    assert_int_equal(db_long(f, "SELECT max(retain_until_ms - expires_at_ms) FROM decisions"),
+                     1000);
+}
+
+/* A state of version 1 migrates at open into the experiment `default`, in one transaction: a
+ * refused start (another default, or none), a failed open and a crash before the COMMIT leave
+ * version 1 as it was; the migrated state exports the same propensity log. */
+static void test_migrate_v1(void **state)
+{
+    fixture *f = *state;
+    make_v1(f);
+    char before[4096], msg[AGG_STORE_ERRMAX];
+    export_of(f, before, sizeof before); /* version 1's tables read as `default` */
+    if (sqlite_csv[0])
+        assert_string_equal(before, sqlite_csv); /* what write_batch exports on version 2 */
+    /* the export with the experiment column reads version 1 as `default` too */
+    char path[128];
+    snprintf(path, sizeof path, "%s/v1.csv", f->dir);
+    FILE *fp = fopen(path, "w+");
+    assert_non_null(fp);
+    assert_int_equal(
+        agg_store_export_csv_exp(f->url[0] ? f->url : NULL, f->state, "default", fp, msg), LDPB_OK);
+    assert_int_equal(agg_store_export_csv_exp(f->url[0] ? f->url : NULL, f->state, "a", fp, msg),
+                     LDPB_ENOEXPERIMENT);
+    rewind(fp);
+    char line[512];
+    int rows = 0;
+    assert_non_null(fgets(line, sizeof line, fp));
+    assert_non_null(strstr(line, ",reported_at_ms,experiment\n"));
+    while (fgets(line, sizeof line, fp)) {
+        rows++;
+        assert_non_null(strstr(line, ",default\n"));
+    }
+    assert_int_equal(rows, 6);
+    fclose(fp);
+    agg_store *s = NULL;
+    agg_store_meta m = meta_of(f, K + 1);
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
+    assert_non_null(strstr(msg, "arms is '3' there but '4' now"));
+    assert_v1(f);
+    m = meta_of(f, K);
+    m.policy = NULL;
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
+    assert_non_null(strstr(msg, "declares no 'default'"));
+    assert_v1(f);
+    m = meta_of(f, K);
+    m.open_hook = fail_hook;
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_EIO);
+    assert_non_null(strstr(msg, "failed by the test hook"));
+    assert_null(s);
+    assert_v1(f);
+    crash_in_migration(f);
+    assert_v1(f);
+
+    m = meta_of(f, K);
+    m.default_settings = "policy = ldp-ts-b\n";
+    m.default_retention_ms = 1000;
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    check_migrated(f, s, "policy = ldp-ts-b\n");
+    agg_store_close(s);
+    char after[4096];
+    export_of(f, after, sizeof after);
+    assert_string_equal(after, before);
+    s = open_ok(f); /* version 2 now: opens as it is, the settings kept */
+    check_migrated(f, s, "policy = ldp-ts-b\n");
+    agg_store_close(s);
+    remove_tree(f->dir);
+}
+
+/* The real thing: a state directory written by ldpb-aggregator of schema version 1 (policy
+ * ldp-ts-b, 3 arms, epsilon 1, linear; 20 reports from `ldpb loadgen`), migrated by a caller of
+ * version 1 (no default_settings). */
+static void test_migrate_v1_file(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -m 0700 '%s' && cp '%s/store_v1/aggregator.db' '%s/store_v1/state_id' '%s' "
+             "&& chmod 0600 '%s'/*",
+             f->state, LDPB_TEST_DATA_DIR, LDPB_TEST_DATA_DIR, f->state, f->state);
+    assert_int_equal(system(cmd), 0);
+    assert_true(has_table(f, "state"));
+    agg_store *s = open_ok(f);
+    char hex[2 * AGG_STATE_ID_BYTES + 1];
+    agg_state_id_hex(agg_store_state_id(s), hex);
+    assert_string_equal(hex, "140c24ac5d4a751c8af9abc2b5d4f57c");
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    agg_store_counters c;
+    assert_int_equal(agg_store_load(s, &blob, &len, &c), LDPB_OK);
+    assert_non_null(blob);
+    free(blob);
+    assert_int_equal(c.reports, 20);
+    assert_int_equal(c.assignments, 20);
+    uint64_t counts[K];
+    assert_int_equal(agg_store_arm_counts(s, counts, K), LDPB_OK);
+    assert_int_equal(counts[0], 8);
+    assert_int_equal(counts[1], 10);
+    assert_int_equal(counts[2], 2);
+    agg_store_exp *v = NULL;
+    size_t n = 0;
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].settings,
+                        "policy = ldp-ts-b\nmode = local\narms = 3\nepsilon = 1\nmechanism = "
+                        "linear\n");
+    agg_store_experiments_free(v, n);
+    agg_store_close(s);
+    assert_false(has_table(f, "state"));
+    remove_tree(f->dir);
+}
+
+/* A row of experiment `exp` (0: default). */
+static agg_store_row exp_row(uint8_t tag, int64_t exp, uint32_t arm, uint64_t at, uint64_t keep)
+{
+    agg_store_row r = row(tag, arm, at, 0.5);
+    r.experiment = exp;
+    r.retain_until_ms = keep;
+    return r;
+}
+
+static void add_report_ok(agg_store *s, agg_store_row r, int want_new)
+{
+    int is_new = -1;
+    assert_int_equal(agg_store_add_report(s, &r, &is_new), LDPB_OK);
+    assert_int_equal(is_new, want_new);
+}
+
+/* Experiments a (id 2) and b (id 3) beside `default` (id 1), with their rows, in the first
+ * transaction of a fresh state. */
+static void write_two(agg_store *s)
+{
+    int64_t a = 0, b = 0, x = 0;
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_add_experiment(s, "a", "Sa", 1, &a), LDPB_OK);
+    assert_int_equal(agg_store_add_experiment(s, "b", "Sb", 0, &b), LDPB_OK);
+    assert_int_equal(a, 2);
+    assert_int_equal(b, 3);
+    assert_int_equal(agg_store_add_experiment(s, "a", "again", 1, &x), LDPB_ESTATE);
+    assert_non_null(strstr(agg_store_errmsg(s), "'a' exists"));
+    assert_int_equal(agg_store_add_experiment(s, "Bad!", "x", 1, &x), LDPB_EINVAL);
+    assert_int_equal(agg_store_add_experiment(s, "default", "x", 1, &x), LDPB_EINVAL);
+    /* decisions: a's expire first but are retained 10 s longer than default's */
+    for (uint8_t t = 40; t < 44; t++) {
+        agg_store_row d =
+            exp_row(t, t < 42 ? a : 0, t % K, 1000u * t, t < 42 ? 1000u * t + 70000 : 0);
+        assert_int_equal(agg_store_add_decision(s, &d), LDPB_OK);
+    }
+    agg_store_row db = exp_row(44, b, 2, 50000, 120000);
+    assert_int_equal(agg_store_add_decision(s, &db), LDPB_OK);
+    add_report_ok(s, exp_row(40, a, 40 % K, 40005, 0), 1);
+    add_report_ok(s, exp_row(41, a, 41 % K, 41005, 0), 1);
+    add_report_ok(s, exp_row(44, b, 2, 50005, 0), 1);
+    add_report_ok(s, exp_row(42, 0, 42 % K, 42005, 0), 1);
+    /* an assignment id is one report whichever experiment it names */
+    add_report_ok(s, exp_row(40, b, 1, 40009, 0), 0);
+    agg_store_counters ca = {2, 2, 0, 2}, cb = {1, 1, 1, 1}, cd = {1, 1, 0, 2};
+    assert_int_equal(agg_store_put_exp_state(s, a, (const uint8_t *)"AA", 2, &ca), LDPB_OK);
+    assert_int_equal(agg_store_put_exp_state(s, b, (const uint8_t *)"B", 1, &cb), LDPB_OK);
+    assert_int_equal(agg_store_put_state(s, (const uint8_t *)"D", 1, &cd), LDPB_OK);
+    assert_int_equal(agg_store_put_exp_state(s, 99, (const uint8_t *)"Z", 1, &cb),
+                     LDPB_ENOEXPERIMENT);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+}
+
+static void check_exp(const agg_store_exp *e, int64_t id, const char *name, const char *settings,
+                      int from_config, int running, const char *state, uint64_t reports)
+{
+    assert_int_equal(e->id, id);
+    assert_string_equal(e->name, name);
+    assert_string_equal(e->settings, settings);
+    assert_int_equal(e->from_config, from_config);
+    assert_int_equal(e->running, running);
+    assert_int_equal(e->state_len, strlen(state));
+    assert_memory_equal(e->state, state, strlen(state));
+    assert_int_equal(e->counters.reports, reports);
+    assert_int_equal(e->counters.policy_version, reports);
+}
+
+static char sqlite_two_csv[3][2048];
+
+/* The CSV of every experiment, of one, and version 1's of `default`: the same on both backends. */
+static void check_two_csv(const fixture *f)
+{
+    char all[2048], one[2048], def[2048], path[128], msg[AGG_STORE_ERRMAX];
+    const char *url = f->url[0] ? f->url : NULL;
+    char *const bufs[3] = {all, one, def};
+    const char *const names[3] = {NULL, "a", "default"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/two.csv", f->dir);
+        FILE *fp = fopen(path, "w+");
+        assert_non_null(fp);
+        ldpb_err e = i < 2 ? agg_store_export_csv_exp(url, f->state, names[i], fp, msg)
+                           : agg_store_export_csv_url(url, f->state, fp, msg);
+        if (e)
+            print_error("export: %s\n", msg);
+        assert_int_equal(e, LDPB_OK);
+        rewind(fp);
+        size_t n = fread(bufs[i], 1, sizeof all - 1, fp);
+        bufs[i][n] = '\0';
+        fclose(fp);
+    }
+    static const char head[] = "assignment_id,arm,propensity,policy_version,mechanism,epsilon,"
+                               "value,issued_at_ms,expires_at_ms,reported_at_ms";
+    assert_int_equal(strncmp(all, head, strlen(head)), 0);
+    assert_int_equal(strncmp(all + strlen(head), ",experiment\n", 12), 0);
+    assert_int_equal(strncmp(def + strlen(head), "\n", 1), 0);
+    /* every row of `all` ends with its experiment; `one` is a's rows of `all`, in order */
+    char want[2048];
+    size_t wn = (size_t)snprintf(want, sizeof want, "%s,experiment\n", head);
+    int rows = 0;
+    for (const char *p = strchr(all, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
+        const char *end = strchr(p, '\n');
+        rows++;
+        if (end - p > 2 && strncmp(end - 2, ",a", 2) == 0)
+            wn += (size_t)snprintf(want + wn, sizeof want - wn, "%.*s\n", (int)(end - p), p);
+    }
+    assert_int_equal(rows, 5); /* decisions 40..44 (every report had its decision) */
+    assert_string_equal(one, want);
+    assert_non_null(strstr(all, "28282828282828282828282828282828,1,"));
+    assert_non_null(strstr(def, "2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a,0,"));
+    assert_null(strstr(def, "28282828"));
+    assert_int_equal(agg_store_export_csv_exp(url, f->state, "nosuch", stdout, msg),
+                     LDPB_ENOEXPERIMENT);
+    assert_non_null(strstr(msg, "no experiment 'nosuch'"));
+    assert_int_equal(agg_store_export_csv_exp(url, f->state, "No!", stdout, msg), LDPB_EINVAL);
+    for (int i = 0; i < 3; i++) {
+        if (!f->url[0])
+            snprintf(sqlite_two_csv[i], sizeof sqlite_two_csv[i], "%s", bufs[i]);
+        else
+            assert_string_equal(bufs[i], sqlite_two_csv[i]);
+    }
+}
+
+/* Two experiments beside `default`: rows, states, counters and arm counts apart; stopped and
+ * renamed settings kept; retention by retain_until_ms across experiments. */
+static void test_two_experiments(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store_meta m = meta_of(f, K);
+    m.default_settings = "S0";
+    agg_store *s = NULL;
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    agg_store_exp *v = NULL;
+    size_t n = 0;
+    /* before the first transaction: `default`, to be written with it */
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].id, 1);
+    assert_string_equal(v[0].settings, "S0");
+    assert_null(v[0].state);
+    agg_store_experiments_free(v, n);
+    write_two(s);
+    uint64_t counts[K];
+    static const uint64_t want[3][K] = {{1, 0, 0}, {0, 1, 1}, {0, 0, 1}}; /* default, a, b */
+    for (int64_t e = 1; e <= 3; e++) {
+        assert_int_equal(agg_store_arm_counts_exp(s, e, counts, K), LDPB_OK);
+        assert_memory_equal(counts, want[e - 1], sizeof counts);
+    }
+    assert_int_equal(agg_store_arm_counts_exp(s, 0, counts, K), LDPB_OK);
+    assert_memory_equal(counts, want[0], sizeof counts);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_set_running(s, 3, 0), LDPB_OK);
+    assert_int_equal(agg_store_set_settings(s, 2, "Sa2"), LDPB_OK);
+    assert_int_equal(agg_store_set_running(s, 99, 0), LDPB_ENOEXPERIMENT);
+    assert_int_equal(agg_store_set_settings(s, 99, "x"), LDPB_ENOEXPERIMENT);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    agg_store_close(s);
+
+    /* The meta rows decide whether `default` is the same; its settings text then follows the
+     * configuration's, written with the next transaction (and listed as such before it). */
+    m.default_settings = "S0 retention changed";
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_default_experiment(s), 1);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 3);
+    check_exp(&v[0], 1, "default", "S0 retention changed", 1, 1, "D", 1);
+    agg_store_experiments_free(v, n);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE settings = 'S0'"), 1);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    agg_store_close(s);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE settings = 'S0'"), 0);
+    m.default_settings = NULL; /* a caller of version 1 leaves the text as it is */
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 3);
+    check_exp(&v[0], 1, "default", "S0 retention changed", 1, 1, "D", 1);
+    check_exp(&v[1], 2, "a", "Sa2", 1, 1, "AA", 2);
+    check_exp(&v[2], 3, "b", "Sb", 0, 0, "B", 1);
+    assert_int_equal(v[2].counters.duplicates, 1);
+    assert_int_equal(v[0].counters.assignments, 2);
+    agg_store_experiments_free(v, n);
+    agg_store_close(s);
+    check_two_csv(f);
+
+    /* Retention by retain_until_ms across experiments, not by expiry: default's two decisions
+     * (retained to their expiry, 102000 and 103000) go, a's (expiring at 100000 and 101000,
+     * retained 10 s more) stay; then, over 2 rows, the one retained least (a's first). */
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    uint64_t deleted = 0;
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 105000, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 2);
+    assert_int_equal(agg_store_prune_decisions(s, 0, 2, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_decision_rows(s), 2);
+    agg_store_close(s);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM decisions WHERE experiment = 1"), 0);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM decisions WHERE experiment = 2 AND"
+                                " retain_until_ms = 111000"),
+                     1);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM decisions WHERE experiment = 3"), 1);
+    remove_tree(f->dir);
+}
+
+/* A configuration without `default`: none is created, the calls of version 1 have nothing to
+ * act on; a `default` declared later gets the next id with the next transaction and is then
+ * compared as in version 1. */
+static void test_no_default(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store_meta none = meta_of(f, K);
+    none.policy = NULL;
+    agg_store *s = NULL;
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_store_open(&s, f->state, &none, msg), LDPB_OK);
+    assert_int_equal(agg_store_default_experiment(s), 0);
+    agg_store_exp *v = NULL;
+    size_t n = 9;
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 0);
+    int64_t x = 0;
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    agg_store_counters c = {1, 1, 0, 1};
+    assert_int_equal(agg_store_put_state(s, (const uint8_t *)"D", 1, &c), LDPB_ENOEXPERIMENT);
+    assert_int_equal(agg_store_add_experiment(s, "x", "Sx", 1, &x), LDPB_OK);
+    assert_int_equal(x, 1);
+    agg_store_row r = exp_row(7, 0, 0, 5, 0);
+    int is_new = -1;
+    assert_int_equal(agg_store_add_report(s, &r, &is_new), LDPB_ENOEXPERIMENT);
+    add_report_ok(s, exp_row(7, x, 0, 5, 0), 1);
+    assert_int_equal(agg_store_put_exp_state(s, x, (const uint8_t *)"X", 1, &c), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    agg_store_close(s);
+
+    agg_store_meta m = meta_of(f, K);
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_default_experiment(s), 2);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[1].name, "default");
+    agg_store_experiments_free(v, n);
+    agg_store_close(s); /* nothing committed: `default` not written */
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments"), 1);
+    assert_int_equal(agg_store_open(&s, f->state, &none, msg), LDPB_OK);
+    agg_store_close(s);
+    s = open_ok(f);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    agg_store_close(s);
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments"), 2);
+    m = meta_of(f, K + 1);
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
+    assert_non_null(strstr(msg, "arms is '3' there but '4' now"));
+    assert_int_equal(agg_store_open(&s, f->state, &none, msg), LDPB_OK);
+    assert_int_equal(agg_store_default_experiment(s), 2);
+    agg_store_close(s);
+    /* version 1's export: `default`'s rows, none */
+    char csv[1024];
+    export_of(f, csv, sizeof csv);
+    assert_string_equal(csv, "assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,"
+                             "issued_at_ms,expires_at_ms,reported_at_ms\n");
+    remove_tree(f->dir);
+}
+
+static double cpu_ms(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+#define MANY 10000
+
+/* 10,000 experiments, each with a state of 64 bytes, listed with their states by one query; the
+ * time is printed (CPU time of this process, and wall time, which for PostgreSQL includes the
+ * server's work). */
+static void test_many_experiments(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store_meta m = meta_of(f, K);
+    m.policy = NULL;
+    agg_store *s = NULL;
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    uint8_t blob[64];
+    double w0 = wall_ms();
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    for (int i = 0; i < MANY; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "e%05d", i);
+        int64_t id = 0;
+        assert_int_equal(agg_store_add_experiment(s, name, "policy = ldp-ts-b\narms = 3\n", 1, &id),
+                         LDPB_OK);
+        memset(blob, i & 0xff, sizeof blob);
+        agg_store_counters c = {0, 0, 0, (uint64_t)i};
+        assert_int_equal(agg_store_put_exp_state(s, id, blob, sizeof blob, &c), LDPB_OK);
+    }
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    double w_add = wall_ms() - w0;
+    agg_store_close(s);
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    agg_store_exp *v = NULL;
+    size_t n = 0;
+    double c0 = cpu_ms();
+    w0 = wall_ms();
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_OK);
+    double cpu = cpu_ms() - c0, wall = wall_ms() - w0;
+    print_message("%s: %d experiments listed with their states in %.1f ms CPU, %.1f ms wall "
+                  "(added in one transaction in %.0f ms wall)\n",
+                  f->backend, MANY, cpu, wall, w_add);
+    assert_int_equal(n, MANY);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "e%05zu", i);
+        assert_string_equal(v[i].name, name);
+        assert_int_equal(v[i].state_len, sizeof blob);
+        assert_int_equal(v[i].state[63], i & 0xff);
+        assert_int_equal(v[i].counters.assignments, i);
+    }
+    agg_store_experiments_free(v, n);
+    agg_store_close(s);
+    /* "well under 1 s" (design); CPU time, so a loaded machine does not fail it */
+    assert_true(cpu < 1000.0);
+    remove_tree(f->dir);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest common[] = {
-        cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_rollback),
-        cmocka_unit_test(test_prune),     cmocka_unit_test(test_export),
-        cmocka_unit_test(test_bad_url),   cmocka_unit_test(test_lost_database),
+        cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_prune),      cmocka_unit_test(test_export),
+        cmocka_unit_test(test_bad_url),    cmocka_unit_test(test_lost_database),
+        cmocka_unit_test(test_migrate_v1), cmocka_unit_test(test_two_experiments),
+        cmocka_unit_test(test_no_default), cmocka_unit_test(test_many_experiments),
+    };
+    const struct CMUnitTest sqlite_only[] = {
+        cmocka_unit_test(test_migrate_v1_file),
     };
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_wrong_schema),
@@ -591,6 +1302,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pg_backup),      cmocka_unit_test(test_pg_commit_in_doubt),
     };
     int failed = cmocka_run_group_tests_name("store: sqlite", common, setup_sqlite, NULL);
+    failed += cmocka_run_group_tests_name("store: sqlite only", sqlite_only, setup_sqlite, NULL);
     if (argc > 1 && strcmp(argv[1], "postgres") == 0) {
         if (!getenv("LDPB_TEST_PG_STATE")) {
             fprintf(stderr, "test_store postgres: no throwaway PostgreSQL (LDPB_TEST_PG_STATE); "

@@ -1,6 +1,10 @@
 /* Fuzz target for the daemon's configuration (aggregator/daemon/config.c): the ini file through
  * agg_config_load_file and the command line through agg_config_parse_args, each followed by
- * agg_config_check, the checks ldpb-aggregator runs before it touches any state.
+ * agg_config_check, the checks ldpb-aggregator runs before it touches any state. The file's text
+ * also goes through agg_exp_config_parse as one experiment's settings, the body of an operator's
+ * `create` (network bytes). Every experiment that parses and passes the checks must survive
+ * agg_exp_config_format -> agg_exp_config_parse unchanged: the same settings
+ * (agg_exp_config_change_refused says none changed) and the same text.
  *
  * Input: the file's text, then optionally a NUL and command-line arguments separated by NULs. An
  * argument "@" (and, so that no other file is ever read, any argument with a '/') stands for the
@@ -40,6 +44,43 @@ static void check(const agg_config *cfg)
         abort();
 }
 
+static void roundtrip(const agg_exp_config *e)
+{
+    char a[4096], b[4096], err[AGG_CONFIG_ERRMAX];
+    size_t n = agg_exp_config_format(e, a, sizeof a);
+    agg_exp_config back;
+    if (n == 0 || agg_exp_config_parse(&back, e->name, a, err) != LDPB_OK)
+        abort();
+    if (agg_exp_config_change_refused(e, &back, err) ||
+        back.decision_retention_s != e->decision_retention_s)
+        abort();
+    if (agg_exp_config_format(&back, b, sizeof b) != n || memcmp(a, b, n) != 0)
+        abort();
+    agg_exp_config_fini(&back);
+}
+
+static void settings(const uint8_t *data, size_t len)
+{
+    char *text = malloc(len + 1);
+    if (!text)
+        abort();
+    memcpy(text, data, len);
+    text[len] = '\0';
+    agg_exp_config e;
+    char err[AGG_CONFIG_ERRMAX];
+    err[0] = '\0';
+    ldpb_err x = agg_exp_config_parse(&e, "fuzz", text, err);
+    if (x != LDPB_OK) {
+        reason_ok(x, err);
+        if (e.policy)
+            abort(); /* a refusal leaves nothing to free */
+    } else {
+        roundtrip(&e);
+    }
+    agg_exp_config_fini(&e);
+    free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
@@ -64,7 +105,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         reason_ok(e, err);
     else
         check(&cfg);
+    if (e == LDPB_OK && agg_config_check(&cfg, err) == LDPB_OK)
+        for (size_t i = 0; i < cfg.n_exps; i++)
+            roundtrip(&cfg.exps[i]);
     agg_config_fini(&cfg);
+    settings(data, file_len);
     if (!nul)
         return 0;
 
