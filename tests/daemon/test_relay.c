@@ -891,7 +891,7 @@ static void test_relay_failover(void **state)
         }
         execl(LDPB_TOOL_BIN, "ldpb", "relay", "--listen", r.url, "--upstream", d[0].ipc_url,
               "--upstream", d[1].ipc_url, "--batch", "16", "--wait-us", "2000", "--threads", "2",
-              "--timeout-ms", "1000", "--backoff-ms", "200", (char *)NULL);
+              "--timeout-ms", "3000", "--backoff-ms", "200", (char *)NULL);
         _exit(127);
     }
     r.pid = pid;
