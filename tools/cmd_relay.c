@@ -4,10 +4,18 @@
  * RELAY_BATCH and routes each reply of the RELAY_REPLY back to its device by the relay-local id
  * (the slot in the batch). It never opens a frame: it holds no key, and keeps nothing between
  * batches, so any number of relays can run anywhere and a killed one loses only the frames in
- * flight, which their devices resend. */
+ * flight, which their devices resend.
+ *
+ * Several --upstream URLs make it fail over (docs/aggregator.md, "Relays"): a batch goes to the
+ * first upstream, in the order given, that is not marked down; one that fails it (no valid
+ * RELAY_REPLY within --timeout-ms) is marked down for a back-off and the same batch, byte for
+ * byte, goes to the next. That resend is safe only where the nodes share one store, whose
+ * duplicate check then sees the copy: the relay cannot open a frame to tell a report from an
+ * assignment, so the operator chooses (one upstream for nodes with stores of their own). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +34,7 @@
 #define EXIT_USAGE   2
 
 #define LISTEN_MAX         16
+#define UPSTREAM_MAX       16
 #define BATCH_DEFAULT      64u
 #define WAIT_DEFAULT_US    1000u
 #define WAIT_MAX_US        1000000u
@@ -33,6 +42,12 @@
 #define THREADS_MAX        64u
 #define TIMEOUT_DEFAULT_MS 5000u
 #define TIMEOUT_MAX_MS     600000u
+#define BACKOFF_DEFAULT_MS 1000u
+#define BACKOFF_MAX_MS     600000u
+/* A node that stays down is retried after 1, 2, 4, ... 32 back-offs: each retry of a dead node
+ * costs one batch a --timeout-ms, so a long outage costs one batch per 32 back-offs, while a node
+ * restarted at once is back in use after the first. */
+#define BACKOFF_DOUBLINGS 5u
 /* How often an idle thread looks at the stop flag. */
 #define IDLE_POLL_MS 100
 /* Frames a little above LDPB_FRAME_MAX are received so they can be refused with a reason, as the
@@ -42,11 +57,22 @@
 typedef struct relay_opts {
     const char *listen[LISTEN_MAX];
     size_t n_listen;
-    const char *upstream;
+    const char *upstream[UPSTREAM_MAX];
+    size_t n_upstream;
     unsigned batch, threads;
-    uint32_t wait_us, timeout_ms;
+    uint32_t wait_us, timeout_ms, backoff_ms;
     int verbose;
 } relay_opts;
+
+/* What the threads know of one upstream, shared so that a failure one thread saw spares the others
+ * its timeout. */
+typedef struct upstream {
+    const char *url;
+    _Atomic uint64_t down_until_us; /* 0: up; else marked down until then (mono_us) */
+    _Atomic uint64_t marked_us;     /* when it was last marked down */
+    _Atomic unsigned fails;         /* failures since it last answered */
+    _Atomic int retrying;           /* a thread is trying it again after its back-off */
+} upstream;
 
 /* One device request waiting in a batch: the frame and the route to answer it. */
 typedef struct pending {
@@ -56,13 +82,14 @@ typedef struct pending {
 
 typedef struct relay_thread {
     const relay_opts *o;
-    ldpb_tp *dev; /* the shared device listener */
-    ldpb_tp *up;  /* this thread's dialer to the aggregator */
+    ldpb_tp *dev;              /* the shared device listener */
+    upstream *ups;             /* o->n_upstream of them, shared */
+    ldpb_tp *up[UPSTREAM_MAX]; /* this thread's dialers, opened when first used */
     pending *slots;
     ldpb_relay_entry *entries;
     uint8_t *out;  /* the RELAY_BATCH being sent */
     pending carry; /* a frame that did not fit the last batch */
-    uint64_t batches, frames, failed;
+    uint64_t batches, frames, failed, resent;
     pthread_t th;
 } relay_thread;
 
@@ -85,7 +112,8 @@ static void usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: ldpb relay --listen URL [--listen URL ...] --upstream URL [options]\n"
+        "usage: ldpb relay --listen URL [--listen URL ...]\n"
+        "                  --upstream URL [--upstream URL ...] [options]\n"
         "\n"
         "Forwards device frames to an ldpb-aggregator in batches (docs/protocol.md section 11).\n"
         "Devices connect to a relay exactly as to the aggregator (same URL scheme, same\n"
@@ -97,21 +125,32 @@ static void usage(FILE *out)
         "options:\n"
         "  --listen URL          URL to accept devices on (tcp:// or ipc://);\n"
         "                        repeatable, up to %d\n"
-        "  --upstream URL        the aggregator's URL (required)\n"
+        "  --upstream URL        an aggregator's URL (required); repeatable, up to %d,\n"
+        "                        in order of preference: a batch the one in use does\n"
+        "                        not answer in time goes to the next, and the failed\n"
+        "                        one is passed over for --backoff-ms. Name several only\n"
+        "                        for nodes that share one store: a report resent to a\n"
+        "                        node with a store of its own can be counted twice or\n"
+        "                        lost\n"
         "  --batch M             at most M frames per batch, 1..%u (default %u)\n"
         "  --wait-us T           send a batch at most T microseconds after its first frame\n"
         "                        arrived, 0..%u (default %u); 0 sends what is waiting\n"
         "  --threads N           batches in flight at once, 1..%u (default %u)\n"
-        "  --timeout-ms MS       how long to wait for the aggregator's reply, 1..%u\n"
-        "                        (default %u); then the batch's devices get a PLAIN_ERROR\n"
-        "                        code 17 (LDPB_EBUSY) and resend\n"
+        "  --timeout-ms MS       how long to wait for an aggregator's reply, 1..%u\n"
+        "                        (default %u); then the batch goes to the next\n"
+        "                        upstream, and when none is left its devices get a\n"
+        "                        PLAIN_ERROR code 17 (LDPB_EBUSY) and resend\n"
+        "  --backoff-ms MS       how long an upstream that failed a batch is passed\n"
+        "                        over, 1..%u (default %u); doubled at each failed\n"
+        "                        retry, up to %u times MS; reset once it answers\n"
         "  -v, --verbose         print a line per thread when stopping\n"
         "  -h, --help            print this help and exit\n"
         "\n"
         "Runs until SIGINT or SIGTERM. Exit status: 0 stopped by a signal, 1 a socket\n"
         "could not be set up, 2 bad arguments.\n",
-        LISTEN_MAX, LDPB_RELAY_ENTRIES_MAX, BATCH_DEFAULT, WAIT_MAX_US, WAIT_DEFAULT_US,
-        THREADS_MAX, THREADS_DEFAULT, TIMEOUT_MAX_MS, TIMEOUT_DEFAULT_MS);
+        LISTEN_MAX, UPSTREAM_MAX, LDPB_RELAY_ENTRIES_MAX, BATCH_DEFAULT, WAIT_MAX_US,
+        WAIT_DEFAULT_US, THREADS_MAX, THREADS_DEFAULT, TIMEOUT_MAX_MS, TIMEOUT_DEFAULT_MS,
+        BACKOFF_MAX_MS, BACKOFF_DEFAULT_MS, 1u << BACKOFF_DOUBLINGS);
 }
 
 static int parse_uint(const char *opt, const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -135,6 +174,7 @@ static int parse_args(int argc, char **argv, relay_opts *o)
     o->threads = THREADS_DEFAULT;
     o->wait_us = WAIT_DEFAULT_US;
     o->timeout_ms = TIMEOUT_DEFAULT_MS;
+    o->backoff_ms = BACKOFF_DEFAULT_MS;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -152,11 +192,20 @@ static int parse_args(int argc, char **argv, relay_opts *o)
             }
             o->listen[o->n_listen++] = v;
         } else if (!strcmp(a, "--upstream")) {
-            if (!v) {
+            if (!v || !*v) {
                 fprintf(stderr, "%s: --upstream needs a URL\n", PROG);
                 return EXIT_USAGE;
             }
-            o->upstream = v;
+            if (o->n_upstream == UPSTREAM_MAX) {
+                fprintf(stderr, "%s: at most %d --upstream URLs\n", PROG, UPSTREAM_MAX);
+                return EXIT_USAGE;
+            }
+            for (size_t k = 0; k < o->n_upstream; k++)
+                if (!strcmp(o->upstream[k], v)) {
+                    fprintf(stderr, "%s: --upstream %.200s is named twice\n", PROG, v);
+                    return EXIT_USAGE;
+                }
+            o->upstream[o->n_upstream++] = v;
         } else if (!strcmp(a, "--batch")) {
             if (parse_uint(a, v, 1, LDPB_RELAY_ENTRIES_MAX, &n))
                 return EXIT_USAGE;
@@ -173,13 +222,17 @@ static int parse_args(int argc, char **argv, relay_opts *o)
             if (parse_uint(a, v, 1, TIMEOUT_MAX_MS, &n))
                 return EXIT_USAGE;
             o->timeout_ms = n;
+        } else if (!strcmp(a, "--backoff-ms")) {
+            if (parse_uint(a, v, 1, BACKOFF_MAX_MS, &n))
+                return EXIT_USAGE;
+            o->backoff_ms = n;
         } else {
             fprintf(stderr, "%s: unknown option '%.60s' (see --help)\n", PROG, a);
             return EXIT_USAGE;
         }
         i++;
     }
-    if (!o->n_listen || !o->upstream) {
+    if (!o->n_listen || !o->n_upstream) {
         fprintf(stderr, "%s: --listen and --upstream are required (see --help)\n", PROG);
         return EXIT_USAGE;
     }
@@ -265,8 +318,152 @@ static int gather(relay_thread *t)
     }
 }
 
+static ldpb_tp *open_upstream(const relay_opts *o, const char *url, char *detail)
+{
+    ldpb_tp_opts to;
+    ldpb_tp_opts_init(&to);
+    to.send_timeout_ms = (int)o->timeout_ms;
+    ldpb_tp *up = NULL;
+    return ldpb_tp_dial(&up, url, &to, detail) == LDPB_OK ? up : NULL;
+}
+
+/* The upstreams a batch tries, in order, into order[]: every one that is up, and one whose
+ * back-off is over if no other thread is retrying it already (claimed[] set: the caller releases
+ * it). When none is left the batch still goes to the one whose back-off ends first: a relay never
+ * refuses a batch without trying, and one with a single upstream behaves as before there were
+ * several. Returns how many. */
+static size_t plan(relay_thread *t, size_t *order, int *claimed)
+{
+    size_t k = 0, n = t->o->n_upstream, soonest = 0;
+    uint64_t now = mono_us(), soonest_until = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        upstream *u = &t->ups[i];
+        uint64_t until = atomic_load(&u->down_until_us);
+        int idle = 0;
+        claimed[i] = 0;
+        if (until && now >= until && atomic_compare_exchange_strong(&u->retrying, &idle, 1))
+            claimed[i] = 1;
+        if (!until || claimed[i])
+            order[k++] = i;
+        else if (until < soonest_until) {
+            soonest = i;
+            soonest_until = until;
+        }
+    }
+    if (!k)
+        order[k++] = soonest;
+    return k;
+}
+
+/* Marks upstream i down for its back-off, after an attempt that began at started_us failed. An
+ * attempt that began before the last mark tells nothing new, nor does one while the back-off
+ * runs: the batches that were in flight when a node died extend its back-off once, not each. */
+static void mark_down(relay_thread *t, size_t i, uint64_t started_us, const char *why)
+{
+    upstream *u = &t->ups[i];
+    uint64_t now = mono_us(), until = atomic_load(&u->down_until_us);
+    if (until > now || started_us < atomic_load(&u->marked_us))
+        return;
+    unsigned fails = atomic_load(&u->fails);
+    uint64_t ms = (uint64_t)t->o->backoff_ms
+                  << (fails < BACKOFF_DOUBLINGS ? fails : BACKOFF_DOUBLINGS);
+    if (!atomic_compare_exchange_strong(&u->down_until_us, &until, now + ms * 1000u))
+        return;
+    atomic_store(&u->marked_us, now);
+    atomic_fetch_add(&u->fails, 1);
+    /* at most one line per back-off */
+    fprintf(stderr, "%s: upstream %.200s: %s; marked down for %" PRIu64 " ms\n", PROG, u->url, why,
+            ms);
+}
+
+/* An answer to an attempt that began before the node was last marked down is no sign that it
+ * is back. */
+static void mark_up(relay_thread *t, size_t i, uint64_t started_us)
+{
+    upstream *u = &t->ups[i];
+    if (started_us < atomic_load(&u->marked_us))
+        return;
+    if (atomic_exchange(&u->down_until_us, 0) != 0) {
+        atomic_store(&u->fails, 0);
+        fprintf(stderr, "%s: upstream %.200s answers again\n", PROG, u->url);
+    }
+}
+
+/* How one attempt on one upstream ended. */
+typedef enum attempt_end {
+    ANSWERED,  /* a valid RELAY_REPLY */
+    NO_REPLY,  /* nothing within --timeout-ms, or the send failed */
+    BAD_REPLY, /* an answer that is no RELAY_REPLY: the batch was refused whole, none served */
+    NO_SOCKET, /* this relay could not open a socket: says nothing of the upstream */
+} attempt_end;
+
+/* Sends the batch t->out[0..len) to upstream i and parses its RELAY_REPLY into t->entries (*m of
+ * them; views into *reply, which the caller frees after ANSWERED). A failed attempt closes the
+ * dialer: nanomsg would otherwise deliver the request it holds once the node is back, after the
+ * batch has gone elsewhere. */
+static attempt_end attempt(relay_thread *t, size_t i, size_t len, ldpb_tp_msg *reply, size_t *m)
+{
+    if (!t->up[i] && !(t->up[i] = open_upstream(t->o, t->ups[i].url, NULL)))
+        return NO_SOCKET;
+    attempt_end end = NO_REPLY;
+    if (ldpb_tp_send(t->up[i], t->out, len, NULL) == LDPB_OK &&
+        ldpb_tp_recv(t->up[i], reply, NULL, (int)t->o->timeout_ms, NULL) == LDPB_OK) {
+        end = ldpb_relay_parse(reply->data, reply->len, LDPB_FRAME_RELAY_REPLY, t->entries,
+                               LDPB_RELAY_ENTRIES_MAX, m, NULL) == LDPB_OK
+                  ? ANSWERED
+                  : BAD_REPLY;
+        if (end != ANSWERED)
+            ldpb_tp_msg_free(t->up[i], reply);
+    }
+    if (end != ANSWERED) {
+        ldpb_tp_close(t->up[i], 0);
+        t->up[i] = NULL;
+    }
+    return end;
+}
+
+/* Sends the batch to the upstreams of plan() in turn until one answers with a RELAY_REPLY: the
+ * same bytes each time, so the inner frames keep their nonces and a node that shares the store of
+ * one that served them already answers them as duplicates. Returns the index that answered, or
+ * -1 with `why` set to what the devices are told. */
+static int send_batch(relay_thread *t, size_t len, ldpb_tp_msg *reply, size_t *m, char *why)
+{
+    size_t order[UPSTREAM_MAX];
+    int claimed[UPSTREAM_MAX];
+    size_t k = plan(t, order, claimed);
+    int answered = -1;
+    for (size_t j = 0; j < k && answered < 0; j++) {
+        size_t i = order[j];
+        if (j)
+            t->resent++;
+        uint64_t started_us = mono_us();
+        switch (attempt(t, i, len, reply, m)) {
+        case ANSWERED:
+            mark_up(t, i, started_us);
+            answered = (int)i;
+            break;
+        case NO_REPLY:
+            snprintf(why, LDPB_DETAIL_BYTES, "the relay got no reply from the aggregator; resend");
+            mark_down(t, i, started_us, "no reply in time");
+            break;
+        case BAD_REPLY:
+            snprintf(why, LDPB_DETAIL_BYTES,
+                     "the relay could not read the aggregator's reply; resend");
+            mark_down(t, i, started_us, "an answer that is no relay reply");
+            break;
+        case NO_SOCKET:
+            snprintf(why, LDPB_DETAIL_BYTES, "the relay could not open a socket; resend");
+            break;
+        }
+    }
+    for (size_t i = 0; i < t->o->n_upstream; i++)
+        if (claimed[i])
+            atomic_store(&t->ups[i].retrying, 0);
+    return answered;
+}
+
 /* Forwards slots[0..n) and answers every one of them: with its reply, or with a PLAIN_ERROR
- * LDPB_EBUSY when the aggregator gave none (its device resends with a fresh nonce). */
+ * LDPB_EBUSY when no aggregator gave one (its device resends with a fresh nonce). */
 static void forward(relay_thread *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -274,22 +471,17 @@ static void forward(relay_thread *t, size_t n)
         t->entries[i].frame = t->slots[i].msg.data;
         t->entries[i].len = t->slots[i].msg.len;
     }
-    size_t len = 0;
+    size_t len = 0, m = 0;
     ldpb_tp_msg reply = {0};
-    int got = 0;
+    int from = -1;
     char why[LDPB_DETAIL_BYTES] = "the relay could not build the batch";
     if (ldpb_relay_build(t->out, LDPB_RELAY_BATCH_MAX, &len, LDPB_FRAME_RELAY_BATCH, t->entries,
-                         n) == LDPB_OK) {
-        snprintf(why, sizeof why, "the relay got no reply from the aggregator; resend");
-        if (ldpb_tp_send(t->up, t->out, len, NULL) == LDPB_OK)
-            got = ldpb_tp_recv(t->up, &reply, NULL, (int)t->o->timeout_ms, NULL) == LDPB_OK;
-    }
+                         n) == LDPB_OK)
+        from = send_batch(t, len, &reply, &m, why);
     t->batches++;
     t->frames += n;
-    size_t m = 0;
-    if (got && ldpb_relay_parse(reply.data, reply.len, LDPB_FRAME_RELAY_REPLY, t->entries,
-                                LDPB_RELAY_ENTRIES_MAX, &m, why) == LDPB_OK) {
-        /* the parse cleared `why`: this is what a frame the reply left out is told */
+    if (from >= 0) {
+        /* what a frame the reply left out is told */
         snprintf(why, sizeof why, "the aggregator's reply held no answer for this frame; resend");
         for (size_t i = 0; i < m; i++) {
             uint32_t id = t->entries[i].id;
@@ -299,11 +491,8 @@ static void forward(relay_thread *t, size_t n)
             send_to_device(t->dev, t->slots[id].route, t->entries[i].frame, t->entries[i].len);
             ldpb_tp_msg_free(t->dev, &t->slots[id].msg);
         }
-    } else if (got) {
-        snprintf(why, sizeof why, "the relay could not read the aggregator's reply; resend");
+        ldpb_tp_msg_free(t->up[from], &reply);
     }
-    if (got)
-        ldpb_tp_msg_free(t->up, &reply);
     for (size_t i = 0; i < n; i++)
         if (t->slots[i].msg.data) {
             t->failed++;
@@ -328,23 +517,54 @@ static void *relay_main(void *arg)
     return NULL;
 }
 
-static ldpb_tp *open_upstream(const relay_opts *o, char *detail)
+/* Dials each upstream once, so that a URL no transport accepts is a usage error (exit 2) before
+ * anything is bound; nanomsg connects in the background, so a node that is down is no error. */
+static int check_upstreams(const relay_opts *o)
 {
-    ldpb_tp_opts to;
-    ldpb_tp_opts_init(&to);
-    to.send_timeout_ms = (int)o->timeout_ms;
-    ldpb_tp *up = NULL;
-    return ldpb_tp_dial(&up, o->upstream, &to, detail) == LDPB_OK ? up : NULL;
+    for (size_t i = 0; i < o->n_upstream; i++) {
+        char detail[LDPB_DETAIL_BYTES] = "";
+        ldpb_tp_opts to;
+        ldpb_tp_opts_init(&to);
+        ldpb_tp *up = NULL;
+        ldpb_err err = ldpb_tp_dial(&up, o->upstream[i], &to, detail);
+        ldpb_tp_close(up, 0);
+        if (err) {
+            fprintf(stderr, "%s: --upstream %.200s: %s\n", PROG, o->upstream[i],
+                    detail[0] ? detail : ldpb_strerror(err));
+            return err == LDPB_EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+        }
+    }
+    return -1;
+}
+
+static void print_start(const relay_opts *o)
+{
+    char to[UPSTREAM_MAX * (LDPB_TP_URL_MAX + 8)];
+    size_t at = 0;
+    for (size_t i = 0; i < o->n_upstream && at < sizeof to; i++) {
+        int w = snprintf(to + at, sizeof to - at, "%s%s", i ? ", then " : "", o->upstream[i]);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    fprintf(stderr, "%s: forwarding to %s from %zu listen URL(s), batches of up to %u frames\n",
+            PROG, to, o->n_listen, o->batch);
 }
 
 int cmd_relay(int argc, char **argv)
 {
     relay_opts o;
     int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
+    if (rc >= 0 || (rc = check_upstreams(&o)) >= 0)
         return rc;
     int status = EXIT_RUNTIME;
     relay_thread *ts = calloc(o.threads, sizeof *ts);
+    upstream ups[UPSTREAM_MAX];
+    for (size_t i = 0; i < o.n_upstream; i++) {
+        ups[i].url = o.upstream[i];
+        atomic_init(&ups[i].down_until_us, 0);
+        atomic_init(&ups[i].marked_us, 0);
+        atomic_init(&ups[i].fails, 0);
+        atomic_init(&ups[i].retrying, 0);
+    }
     ldpb_tp *dev = NULL;
     size_t started = 0;
     char detail[LDPB_DETAIL_BYTES] = "";
@@ -363,13 +583,15 @@ int cmd_relay(int argc, char **argv)
         relay_thread *t = &ts[i];
         t->o = &o;
         t->dev = dev;
-        t->up = open_upstream(&o, detail);
+        t->ups = ups;
+        /* the first choice is connected now, the others when a batch first goes there */
+        t->up[0] = open_upstream(&o, o.upstream[0], detail);
         t->slots = calloc(LDPB_RELAY_ENTRIES_MAX, sizeof *t->slots);
         t->entries = calloc(LDPB_RELAY_ENTRIES_MAX, sizeof *t->entries);
         t->out = malloc(LDPB_RELAY_BATCH_MAX);
-        if (!t->up || !t->slots || !t->entries || !t->out) {
-            fprintf(stderr, "%s: upstream %.200s: %s\n", PROG, o.upstream,
-                    !t->up ? detail : "out of memory");
+        if (!t->up[0] || !t->slots || !t->entries || !t->out) {
+            fprintf(stderr, "%s: upstream %.200s: %s\n", PROG, o.upstream[0],
+                    !t->up[0] ? detail : "out of memory");
             goto done;
         }
     }
@@ -385,26 +607,27 @@ int cmd_relay(int argc, char **argv)
             stop_flag = 1;
             break;
         }
-    fprintf(stderr, "%s: forwarding to %s from %zu listen URL(s), batches of up to %u frames\n",
-            PROG, o.upstream, o.n_listen, o.batch);
-    uint64_t batches = 0, frames = 0, failed = 0;
+    print_start(&o);
+    uint64_t batches = 0, frames = 0, failed = 0, resent = 0;
     for (size_t i = 0; i < started; i++) {
         pthread_join(ts[i].th, NULL);
         batches += ts[i].batches;
         frames += ts[i].frames;
         failed += ts[i].failed;
+        resent += ts[i].resent;
         if (o.verbose)
             fprintf(stderr, "%s: thread %zu: %" PRIu64 " batches, %" PRIu64 " frames\n", PROG, i,
                     ts[i].batches, ts[i].frames);
     }
     fprintf(stderr,
             "%s: stopped: %" PRIu64 " batches, %" PRIu64 " frames forwarded, %" PRIu64
-            " answered with LDPB_EBUSY\n",
-            PROG, batches, frames, failed);
+            " answered with LDPB_EBUSY, %" PRIu64 " resent to another upstream\n",
+            PROG, batches, frames, failed, resent);
     status = started == o.threads ? 0 : EXIT_RUNTIME;
 done:
     for (unsigned i = 0; ts && i < o.threads; i++) {
-        ldpb_tp_close(ts[i].up, 0);
+        for (size_t j = 0; j < o.n_upstream; j++)
+            ldpb_tp_close(ts[i].up[j], 0);
         free(ts[i].slots);
         free(ts[i].entries);
         free(ts[i].out);

@@ -1,7 +1,8 @@
 /* The relay tier (docs/protocol.md section 11) against the real binaries: the client library
  * through `ldpb relay` to ldpb-aggregator; the relay killed with SIGKILL and restarted under load;
- * and a malicious relay, played here by a REQ socket that speaks RELAY_BATCH directly to the
- * daemon, which drops, duplicates, reorders and alters inner frames. */
+ * a malicious relay, played here by a REQ socket that speaks RELAY_BATCH directly to the
+ * daemon, which drops, duplicates, reorders and alters inner frames; and a relay with two
+ * upstreams failing over when the first is killed, and going back to it once it is restarted. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -759,13 +761,311 @@ static void test_relay_routes_by_id(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- several upstreams: failover and back ------------------------------------------------- */
+
+/* Reads `name`'s value from the daemon's /metrics (-1 when it cannot be read). */
+static long long metric(int port, const char *name)
+{
+    static char buf[1 << 16];
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    if (!get_metrics(port, buf, sizeof buf))
+        return -1;
+    const char *p = strstr(buf, key);
+    return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+typedef struct assigner {
+    const char *url;
+    const uint8_t *pk;
+    const int *stop;
+    int done, failed; /* done: read by the main thread while it runs */
+    char why[256];
+} assigner;
+
+/* Assignments only, one attempt each with a timeout far above the relay's: every request has to
+ * be answered through the relay itself, by whichever node is up. */
+static void *assigner_main(void *p)
+{
+    assigner *a = p;
+    ldpb_client_opts o;
+    ldpb_client_opts_init(&o);
+    o.server_url = a->url;
+    memcpy(o.server_public_key, a->pk, LDPB_KEY_BYTES);
+    o.timeout_ms = 30000;
+    o.max_attempts = 1;
+    o.lifetime_budget = 1e6;
+    ldpb_client *c = NULL;
+    if (ldpb_client_new(&c, &o) != LDPB_OK) {
+        a->failed = 1;
+        return NULL;
+    }
+    while (!__atomic_load_n(a->stop, __ATOMIC_RELAXED)) {
+        ldpb_assignment as;
+        if (ldpb_client_assign(c, NULL, 0, &as) != LDPB_OK) {
+            snprintf(a->why, sizeof a->why, "%s", ldpb_client_errmsg(c));
+            a->failed = 1;
+            break;
+        }
+        __atomic_add_fetch(&a->done, 1, __ATOMIC_RELAXED);
+    }
+    ldpb_client_free(c);
+    return NULL;
+}
+
+#define ASSIGNERS 4
+
+static int assigned(const assigner *a)
+{
+    int n = 0;
+    for (int i = 0; i < ASSIGNERS; i++)
+        n += __atomic_load_n(&a[i].done, __ATOMIC_RELAXED);
+    return n;
+}
+
+/* Polls `cond` every 50 ms until it holds or 60 s have passed (a bound against hanging, not a
+ * timing check). */
+#define WAIT_FOR(cond)                                                                             \
+    do {                                                                                           \
+        for (int w_ = 0; w_ < 1200 && !(cond); w_++)                                               \
+            sleep_ms(50);                                                                          \
+    } while (0)
+
+/* The number after `what` in the relay's stop line ("..., R resent to another upstream"). */
+static long long relay_stat(const relay_proc *r, const char *what)
+{
+    FILE *f = fopen(r->log, "r");
+    assert_non_null(f);
+    char line[512];
+    long long v = -1;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, what);
+        if (!strstr(line, "stopped: ") || !p)
+            continue;
+        while (p > line && p[-1] == ' ')
+            p--;
+        while (p > line && p[-1] >= '0' && p[-1] <= '9')
+            p--;
+        v = strtoll(p, NULL, 10);
+    }
+    fclose(f);
+    return v;
+}
+
+/* Two aggregators with state directories of their own (so only assignments and status go
+ * through: nothing that a resend could count twice) and the same key, behind one relay that
+ * names both. Under a stream of assign requests the first is killed with SIGKILL: every request
+ * is still answered, by the second, at the first attempt; once the first is restarted, the
+ * relay sends to it again after its back-off. */
+static void test_relay_failover(void **state)
+{
+    (void)state;
+    dt_daemon d[2];
+    int mport[2];
+    for (int i = 0; i < 2; i++) {
+        char conf[256];
+        mport[i] = dt_free_port();
+        snprintf(conf, sizeof conf,
+                 "arms = 3\nassignment_ttl_s = 600\nlog_level = warn\nmetrics = 127.0.0.1:%d\n",
+                 mport[i]);
+        assert_int_equal(dt_daemon_init(&d[i]), 0);
+        if (i) { /* devices pin one key: the nodes share it */
+            snprintf(d[1].key, sizeof d[1].key, "%s", d[0].key);
+            d[1].server = d[0].server;
+        }
+        assert_int_equal(dt_daemon_write_config(&d[i], conf), 0);
+        assert_int_equal(dt_daemon_start(&d[i], NULL, NULL), 0);
+    }
+    relay_proc r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.url, sizeof r.url, "ipc://%s/relay.sock", d[0].dir);
+    snprintf(r.log, sizeof r.log, "%s/relay.log", d[0].dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(r.log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
+        execl(LDPB_TOOL_BIN, "ldpb", "relay", "--listen", r.url, "--upstream", d[0].ipc_url,
+              "--upstream", d[1].ipc_url, "--batch", "16", "--wait-us", "2000", "--threads", "2",
+              "--timeout-ms", "3000", "--backoff-ms", "200", (char *)NULL);
+        _exit(127);
+    }
+    r.pid = pid;
+    int ready = 0;
+    for (int i = 0; i < 200 && !ready; i++) {
+        dt_client c;
+        uint64_t pulls[K], reports = 0;
+        ready = dt_client_open(&c, r.url, d[0].server.pk, 200) == 0 &&
+                dt_status(&c, pulls, K, &reports) == K;
+        dt_client_close(&c);
+        if (!ready)
+            sleep_ms(50);
+    }
+    assert_true(ready);
+
+    assigner a[ASSIGNERS];
+    pthread_t th[ASSIGNERS];
+    int stop = 0;
+    for (int i = 0; i < ASSIGNERS; i++) {
+        a[i] = (assigner){.url = r.url, .pk = d[0].server.pk, .stop = &stop};
+        assert_int_equal(pthread_create(&th[i], NULL, assigner_main, &a[i]), 0);
+    }
+    /* the first upstream serves while it is up */
+    WAIT_FOR(assigned(a) >= 100);
+    long long first = metric(mport[0], "ldpb_relay_batches_total");
+    print_message("before the kill: %d assignments, %lld batches on the first node\n", assigned(a),
+                  first);
+    assert_true(first > 0);
+
+    assert_int_equal(dt_daemon_signal_wait(&d[0], SIGKILL), 128 + SIGKILL);
+    int at_kill = assigned(a);
+    long long second = metric(mport[1], "ldpb_relay_batches_total");
+    WAIT_FOR(assigned(a) >= at_kill + 200);
+    long long second_after = metric(mport[1], "ldpb_relay_batches_total");
+    print_message("first node down: %d more assignments, batches on the second %lld -> %lld\n",
+                  assigned(a) - at_kill, second, second_after);
+    assert_true(assigned(a) >= at_kill + 200);
+    assert_true(second_after > second);
+
+    /* restarted (a fresh process: its counters start at 0), it gets batches again */
+    assert_int_equal(dt_daemon_start(&d[0], NULL, NULL), 0);
+    WAIT_FOR(metric(mport[0], "ldpb_relay_batches_total") > 0);
+    long long back = metric(mport[0], "ldpb_relay_batches_total");
+    print_message("first node restarted: %lld batches on it\n", back);
+    assert_true(back > 0);
+
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < ASSIGNERS; i++) {
+        pthread_join(th[i], NULL);
+        if (a[i].failed)
+            fail_msg("assigner %d failed after %d assignments: %s", i, a[i].done, a[i].why);
+    }
+    assert_int_equal(relay_stop(&r, SIGTERM), 0);
+    /* the batches in flight at the kill, and the retries of the dead node, went to the other */
+    long long resent = relay_stat(&r, "resent to another upstream");
+    long long busy = relay_stat(&r, "answered with LDPB_EBUSY");
+    print_message("relay: %lld batches resent, %lld frames answered with LDPB_EBUSY\n", resent,
+                  busy);
+    assert_true(resent > 0);
+    assert_int_equal(busy, 0);
+    assert_int_equal(dt_daemon_signal_wait(&d[1], SIGTERM), 0);
+    assert_int_equal(dt_daemon_signal_wait(&d[0], SIGTERM), 0);
+    dt_daemon_cleanup(&d[1]);
+    dt_daemon_cleanup(&d[0]);
+}
+
+/* Runs `ldpb relay` with args[] (NULL-terminated) and returns its exit status, its standard error
+ * in err[] and whether it wrote anything on standard output. */
+static int relay_run(const char *const *args, char *err, size_t cap, int *wrote_out)
+{
+    char dir[] = "/tmp/ldpb-relay-args-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char out_path[64], err_path[64];
+    snprintf(out_path, sizeof out_path, "%s/out", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || e < 0)
+            _exit(127);
+        dup2(o, 1);
+        dup2(e, 2);
+        const char *argv[64] = {"ldpb", "relay"};
+        for (size_t i = 0; args[i] && i < 61; i++)
+            argv[i + 2] = args[i];
+        execv(LDPB_TOOL_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    /* a relay that started (it should not) is stopped after a while rather than hanging */
+    int st = -1;
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            break;
+        sleep_ms(50);
+        if (i == 199) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+        }
+    }
+    FILE *f = fopen(err_path, "r");
+    size_t n = f ? fread(err, 1, cap - 1, f) : 0;
+    err[n] = '\0';
+    if (f)
+        fclose(f);
+    struct stat sb;
+    *wrote_out = stat(out_path, &sb) == 0 && sb.st_size > 0;
+    unlink(out_path);
+    unlink(err_path);
+    rmdir(dir);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Bad --upstream arguments: a clear line on standard error, nothing on standard output, exit 2,
+ * and nothing bound. */
+static void test_relay_bad_upstreams(void **state)
+{
+    (void)state;
+    const char *L = "ipc:///tmp/ldpb-relay-bad-args.sock";
+    const char *seventeen[2 + 2 * 17 + 1] = {"--listen", L};
+    static char urls[17][64];
+    for (int i = 0; i < 17; i++) {
+        snprintf(urls[i], sizeof urls[i], "ipc:///tmp/ldpb-relay-up-%d.sock", i);
+        seventeen[2 + 2 * i] = "--upstream";
+        seventeen[3 + 2 * i] = urls[i];
+    }
+    struct {
+        const char *args[8];
+        const char *says;
+    } cases[] = {
+        {{"--listen", L, "--upstream", NULL}, "ldpb relay: --upstream needs a URL\n"},
+        {{"--listen", L, "--upstream", "", NULL}, "ldpb relay: --upstream needs a URL\n"},
+        {{"--listen", L, "--upstream", "http://127.0.0.1:1", NULL},
+         "ldpb relay: --upstream http://127.0.0.1:1: 'http://127.0.0.1:1' is not a URL of a "
+         "transport this build has (tcp://, ipc://)\n"},
+        {{"--listen", L, "--upstream", "ipc:///tmp/a", "--upstream", "tcp://127.0.0.1", NULL},
+         "ldpb relay: --upstream tcp://127.0.0.1: cannot connect to tcp://127.0.0.1: Invalid "
+         "argument\n"},
+        {{"--listen", L, "--upstream", "ipc:///tmp/a", "--upstream", "ipc:///tmp/a", NULL},
+         "ldpb relay: --upstream ipc:///tmp/a is named twice\n"},
+        {{"--listen", L, "--upstream", "ipc:///tmp/a", "--backoff-ms", "0", NULL},
+         "ldpb relay: --backoff-ms needs an integer in 1..600000\n"},
+    };
+    char err[2048];
+    int wrote = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int st = relay_run(cases[i].args, err, sizeof err, &wrote);
+        if (st != 2 || strcmp(err, cases[i].says) != 0 || wrote)
+            fail_msg("case %zu: exit %d, stderr '%s' (expected 2, '%s')", i, st, err,
+                     cases[i].says);
+    }
+    /* sixteen are accepted (exit 1 here only because the listen URL is made unbindable)... */
+    const char *sixteen_bad[2 + 2 * 16 + 1];
+    memcpy(sixteen_bad, seventeen, sizeof sixteen_bad - sizeof sixteen_bad[0]);
+    sixteen_bad[1] = "tcp://256.0.0.1:1";
+    sixteen_bad[2 + 2 * 16] = NULL;
+    assert_int_equal(relay_run(sixteen_bad, err, sizeof err, &wrote), 1);
+    assert_non_null(strstr(err, "cannot bind"));
+    /* ... the seventeenth is refused */
+    assert_int_equal(relay_run(seventeen, err, sizeof err, &wrote), 2);
+    assert_string_equal(err, "ldpb relay: at most 16 --upstream URLs\n");
+    assert_false(wrote);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_malicious_relay),        cmocka_unit_test(test_relay_routes_by_id),
         cmocka_unit_test(test_batch_waits_for_commit), cmocka_unit_test(test_clients_through_relay),
-        cmocka_unit_test(test_relay_kill9_restart),
+        cmocka_unit_test(test_relay_kill9_restart),    cmocka_unit_test(test_relay_failover),
+        cmocka_unit_test(test_relay_bad_upstreams),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
