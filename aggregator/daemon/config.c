@@ -221,7 +221,7 @@ static const option options[] = {
     {"metrics_experiments_max", OPT_U64, OFF(metrics_experiments_max), "100", 0,
      AGG_EXPERIMENTS_LIMIT, 0, NULL, "N",
      "/metrics: experiments with series of their own (label experiment=\"NAME\"); the others "
-     "are summed under experiment=\"_other\"", SVC},
+     "are summed under experiment=\"_other\" (0: all of them)", SVC},
 };
 /* clang-format on */
 
