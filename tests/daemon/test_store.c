@@ -617,6 +617,23 @@ static long db_long(const fixture *f, const char *q)
     return n;
 }
 
+/* Runs a statement without rows on the fixture's database. */
+static void db_exec(const fixture *f, const char *q)
+{
+    if (f->url[0]) {
+        PGconn *c = admin(f);
+        sql(c, q);
+        PQfinish(c);
+        return;
+    }
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", f->state, AGG_STORE_DB_NAME);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, q, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 /* Whether the fixture's database has table `name`. */
 static int has_table(const fixture *f, const char *name)
 {
@@ -1173,6 +1190,20 @@ static void test_two_experiments(void **state)
                                 " retain_until_ms = 111000"),
                      1);
     assert_int_equal(db_long(f, "SELECT count(*) FROM decisions WHERE experiment = 3"), 1);
+
+    /* An experiment whose counters disagree with its reports: the list refuses, naming it. */
+    db_exec(f, "UPDATE experiments SET reports = 9, policy_version = 9 WHERE name = 'b'");
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_ECORRUPT);
+    assert_non_null(strstr(agg_store_errmsg(s), "experiment 'b': the state counts 9 reports"));
+    agg_store_close(s);
+    db_exec(f, "UPDATE experiments SET reports = 1, policy_version = 1, state = NULL"
+               " WHERE name = 'b'");
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_ECORRUPT);
+    assert_non_null(strstr(agg_store_errmsg(s), "experiment 'b': reports are stored but the "
+                                                "policy state is missing"));
+    agg_store_close(s);
     remove_tree(f->dir);
 }
 
