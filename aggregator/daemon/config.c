@@ -221,7 +221,7 @@ static const option options[] = {
     {"metrics_experiments_max", OPT_U64, OFF(metrics_experiments_max), "100", 0,
      AGG_EXPERIMENTS_LIMIT, 0, NULL, "N",
      "/metrics: experiments with series of their own (label experiment=\"NAME\"); the others "
-     "are summed under experiment=\"_other\"", SVC},
+     "are summed under experiment=\"_other\" (0: all of them)", SVC},
 };
 /* clang-format on */
 
@@ -545,15 +545,15 @@ static ldpb_err exps_reserve(agg_config *cfg, char *reason)
 
 /* An experiment key at the top level (file or flag) declares "default", first in cfg->exps, or
  * updates it: its entry is kept a copy of the top-level fields, which older code reads. */
-static ldpb_err sync_default(agg_config *cfg, char *reason)
+static ldpb_err sync_default(agg_config *cfg, const char *key, char *reason)
 {
     if (!cfg->default_top) {
         const agg_exp_config *d = agg_config_experiment(cfg, AGG_DEFAULT_EXPERIMENT);
         if (d) {
             say(reason,
-                "the experiment 'default' is declared by [experiment default] (line %d): "
+                "%s: the experiment 'default' is declared by [experiment default] (line %d): "
                 "experiment keys at the top level would declare it a second time",
-                d->config_line);
+                key, d->config_line);
             return LDPB_EINVAL;
         }
         ldpb_err err = exps_reserve(cfg, reason);
@@ -874,7 +874,7 @@ ldpb_err agg_config_set(agg_config *cfg, const char *name, const char *value, in
         err = parse_value(cfg, o, value, replace, reason);
     }
     if (!err && o->scope != SCOPE_SERVICE)
-        err = sync_default(cfg, reason);
+        err = sync_default(cfg, name, reason);
     return err;
 }
 

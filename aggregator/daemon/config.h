@@ -189,8 +189,10 @@ ldpb_err agg_exp_config_check(const agg_exp_config *e, int allow_nonprivate, cha
 /* Canonical text of the settings: "key = value\n" lines sorted by key, every experiment option,
  * doubles printed as the shortest of %.15g/%.16g/%.17g that reads back to the same bits (so
  * "0.1", and round-trip exact), enums by name; the name is not in it. What the
- * store keeps; agg_exp_config_parse reads it back to an equal config. Returns the length without
- * the NUL, or 0 if cap is too small (or the policy name is not printable as a value). */
+ * store keeps; agg_exp_config_parse reads it back to an equal config. Compare settings with
+ * agg_exp_config_change_refused, not by text: a later version may add an option, which a stored
+ * text then lacks (parse gives it its default). Returns the length without the NUL, or 0 if cap
+ * is too small (or the policy name is not printable as a value). */
 size_t agg_exp_config_format(const agg_exp_config *e, char *buf, size_t cap);
 
 /* 0 if `want` may replace `running` (equal, or only decision_retention_s differs); else 1 with a

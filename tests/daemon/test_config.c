@@ -704,7 +704,18 @@ static void test_exp_single_default(void **state)
     assert_int_equal(c.n_exps, 1);
     assert_int_equal(agg_config_experiment(&c, NULL)->params.k, 5);
     assert_int_equal(agg_config_set(&c, "arms", "2", 1, err), LDPB_EINVAL);
-    assert_non_null(strstr(err, "declared by [experiment default] (line 5)"));
+    assert_non_null(strstr(err, "arms: the experiment 'default' is declared by [experiment "
+                                "default] (line 5)"));
+    agg_config_fini(&c);
+    /* ... and so is its flag, named */
+    agg_config_init(&c);
+    const char *p2 = write_tmp(SERVICE_KEYS "[experiment default]\narms = 5\n");
+    char *flags[] = {"ldpb-aggregator", "--config", (char *)p2, "--eps-arm", "0.5", NULL};
+    assert_int_equal(agg_config_parse_args(&c, 5, flags, err), LDPB_EINVAL);
+    assert_string_equal(err, "ldpb-aggregator: --eps-arm: the experiment 'default' is declared "
+                             "by [experiment default] (line 5): experiment keys at the top level "
+                             "would declare it a second time");
+    unlink(p2);
     agg_config_fini(&c);
 }
 

@@ -617,6 +617,23 @@ static long db_long(const fixture *f, const char *q)
     return n;
 }
 
+/* Runs a statement without rows on the fixture's database. */
+static void db_exec(const fixture *f, const char *q)
+{
+    if (f->url[0]) {
+        PGconn *c = admin(f);
+        sql(c, q);
+        PQfinish(c);
+        return;
+    }
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", f->state, AGG_STORE_DB_NAME);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, q, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 /* Whether the fixture's database has table `name`. */
 static int has_table(const fixture *f, const char *name)
 {
@@ -719,16 +736,18 @@ static void v1_rows(const fixture *f, char *sql, size_t cap)
 
 /* A state of version 1 in f->state, with its identity marker, as a daemon of version 1 left it
  * (WAL mode on SQLite, as that code set). */
-static void make_v1(fixture *f)
+static void make_v1(fixture *f, int with_rows)
 {
     new_state(f);
     assert_int_equal(mkdir(f->state, 0700), 0);
-    char rows[8192];
-    v1_rows(f, rows, sizeof rows);
+    char rows[8192] = "";
+    if (with_rows)
+        v1_rows(f, rows, sizeof rows);
     if (f->url[0]) {
         PGconn *c = admin(f);
         sql(c, v1_pg_ddl);
-        sql(c, rows);
+        if (rows[0])
+            sql(c, rows);
         PQfinish(c);
     } else {
         char path[160];
@@ -740,6 +759,8 @@ static void make_v1(fixture *f)
         assert_int_equal(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
         assert_int_equal(sqlite3_close(db), SQLITE_OK);
     }
+    if (!with_rows)
+        return; /* a first start of version 1 that committed nothing: no identity either */
     agg_state_ident ident = {.write_marker = 1};
     memset(ident.id, 0x5a, sizeof ident.id);
     char msg[AGG_STORE_ERRMAX];
@@ -842,7 +863,7 @@ static void check_migrated(const fixture *f, agg_store *s, const char *settings)
 static void test_migrate_v1(void **state)
 {
     fixture *f = *state;
-    make_v1(f);
+    make_v1(f, 1);
     char before[4096], msg[AGG_STORE_ERRMAX];
     export_of(f, before, sizeof before); /* version 1's tables read as `default` */
     if (sqlite_csv[0])
@@ -898,6 +919,26 @@ static void test_migrate_v1(void **state)
     s = open_ok(f); /* version 2 now: opens as it is, the settings kept */
     check_migrated(f, s, "policy = ldp-ts-b\n");
     agg_store_close(s);
+    remove_tree(f->dir);
+}
+
+/* The empty tables of version 1 that a first start of version 1 left when it committed nothing:
+ * rebuilt as version 2's, a fresh state. */
+static void test_migrate_v1_empty(void **state)
+{
+    fixture *f = *state;
+    make_v1(f, 0);
+    assert_true(has_table(f, "state"));
+    agg_store *s = open_ok(f);
+    assert_int_equal(agg_store_default_experiment(s), 1);
+    write_batch(s);
+    agg_store_close(s);
+    assert_false(has_table(f, "state"));
+    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"), 2);
+    char csv[4096];
+    export_of(f, csv, sizeof csv);
+    if (sqlite_csv[0])
+        assert_string_equal(csv, sqlite_csv);
     remove_tree(f->dir);
 }
 
@@ -1149,6 +1190,20 @@ static void test_two_experiments(void **state)
                                 " retain_until_ms = 111000"),
                      1);
     assert_int_equal(db_long(f, "SELECT count(*) FROM decisions WHERE experiment = 3"), 1);
+
+    /* An experiment whose counters disagree with its reports: the list refuses, naming it. */
+    db_exec(f, "UPDATE experiments SET reports = 9, policy_version = 9 WHERE name = 'b'");
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_ECORRUPT);
+    assert_non_null(strstr(agg_store_errmsg(s), "experiment 'b': the state counts 9 reports"));
+    agg_store_close(s);
+    db_exec(f, "UPDATE experiments SET reports = 1, policy_version = 1, state = NULL"
+               " WHERE name = 'b'");
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(agg_store_experiments(s, &v, &n), LDPB_ECORRUPT);
+    assert_non_null(strstr(agg_store_errmsg(s), "experiment 'b': reports are stored but the "
+                                                "policy state is missing"));
+    agg_store_close(s);
     remove_tree(f->dir);
 }
 
@@ -1287,11 +1342,17 @@ static void test_many_experiments(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest common[] = {
-        cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_rollback),
-        cmocka_unit_test(test_prune),      cmocka_unit_test(test_export),
-        cmocka_unit_test(test_bad_url),    cmocka_unit_test(test_lost_database),
-        cmocka_unit_test(test_migrate_v1), cmocka_unit_test(test_two_experiments),
-        cmocka_unit_test(test_no_default), cmocka_unit_test(test_many_experiments),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_prune),
+        cmocka_unit_test(test_export),
+        cmocka_unit_test(test_bad_url),
+        cmocka_unit_test(test_lost_database),
+        cmocka_unit_test(test_migrate_v1),
+        cmocka_unit_test(test_migrate_v1_empty),
+        cmocka_unit_test(test_two_experiments),
+        cmocka_unit_test(test_no_default),
+        cmocka_unit_test(test_many_experiments),
     };
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(test_migrate_v1_file),
