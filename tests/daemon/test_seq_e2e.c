@@ -14,7 +14,9 @@
  *                       next transaction is refused by the fence, the committed state is the one
  *                       before (nothing it computed is published), and it goes on as a follower.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,7 +43,42 @@
 #define LOCK_NS "1818522481" /* store_seq.h: AGG_SEQ_LOCK_NS */
 #define CONF                                                                                       \
     "arms = 4\nmode = central\npolicy = dp-ucb\nhorizon = 1000000\nepsilon = 1\n"                  \
-    "log_level = info\n"
+    "log_level = info\nmetrics = 127.0.0.1:%d\n"
+
+/* The value of the metric line that starts with `name ` in GET /metrics; -1 if absent. */
+static double metric(int port, const char *name)
+{
+    static char buf[65536];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+    assert_int_equal(write(fd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+    size_t len = 0;
+    ssize_t r;
+    while (len + 1 < sizeof buf && (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = '\0';
+    close(fd);
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *at = strstr(buf, key);
+    return at ? strtod(at + strlen(key), NULL) : -1;
+}
+
+static int write_conf(dt_daemon *d)
+{
+    char conf[512];
+    int port = dt_free_port();
+    snprintf(conf, sizeof conf, CONF, port);
+    assert_int_equal(dt_daemon_write_config(d, conf), 0);
+    return port;
+}
 
 static uint64_t now_us(void)
 {
@@ -186,12 +224,13 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-static void start_daemon(dt_daemon *d)
+static int start_daemon(dt_daemon *d)
 {
     assert_int_equal(dt_daemon_init(d), 0);
     assert_true(d->store[0] != '\0'); /* a PostgreSQL test: the fixture's environment is set */
-    assert_int_equal(dt_daemon_write_config(d, CONF), 0);
+    int port = write_conf(d);
     assert_int_equal(dt_daemon_start(d, NULL, NULL), 0);
+    return port;
 }
 
 /* Waits (up to 10 s) until no row of the experiment waits for its sequencer. */
@@ -212,7 +251,7 @@ static void test_follower_takeover(void **state)
     dt_daemon d;
     assert_int_equal(dt_daemon_init(&d), 0);
     snprintf(d.store, sizeof d.store, "%s", url);
-    assert_int_equal(dt_daemon_write_config(&d, CONF), 0);
+    int mport = write_conf(&d);
     assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
     PGconn *db = db_connect(url);
     int64_t epoch0 = db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'");
@@ -263,6 +302,9 @@ static void test_follower_takeover(void **state)
     assert_int_equal(db_int(db, "SELECT policy_version FROM experiments WHERE name = 'default'"),
                      (int64_t)acked);
     assert_true(log_has(&d, "took over as its sequencer"));
+    assert_true(metric(mport, "ldpb_seq_takeovers_total") == 1.0);
+    assert_true(metric(mport, "ldpb_seq_experiments{role=\"sequencer\"}") == 1.0);
+    assert_true(metric(mport, "ldpb_seq_observed_deferred_total") >= 50.0);
     uint64_t reports = 0;
     assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
     assert_true(dt_status(&c, NULL, 0, &reports) >= 0);
@@ -284,7 +326,7 @@ static void test_fenced_out(void **state)
 {
     (void)state;
     dt_daemon d;
-    start_daemon(&d);
+    int mport = start_daemon(&d);
     PGconn *db = db_connect(d.store);
     dt_client c;
     assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
@@ -320,6 +362,7 @@ static void test_fenced_out(void **state)
     for (int i = 0; i < 500 && !log_has(&d, "fenced out as its sequencer"); i++)
         sleep_ms(10);
     assert_true(log_has(&d, "fenced out as its sequencer"));
+    assert_true(metric(mport, "ldpb_seq_fenced_total") >= 1.0);
     /* nothing it computed was published: the committed state is the one before the bump, and
      * the 20 reports wait, durable, for the sequencer */
     char *after = db_state(db);
