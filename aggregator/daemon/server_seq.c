@@ -251,19 +251,21 @@ static void drain(agg_server *s, struct agg_seq *q, agg_experiment *e)
     agg_store_pending *v = NULL;
     size_t n = 0;
     int held = 0;
+    /* The rows first: an idle sequencer's poll is one read (the fence would lock the row). */
     ldpb_err err = agg_store_begin(st);
-    if (!err)
-        err = agg_store_seq_fence(st, e->store_id, e->seq_epoch, &held);
-    if (!err && !held) {
-        agg_store_rollback(st);
-        atomic_fetch_add(&q->fenced, 1);
-        step_down(s, e);
-        return;
-    }
     if (!err)
         err = agg_store_seq_pending(st, e->store_id, s->cfg->batch_max, &v, &n);
     if (!err && n == 0) {
         agg_store_rollback(st);
+        return;
+    }
+    if (!err)
+        err = agg_store_seq_fence(st, e->store_id, e->seq_epoch, &held);
+    if (!err && !held) {
+        agg_store_rollback(st);
+        agg_store_seq_pending_free(v, n);
+        atomic_fetch_add(&q->fenced, 1);
+        step_down(s, e);
         return;
     }
     agg_store_counters c = e->committed;

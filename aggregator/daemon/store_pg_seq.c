@@ -227,14 +227,16 @@ static ldpb_err pg_seq_fence(agg_store *s, int64_t exp, int64_t epoch, int *held
     snprintf(id, sizeof id, "%" PRId64, exp);
     snprintf(ep, sizeof ep, "%" PRId64, epoch);
     const char *v[2] = {id, ep};
-    /* A row lock, and the check under it: a bump by a new sequencer waits for this COMMIT. */
+    /* A row lock, and the check under it (re-checked on the newest row version when it had to
+     * wait): a bump by a new sequencer waits for this COMMIT. A lock, not an UPDATE, so the
+     * check writes no row version. */
     PGresult *r = exec_params(s,
-                              "UPDATE experiments SET seq_epoch = seq_epoch WHERE id = $1::bigint"
-                              " AND seq_epoch = $2::bigint",
+                              "SELECT 1 FROM experiments WHERE id = $1::bigint"
+                              " AND seq_epoch = $2::bigint FOR NO KEY UPDATE",
                               2, v, NULL, NULL);
-    ldpb_err err = PQresultStatus(r) == PGRES_COMMAND_OK ? LDPB_OK
-                                                         : seq_fail(s, "checking the fence");
-    *held = !err && strcmp(PQcmdTuples(r), "1") == 0;
+    ldpb_err err = PQresultStatus(r) == PGRES_TUPLES_OK ? LDPB_OK
+                                                        : seq_fail(s, "checking the fence");
+    *held = !err && PQntuples(r) == 1;
     PQclear(r);
     if (!err && !*held)
         say(s->errmsg,
