@@ -264,8 +264,8 @@ static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms
          "# TYPE ldpb_seq_experiments gauge\nldpb_seq_experiments{role=\"sequencer\"} %" PRIu64
          "\nldpb_seq_experiments{role=\"follower\"} %" PRIu64 "\n",
          sq.leader_of, sq.follower_of);
-    COUNTER("ldpb_seq_takeovers_total",
-            "Sequencer locks this node took over from another node.", sq.takeovers);
+    COUNTER("ldpb_seq_takeovers_total", "Sequencer locks this node took over from another node.",
+            sq.takeovers);
     EMIT("# HELP ldpb_seq_last_takeover_gap_seconds At the last takeover, the time since the "
          "previous sequencer's last committed state.\n"
          "# TYPE ldpb_seq_last_takeover_gap_seconds gauge\n"

@@ -50,7 +50,8 @@ ldpb_err agg_pg_seq_schema(agg_store *s)
     } cols[] = {
         {"experiments", "seq_epoch",
          "ALTER TABLE experiments ADD COLUMN seq_epoch BIGINT NOT NULL DEFAULT 0"},
-        {"reports", "observed", "ALTER TABLE reports ADD COLUMN observed BOOLEAN NOT NULL DEFAULT TRUE"},
+        {"reports", "observed",
+         "ALTER TABLE reports ADD COLUMN observed BOOLEAN NOT NULL DEFAULT TRUE"},
         {"reports", "seq", "ALTER TABLE reports ADD COLUMN seq BIGSERIAL"},
         {"reports", "context", "ALTER TABLE reports ADD COLUMN context BYTEA"},
     };
@@ -99,8 +100,7 @@ static int field_double(const PGresult *r, int row, int col, double *v)
 
 /* Columns: epoch, updated_at_ms, policy_version, reports, duplicates, assignments, state (binary
  * results are not asked for: the state is read as bytea's hex text). */
-#define ROW_COLUMNS                                                                                \
-    "seq_epoch, updated_at_ms, policy_version, reports, duplicates, assignments"
+#define ROW_COLUMNS "seq_epoch, updated_at_ms, policy_version, reports, duplicates, assignments"
 
 static ldpb_err read_row(agg_store *s, const PGresult *r, int with_state, agg_store_seq_state *st)
 {
@@ -159,8 +159,11 @@ static ldpb_err pg_seq_acquire(agg_store *s, int64_t exp, int *got, agg_store_se
     if (err)
         return err;
     const char *v[1] = {id};
-    PGresult *r = exec_params(s, "SELECT pg_try_advisory_lock(" "1818522481" ", $1::int)", 1, v,
-                              NULL, NULL);
+    PGresult *r = exec_params(s,
+                              "SELECT pg_try_advisory_lock("
+                              "1818522481"
+                              ", $1::int)",
+                              1, v, NULL, NULL);
     int held = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
                strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     err = PQresultStatus(r) == PGRES_TUPLES_OK ? LDPB_OK : seq_fail(s, "taking a sequencer lock");
@@ -177,7 +180,7 @@ static ldpb_err pg_seq_acquire(agg_store *s, int64_t exp, int *got, agg_store_se
                     1, v, NULL, NULL);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         err = PQresultStatus(r) == PGRES_TUPLES_OK ? LDPB_ENOEXPERIMENT
-                                                    : seq_fail(s, "bumping the fencing version");
+                                                   : seq_fail(s, "bumping the fencing version");
         if (err == LDPB_ENOEXPERIMENT)
             say(s->errmsg, "no experiment with id %s", id);
     } else {
@@ -234,8 +237,8 @@ static ldpb_err pg_seq_fence(agg_store *s, int64_t exp, int64_t epoch, int *held
                               "SELECT 1 FROM experiments WHERE id = $1::bigint"
                               " AND seq_epoch = $2::bigint FOR NO KEY UPDATE",
                               2, v, NULL, NULL);
-    ldpb_err err = PQresultStatus(r) == PGRES_TUPLES_OK ? LDPB_OK
-                                                        : seq_fail(s, "checking the fence");
+    ldpb_err err =
+        PQresultStatus(r) == PGRES_TUPLES_OK ? LDPB_OK : seq_fail(s, "checking the fence");
     *held = !err && PQntuples(r) == 1;
     PQclear(r);
     if (!err && !*held)
@@ -255,8 +258,9 @@ static ldpb_err pg_seq_defer(agg_store *s, const uint8_t *id, size_t id_len, con
                               "UPDATE reports SET observed = FALSE, context = $2"
                               " WHERE assignment_id = $1",
                               2, v, len, fmt);
-    ldpb_err err = PQresultStatus(r) == PGRES_COMMAND_OK ? LDPB_OK
-                                                         : seq_fail(s, "leaving a report to the sequencer");
+    ldpb_err err = PQresultStatus(r) == PGRES_COMMAND_OK
+                       ? LDPB_OK
+                       : seq_fail(s, "leaving a report to the sequencer");
     if (!err && strcmp(PQcmdTuples(r), "1") != 0) {
         say(s->errmsg, "leaving a report to the sequencer: its row is not there");
         err = LDPB_EIO;
@@ -362,8 +366,8 @@ static ldpb_err pg_seq_mark(agg_store *s, int64_t exp, const agg_store_pending *
                               " AND seq = ANY($2::bigint[])",
                               2, p, NULL, NULL);
     free(arr);
-    ldpb_err err = PQresultStatus(r) == PGRES_COMMAND_OK ? LDPB_OK
-                                                         : seq_fail(s, "marking reports observed");
+    ldpb_err err =
+        PQresultStatus(r) == PGRES_COMMAND_OK ? LDPB_OK : seq_fail(s, "marking reports observed");
     if (!err && strtoull(PQcmdTuples(r), NULL, 10) != n) {
         say(s->errmsg, "marking %zu reports observed: only %s were still unobserved", n,
             PQcmdTuples(r));
@@ -378,7 +382,8 @@ static ldpb_err pg_seq_read(agg_store *s, int64_t exp, uint64_t have_version,
 {
     char id[24], ver[24];
     snprintf(id, sizeof id, "%" PRId64, exp);
-    snprintf(ver, sizeof ver, "%" PRIu64, have_version > INT64_MAX ? (uint64_t)INT64_MAX : have_version);
+    snprintf(ver, sizeof ver, "%" PRIu64,
+             have_version > INT64_MAX ? (uint64_t)INT64_MAX : have_version);
     ldpb_err err = agg_store_begin(s);
     if (err)
         return err;

@@ -29,7 +29,8 @@
  * when its policy_version has not moved). */
 typedef struct agg_store_seq_state {
     int64_t epoch;
-    int64_t updated_at_ms; /* when the row was last written (the previous sequencer's last commit) */
+    int64_t
+        updated_at_ms; /* when the row was last written (the previous sequencer's last commit) */
     uint8_t *blob;
     size_t len;
     agg_store_counters c;
@@ -91,8 +92,7 @@ typedef struct agg_store_seq_ops {
     void (*release)(agg_store *s, int64_t exp);
     ldpb_err (*fence)(agg_store *s, int64_t exp, int64_t epoch, int *held);
     ldpb_err (*defer)(agg_store *s, const uint8_t *id, size_t id_len, const double *x, size_t nx);
-    ldpb_err (*pending)(agg_store *s, int64_t exp, size_t max, agg_store_pending **out,
-                        size_t *n);
+    ldpb_err (*pending)(agg_store *s, int64_t exp, size_t max, agg_store_pending **out, size_t *n);
     ldpb_err (*mark)(agg_store *s, int64_t exp, const agg_store_pending *v, size_t n);
     ldpb_err (*read)(agg_store *s, int64_t exp, uint64_t have_version, agg_store_seq_state *st);
 } agg_store_seq_ops;

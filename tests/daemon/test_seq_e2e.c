@@ -114,8 +114,8 @@ static int64_t db_int(PGconn *c, const char *fmt, ...)
         PQclear(r);
         fail();
     }
-    int64_t v = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10)
-                                                           : -1;
+    int64_t v =
+        PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
     PQclear(r);
     return v;
 }
@@ -295,8 +295,9 @@ static void test_follower_takeover(void **state)
     uint64_t acked = 50 + sd.acked;
     int64_t rows = db_int(db, "SELECT count(*) FROM reports");
     int64_t counted = db_int(db, "SELECT reports FROM experiments WHERE name = 'default'");
-    printf("acked %" PRIu64 ", rows %" PRId64 ", counted by the state %" PRId64 ", failed tries %"
-           PRIu64 "\n", acked, rows, counted, sd.failed);
+    printf("acked %" PRIu64 ", rows %" PRId64 ", counted by the state %" PRId64
+           ", failed tries %" PRIu64 "\n",
+           acked, rows, counted, sd.failed);
     assert_int_equal(rows, (int64_t)acked);
     assert_int_equal(counted, (int64_t)acked);
     assert_int_equal(db_int(db, "SELECT policy_version FROM experiments WHERE name = 'default'"),
@@ -375,7 +376,8 @@ static void test_fenced_out(void **state)
     /* the other session goes away: the daemon takes over again and counts the 20 once */
     PQfinish(other);
     wait_observed(db);
-    assert_true(db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'") >= epoch + 2);
+    assert_true(db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'") >=
+                epoch + 2);
     assert_int_equal(db_int(db, "SELECT reports FROM experiments WHERE name = 'default'"), 50);
     assert_int_equal(db_int(db, "SELECT count(*) FROM reports"), 50);
     char *last = db_state(db);
