@@ -410,6 +410,29 @@ static ldpb_err pg_seq_read(agg_store *s, int64_t exp, uint64_t have_version,
     return err;
 }
 
+static ldpb_err pg_seq_waiting(agg_store *s, int64_t *ids, size_t max, size_t *n)
+{
+    *n = 0;
+    char lim[24];
+    snprintf(lim, sizeof lim, "%zu", max);
+    ldpb_err err = agg_store_begin(s);
+    if (err)
+        return err;
+    const char *v[1] = {lim};
+    PGresult *r = exec_params(s,
+                              "SELECT DISTINCT experiment FROM reports WHERE NOT observed"
+                              " ORDER BY experiment LIMIT $1::bigint",
+                              1, v, NULL, NULL);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        err = seq_fail(s, "looking for unobserved reports");
+    for (int i = 0; !err && i < PQntuples(r) && *n < max; i++)
+        if (field_i64(r, i, 0, &ids[*n]) == 0)
+            (*n)++;
+    PQclear(r);
+    agg_store_rollback(s); /* read only */
+    return err;
+}
+
 const agg_store_seq_ops agg_store_pg_seq_ops = {
     .acquire = pg_seq_acquire,
     .release = pg_seq_release,
@@ -418,6 +441,7 @@ const agg_store_seq_ops agg_store_pg_seq_ops = {
     .pending = pg_seq_pending,
     .mark = pg_seq_mark,
     .read = pg_seq_read,
+    .waiting = pg_seq_waiting,
 };
 
 /* ---- the seam: a backend without these operations is a sole node ------------------------- */
@@ -470,6 +494,12 @@ ldpb_err agg_store_seq_pending(agg_store *s, int64_t exp, size_t max, agg_store_
 ldpb_err agg_store_seq_mark(agg_store *s, int64_t exp, const agg_store_pending *v, size_t n)
 {
     return s->ops->seq ? s->ops->seq->mark(s, exp, v, n) : LDPB_OK;
+}
+
+ldpb_err agg_store_seq_waiting(agg_store *s, int64_t *ids, size_t max, size_t *n)
+{
+    *n = 0;
+    return s->ops->seq ? s->ops->seq->waiting(s, ids, max, n) : LDPB_OK;
 }
 
 ldpb_err agg_store_seq_read(agg_store *s, int64_t exp, uint64_t have_version,
