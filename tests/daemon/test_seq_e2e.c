@@ -181,7 +181,7 @@ typedef struct sender {
 } sender;
 
 /* One report until it is acked (resent on a refusal, as a client does), or `tries` failures. */
-static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries)
+static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries, atomic_int *stop)
 {
     uint32_t arm;
     int mech;
@@ -191,7 +191,7 @@ static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries)
     for (int t = 0; t < tries; t++) {
         if (dt_assign(c, &arm, &mech, &eps, id, &id_len) == 0)
             break;
-        if (t + 1 == tries)
+        if (t + 1 == tries || (stop && atomic_load(stop)))
             return -1;
         sleep_ms(20);
     }
@@ -206,6 +206,8 @@ static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries)
             return 0;
         }
         (*failed)++;
+        if (stop && atomic_load(stop))
+            return -1;
         sleep_ms(20);
     }
     return -1;
@@ -215,10 +217,10 @@ static void *sender_main(void *arg)
 {
     sender *sd = arg;
     dt_client c;
-    if (dt_client_open(&c, sd->d->ipc_url, sd->d->server.pk, 5000) != 0)
+    if (dt_client_open(&c, sd->d->ipc_url, sd->d->server.pk, 2000) != 0)
         return NULL;
     while (!atomic_load(&sd->stop))
-        if (send_one(&c, &sd->failed, &sd->duplicates, 100) == 0)
+        if (send_one(&c, &sd->failed, &sd->duplicates, 100, &sd->stop) == 0)
             sd->acked++;
     dt_client_close(&c);
     return NULL;
@@ -260,7 +262,7 @@ static void test_follower_takeover(void **state)
     assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
     uint64_t failed = 0, dups = 0;
     for (int i = 0; i < 50; i++)
-        assert_int_equal(send_one(&c, &failed, &dups, 50), 0);
+        assert_int_equal(send_one(&c, &failed, &dups, 50, NULL), 0);
     dt_client_close(&c);
     /* acked after their COMMIT, left to the sequencer: durable, not yet counted by its state */
     assert_int_equal(db_int(db, "SELECT count(*) FROM reports WHERE NOT observed"), 50);
@@ -333,7 +335,7 @@ static void test_fenced_out(void **state)
     assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
     uint64_t failed = 0, dups = 0;
     for (int i = 0; i < 30; i++)
-        assert_int_equal(send_one(&c, &failed, &dups, 50), 0);
+        assert_int_equal(send_one(&c, &failed, &dups, 50, NULL), 0);
     assert_int_equal(failed, 0);
     assert_int_equal(db_int(db, "SELECT reports FROM experiments WHERE name = 'default'"), 30);
     int64_t epoch = db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'");
@@ -359,7 +361,7 @@ static void test_fenced_out(void **state)
 
     /* the deposed sequencer's next transactions are refused; reports resent until acked */
     for (int i = 0; i < 20; i++)
-        assert_int_equal(send_one(&c, &failed, &dups, 100), 0);
+        assert_int_equal(send_one(&c, &failed, &dups, 100, NULL), 0);
     for (int i = 0; i < 500 && !log_has(&d, "fenced out as its sequencer"); i++)
         sleep_ms(10);
     assert_true(log_has(&d, "fenced out as its sequencer"));
