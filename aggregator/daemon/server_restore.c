@@ -121,6 +121,9 @@ static ldpb_err restore_one(restore_ctx *x, const agg_store_exp *st, exp_change 
     if (err)
         return err;
     e->store_id = st->id;
+    err = agg_cluster_may_serve(s, e, st, errmsg);
+    if (err)
+        return err;
     err = agg_experiment_restore(e, st->state, st->state_len, &st->counters);
     if (err) {
         say(errmsg, "experiment %s: the stored policy state does not restore (%s)", st->name,
