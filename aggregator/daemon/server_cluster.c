@@ -169,6 +169,14 @@ void agg_cluster_published(agg_server *s, agg_experiment *e)
     serve_merge(s, e);
 }
 
+ldpb_err agg_cluster_reload(agg_server *s, agg_experiment *e, const uint8_t *blob, size_t len)
+{
+    ldpb_err err = agg_policy_restore(e->cl->own, blob, len);
+    if (!err)
+        serve_merge(s, e);
+    return err;
+}
+
 void agg_cluster_refused(agg_server *s, agg_experiment *e)
 {
     if (atomic_exchange(&e->running, 0))

@@ -53,6 +53,9 @@ void agg_cluster_exp_free(agg_cluster_exp *c);
 agg_policy *agg_cluster_own(agg_server *s, agg_experiment *e);
 void agg_cluster_published(agg_server *s, agg_experiment *e);
 void agg_cluster_refused(agg_server *s, agg_experiment *e);
+/* The committer's reload (reload_states): this node's partial of `e` from the database's bytes,
+ * and the merge served again. */
+ldpb_err agg_cluster_reload(agg_server *s, agg_experiment *e, const uint8_t *blob, size_t len);
 
 /* The committer, between batches: reads the others' partials when merge_interval_ms has passed
  * since the last read, and serves the new merges. agg_cluster_due_us: when that is next (mono

@@ -395,6 +395,8 @@ size_t agg_server_commit_batch(agg_server *s)
          * touched. */
         note_commit_failure(s, n);
         agg_store_rollback(s->store);
+        if (agg_store_needs_reload(s->store))
+            reload_states(s); /* a COMMIT in doubt went through: memory from the database */
         pthread_mutex_unlock(&s->store_mu);
         for (size_t i = 0; i < s->n_touched; i++)
             s->touched[i]->touched = 0;

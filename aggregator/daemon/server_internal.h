@@ -344,6 +344,9 @@ int exp_change_refused(const agg_exp_config *running, const agg_exp_config *want
 /* server_restore.c: every stored experiment restored (or refused: a configured one whose
  * settings changed), every configured one not yet stored added; one transaction for the rows. */
 ldpb_err restore_experiments(agg_server *s, const agg_config *cfg, char *errmsg);
+/* The committer, holding store_mu, when agg_store_needs_reload: every experiment's state and
+ * counters again from the database (a COMMIT in doubt went through), then agg_store_reloaded. */
+ldpb_err reload_states(agg_server *s);
 
 /* server_recv.c: a worker thread's loop */
 void *worker_main(void *arg);

@@ -121,6 +121,17 @@ int agg_store_unavailable(const agg_store *s)
     return s->ops->unavailable && s->ops->unavailable(s);
 }
 
+int agg_store_needs_reload(const agg_store *s)
+{
+    return s->ops->needs_reload && s->ops->needs_reload(s);
+}
+
+void agg_store_reloaded(agg_store *s)
+{
+    if (s->ops->reloaded)
+        s->ops->reloaded(s);
+}
+
 /* The rows of `m`: schema_version, then, when the configuration has a `default`, policy, mode,
  * arms and every parameter of agg_policy_params() by its name, with 0 ("raw" for the mechanism)
  * for those the policy does not read (the text earlier states hold for an unused kappa, epsilon

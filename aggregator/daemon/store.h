@@ -99,6 +99,13 @@ const char *agg_store_node_name(const agg_store *s);
  * yet taken up again): the daemon answers "busy, resend" rather than an I/O error. */
 int agg_store_unavailable(const agg_store *s);
 
+/* 1 when a COMMIT whose answer was lost with the connection turned out, at the reconnect, to
+ * have gone through (PostgreSQL): the caller's memory lacks that transaction, so every
+ * transaction fails until it has reloaded its states (agg_store_experiments) and called
+ * agg_store_reloaded. */
+int agg_store_needs_reload(const agg_store *s);
+void agg_store_reloaded(agg_store *s);
+
 /* Whether `url` names a store backend ("sqlite:", "postgresql://...", "postgres://..."), without
  * connecting. LDPB_EINVAL with `errmsg` (AGG_STORE_ERRMAX bytes). */
 ldpb_err agg_store_check_url(const char *url, char *errmsg);

@@ -66,6 +66,9 @@ typedef struct agg_store_ops {
     ldpb_err (*partials)(agg_store *s, agg_store_partial **out, size_t *n);
     /* 1 when the database cannot be reached now (agg_store_unavailable); NULL: never. */
     int (*unavailable)(const agg_store *s);
+    /* store.h's agg_store_needs_reload and agg_store_reloaded; NULL: never needed. */
+    int (*needs_reload)(const agg_store *s);
+    void (*reloaded)(agg_store *s);
     /* counts[] zeroed by the caller. */
     ldpb_err (*arm_counts)(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k);
     /* `experiment`: a name, or NULL for all; `with_name`: the 11th column (0: the 10 columns of

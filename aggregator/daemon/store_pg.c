@@ -1,24 +1,31 @@
-/* The PostgreSQL backend of the store (store.h, store_be.h), for one node, through libpq. The
+/* The PostgreSQL backend of the store (store.h, store_be.h), for one or several nodes, through
+ * libpq. The
  * tables are SQLite's (schema version AGG_STORE_SCHEMA_VERSION, docs/aggregator.md) in PostgreSQL's
  * types; a batch is one transaction, and a report is acked only after its COMMIT returned with
  * synchronous_commit on (set for the session at every connect), so an acked report is in the
  * server's flushed WAL. The report id is the primary key of `reports`: a resent report finds its
  * row and is answered as a duplicate.
  *
- * One node per database: the connection holds a session advisory lock (pg_try_advisory_lock), so
- * a second ldpb-aggregator on the same database is refused as a second one on the same state_dir
- * is by the lock file. The state directory is still required: it holds that lock file, the
- * identity marker (state_id.h; the identity row is in the database) and the replay log.
+ * Several nodes per database, one process per node name: the connection holds a session advisory
+ * lock keyed by the name (pg_try_advisory_lock(namespace, hashtext(name))), so a second
+ * ldpb-aggregator of the same name is refused as a second one on the same state_dir is by the
+ * lock file. The state directory is still required: it holds that lock file, the identity
+ * marker (state_id.h; the identity row is in the database, shared by the nodes) and the replay
+ * log. The experiments row holds the state of the first node that wrote it (experiments.node);
+ * another node's partial state of an additive experiment is its exp_node_state row
+ * (server_cluster.h merges them).
  *
  * A lost connection is taken up again by the next transaction (agg_store_begin): PQreset, the
  * session settings, the advisory lock and the prepared statements again. Until then every
- * transaction fails with LDPB_EIO, which the daemon answers as "resend". A COMMIT whose answer
- * was lost with the connection may have happened: the one row of commit_generation holds a
- * number written one higher by each transaction that changes an experiment's row (its state,
- * or the experiment itself), and after the reconnect the number read tells which. If it
- * did happen, the daemon's memory no longer matches the database (the batch was answered
- * "resend" and its policy update dropped), so every later transaction fails until the daemon is
- * restarted, which reloads the state and acks the resent reports as duplicates. */
+ * transaction fails with LDPB_EIO, which the daemon answers as "busy, resend" (LDPB_EBUSY). A
+ * COMMIT whose answer was lost with the connection may have happened: the node's row of `nodes`
+ * holds a number written one higher by each of its transactions that changes an experiment's
+ * row (its state, or the experiment itself), and after the reconnect the number read tells
+ * which (each node its own row: nodes never wait on each other's). If it did happen, the
+ * daemon's memory no longer matches the database (the batch was answered "resend" and its
+ * policy update dropped), so every later transaction fails until the daemon has reloaded its
+ * states from the database (agg_store_needs_reload, agg_store_reloaded), after which the resent
+ * reports are acked as duplicates. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,7 +55,8 @@ typedef struct pg_store {
     uint64_t generation;         /* the committed commit_generation */
     uint64_t pending_generation; /* written by the open transaction */
     int in_doubt;                /* a COMMIT's answer was lost: resolved at the reconnect */
-    int stuck;                   /* that COMMIT happened: no more transactions until a restart */
+    int stuck;                   /* that COMMIT happened: no more transactions until a reload */
+    uint64_t stuck_generation;   /* the generation it wrote */
     int64_t started_ms;          /* this node's start, for its row of `nodes` */
 } pg_store;
 
@@ -402,8 +410,10 @@ static ldpb_err reconnect(agg_store *s)
         if (g < 0)
             return LDPB_EIO;
         b->in_doubt = 0;
-        if ((uint64_t)g != b->generation)
+        if ((uint64_t)g != b->generation) {
             b->stuck = 1;
+            b->stuck_generation = (uint64_t)g;
+        }
     }
     return LDPB_OK;
 }
@@ -415,9 +425,9 @@ static ldpb_err pg_begin(agg_store *s)
         return LDPB_EIO;
     if (b->stuck) {
         say(s->errmsg,
-            "a COMMIT whose answer was lost with the database connection went through: restart "
-            "ldpb-aggregator to reload the state (the reports of that batch were answered "
-            "'resend' and are then acked as duplicates)");
+            "a COMMIT whose answer was lost with the database connection went through: the "
+            "states must be reloaded from the database (ldpb-aggregator does it; the reports of "
+            "that batch were answered 'resend' and are then acked as duplicates)");
         return LDPB_EIO;
     }
     ldpb_err err = run(s, "BEGIN", PGRES_COMMAND_OK, NULL, "BEGIN");
@@ -1416,6 +1426,21 @@ static ldpb_err pg_partials(agg_store *s, agg_store_partial **out, size_t *n)
     return LDPB_OK;
 }
 
+static int pg_needs_reload(const agg_store *s)
+{
+    const pg_store *b = s->be;
+    return b && b->stuck;
+}
+
+static void pg_reloaded(agg_store *s)
+{
+    pg_store *b = BE(s);
+    if (!b->stuck)
+        return;
+    b->generation = b->pending_generation = b->stuck_generation;
+    b->stuck = 0;
+}
+
 static int pg_unavailable(const agg_store *s)
 {
     const pg_store *b = s->be;
@@ -1445,6 +1470,8 @@ const agg_store_ops agg_store_pg_ops = {
     .put_state = pg_put_state,
     .partials = pg_partials,
     .unavailable = pg_unavailable,
+    .needs_reload = pg_needs_reload,
+    .reloaded = pg_reloaded,
     .arm_counts = pg_arm_counts,
     .export_csv = pg_export_csv,
     /* PostgreSQL's tools do this better than a copy by us could: pg_dump takes a consistent

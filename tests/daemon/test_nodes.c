@@ -253,6 +253,146 @@ static void test_refusals(void **state)
     dt_daemon_cleanup(&a);
 }
 
+/* ---- the database stopped under load ------------------------------------------------------ */
+
+enum { LOADERS = 2, ACKED_MAX = 20000 };
+
+typedef struct loader {
+    dt_daemon *d;
+    atomic_int *stop;
+    uint8_t (*acked)[LDPB_WIRE_ID_MAX]; /* ids acked as new */
+    size_t *acked_len;
+    int *acked_mech;
+    double *acked_eps;
+    size_t n_acked;
+    size_t busy, eio, other, timeouts, assign_refused;
+    uint64_t last_ack_ms;
+} loader;
+
+/* Assigns and reports until told to stop; a report answered "busy" (or not at all) is resent,
+ * as a client does, until acked. */
+static void *load_main(void *arg)
+{
+    loader *l = arg;
+    dt_client c;
+    if (dt_client_open(&c, l->d->ipc_url, l->d->server.pk, 3000) != 0)
+        return NULL;
+    while (!atomic_load(l->stop) && l->n_acked < ACKED_MAX) {
+        uint8_t id[LDPB_WIRE_ID_MAX];
+        size_t id_len;
+        int mech;
+        double eps;
+        if (assign(&c, id, &id_len, &mech, &eps) != 0) {
+            l->assign_refused++; /* LDPB_EBUSY while commits fail */
+            sleep_ms(20);
+            continue;
+        }
+        for (;;) {
+            int r = report(&c, id, id_len, mech, eps, 1);
+            if (r == 1 || r == 2) {
+                if (r == 1) {
+                    memcpy(l->acked[l->n_acked], id, id_len);
+                    l->acked_len[l->n_acked] = id_len;
+                    l->acked_mech[l->n_acked] = mech;
+                    l->acked_eps[l->n_acked] = eps;
+                    l->n_acked++;
+                }
+                l->last_ack_ms = now_ms();
+                break;
+            }
+            if (r == -LDPB_EBUSY)
+                l->busy++;
+            else if (r == -LDPB_EIO)
+                l->eio++;
+            else if (r == 0)
+                l->timeouts++;
+            else
+                l->other++;
+            if (r != -LDPB_EBUSY && r != 0 && r != -LDPB_EIO)
+                break;
+            sleep_ms(50);
+            if (r == 0)
+                dt_client_reconnect(&c, l->d->ipc_url, 3000);
+        }
+    }
+    dt_client_close(&c);
+    return NULL;
+}
+
+/* PostgreSQL stopped with -m immediate (no shutdown: crash recovery at its start) and started
+ * again a second later, under load: the reports of the batches that fail are answered
+ * LDPB_EBUSY (resend), never LDPB_EIO; every acked report is in the database (resent, a
+ * duplicate); the node serves again by itself. */
+static void test_database_stopped(void **state)
+{
+    (void)state;
+    static uint8_t acked[LOADERS][ACKED_MAX][LDPB_WIRE_ID_MAX];
+    static size_t acked_len[LOADERS][ACKED_MAX];
+    static int acked_mech[LOADERS][ACKED_MAX];
+    static double acked_eps[LOADERS][ACKED_MAX];
+    dt_daemon a;
+    assert_int_equal(dt_daemon_init(&a), 0);
+    write_conf(&a, "node-a", NULL);
+    assert_int_equal(dt_daemon_start(&a, NULL, NULL), 0);
+    atomic_int stop = 0;
+    loader l[LOADERS];
+    pthread_t th[LOADERS];
+    for (int i = 0; i < LOADERS; i++) {
+        memset(&l[i], 0, sizeof l[i]);
+        l[i].d = &a;
+        l[i].stop = &stop;
+        l[i].acked = acked[i];
+        l[i].acked_len = acked_len[i];
+        l[i].acked_mech = acked_mech[i];
+        l[i].acked_eps = acked_eps[i];
+        assert_int_equal(pthread_create(&th[i], NULL, load_main, &l[i]), 0);
+    }
+    sleep_ms(800);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bash '%s' bounce '%s' 1 immediate", getenv("LDPB_TEST_PG_SCRIPT"),
+             getenv("LDPB_TEST_PG_STATE"));
+    uint64_t down = now_ms();
+    assert_int_equal(system(cmd), 0);
+    uint64_t up = now_ms();
+    sleep_ms(2500);
+    atomic_store(&stop, 1);
+    size_t n_acked = 0, busy = 0, eio = 0, other = 0, timeouts = 0, refused = 0;
+    uint64_t last = 0;
+    for (int i = 0; i < LOADERS; i++) {
+        pthread_join(th[i], NULL);
+        n_acked += l[i].n_acked;
+        busy += l[i].busy;
+        eio += l[i].eio;
+        other += l[i].other;
+        timeouts += l[i].timeouts;
+        refused += l[i].assign_refused;
+        if (l[i].last_ack_ms > last)
+            last = l[i].last_ack_ms;
+    }
+    print_message("database stopped (immediate) for %" PRIu64
+                  " ms: %zu reports acked, %zu answered "
+                  "LDPB_EBUSY, %zu LDPB_EIO, %zu other, %zu unanswered, %zu assignments refused\n",
+                  up - down, n_acked, busy, eio, other, timeouts, refused);
+    assert_true(busy > 0);
+    assert_int_equal(eio, 0);
+    assert_int_equal(other, 0);
+    assert_true(last > up); /* it serves again, by itself */
+
+    /* Every acked report is counted: resent, each is a duplicate. */
+    dt_client c;
+    assert_int_equal(dt_client_open(&c, a.ipc_url, a.server.pk, 5000), 0);
+    uint64_t pulls[K], reports = 0;
+    assert_int_equal(dt_status(&c, pulls, K, &reports), K);
+    assert_true(reports >= n_acked);
+    for (int i = 0; i < LOADERS; i++)
+        for (size_t j = 0; j < l[i].n_acked; j++)
+            assert_int_equal(
+                report(&c, acked[i][j], acked_len[i][j], acked_mech[i][j], acked_eps[i][j], 1), 2);
+    dt_client_close(&c);
+    assert_int_equal(dt_daemon_signal_wait(&a, SIGTERM), 0);
+    dt_daemon_cleanup(&a);
+}
+
 int main(void)
 {
     if (!getenv("LDPB_TEST_PG_STATE")) {
@@ -263,6 +403,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_nodes),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_database_stopped),
     };
     return cmocka_run_group_tests_name("nodes on one PostgreSQL", tests, NULL, NULL);
 }

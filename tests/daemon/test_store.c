@@ -705,8 +705,18 @@ static void test_pg_commit_in_doubt(void **state)
     agg_store_set_commit_hook(s, NULL, NULL);
     sql(killer, "UPDATE nodes SET generation = generation + 1");
     assert_int_equal(agg_store_begin(s), LDPB_EIO);
-    assert_non_null(strstr(agg_store_errmsg(s), "went through: restart ldpb-aggregator"));
+    assert_non_null(strstr(agg_store_errmsg(s), "went through: the states must be reloaded"));
+    assert_int_equal(agg_store_needs_reload(s), 1);
     assert_int_equal(agg_store_begin(s), LDPB_EIO); /* and stays so */
+    /* until the caller has reloaded its states (as a restart does) */
+    agg_store_exp *ev = NULL;
+    size_t n = 0;
+    assert_int_equal(agg_store_experiments(s, &ev, &n), LDPB_OK);
+    agg_store_experiments_free(ev, n);
+    agg_store_reloaded(s);
+    assert_int_equal(agg_store_needs_reload(s), 0);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    agg_store_rollback(s);
     agg_store_close(s);
     s = open_ok(f);
     uint8_t *blob = NULL;
