@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "ctx_policy.h"
+#include "server_cluster.h"
 #include "server_internal.h"
 #include "server_seq.h"
 #include "store_seq.h"
@@ -34,9 +35,9 @@ static struct agg_seq *seq_of(agg_server *s)
 
 int agg_seq_sequenced(agg_server *s, const agg_experiment *e)
 {
-    /* The local contextual mode adds devices' statistics: never sequenced. */
-    return s->store && agg_store_seq_shared(s->store) && e->ec.mode == AGG_MODE_CENTRAL &&
-           !e->local_ctx;
+    /* Whatever does not add (server_cluster.h), except the local contextual mode, whose reports'
+     * statistics have no fixed length to wait in `reports.context`: one node serves it. */
+    return s->store && agg_store_seq_shared(s->store) && !agg_cluster_additive(e) && !e->local_ctx;
 }
 
 static uint64_t wall_ms(void)

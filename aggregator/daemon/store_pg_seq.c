@@ -174,10 +174,13 @@ static ldpb_err pg_seq_acquire(agg_store *s, int64_t exp, int *got, agg_store_se
     }
     /* The bump waits for a transaction of the previous sequencer still holding the row, then
      * returns the state that transaction committed: the new sequencer continues from there. */
+    /* The row becomes this node's too (experiments.node): its state is the sequencer's to write
+     * (store_pg.c's put_state writes only a row that is this node's). */
+    const char *vn[2] = {id, agg_store_node_name(s)};
     r = exec_params(s,
-                    "UPDATE experiments SET seq_epoch = seq_epoch + 1 WHERE id = $1::bigint"
-                    " RETURNING " ROW_COLUMNS ", state",
-                    1, v, NULL, NULL);
+                    "UPDATE experiments SET seq_epoch = seq_epoch + 1, node = $2 WHERE id ="
+                    " $1::bigint RETURNING " ROW_COLUMNS ", state",
+                    2, vn, NULL, NULL);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         err = PQresultStatus(r) == PGRES_TUPLES_OK ? LDPB_ENOEXPERIMENT
                                                    : seq_fail(s, "bumping the fencing version");
