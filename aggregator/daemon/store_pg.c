@@ -153,29 +153,24 @@ static const char migrate_decisions_sql[] =
  * partial (the experiments row where no other node's state is there, else its exp_node_state
  * row `p`), the count of reports, the sums over every node's partial that the count checks,
  * whether any node has a state, the row's node, whether other nodes hold partials. */
+/* clang-format off */
 #define OWN(c) "CASE WHEN e.node IS NULL OR e.node = $1 THEN e." c " ELSE p." c " END"
-#define ALL(c)                                                                                     \
-    "(e." c " + coalesce((SELECT sum(q." c ") FROM exp_node_state q"                               \
-    " WHERE q.experiment = e.id), 0))::bigint"
+#define ALL(c) "(e." c " + coalesce(q." c ", 0))::bigint"
 #define EXP_COLUMNS                                                                                \
-    OWN("state")                                                                                   \
-    ", coalesce(" OWN("policy_version") ", 0), coalesce(" OWN(                                     \
-        "reports") ", 0),"                                                                         \
-                   " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN(                           \
-                       "assignments") ", 0),"                                                      \
-                                      " (SELECT count(*) FROM reports r WHERE r.experiment = "     \
-                                      "e.id), " ALL("policy_version") ", " ALL(                    \
-                                          "reports") ", (e.state IS NOT NULL OR EXISTS (SELECT 1 " \
-                                                     "FROM exp_node_state q"                       \
-                                                     " WHERE q.experiment = e.id))::int, "         \
-                                                     "coalesce(e.node, ''), (EXISTS (SELECT 1 "    \
-                                                     "FROM"                                        \
-                                                     " exp_node_state q WHERE q.experiment = "     \
-                                                     "e.id AND q.node <> $1) OR coalesce(e.node "  \
-                                                     "<> $1,"                                      \
-                                                     " false))::int"
+    OWN("state") ","                                                                               \
+    " coalesce(" OWN("policy_version") ", 0), coalesce(" OWN("reports") ", 0),"                   \
+    " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN("assignments") ", 0),"                   \
+    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id),"                                 \
+    " " ALL("policy_version") ", " ALL("reports") ","                                             \
+    " (e.state IS NOT NULL OR q.n IS NOT NULL)::int, coalesce(e.node, ''),"                       \
+    " (coalesce(q.other, false) OR coalesce(e.node <> $1, false))::int"
+/* One pass over exp_node_state for every experiment's sums, not a subquery per row. */
 #define EXP_FROM                                                                                   \
-    " FROM experiments e LEFT JOIN exp_node_state p ON p.experiment = e.id AND p.node = $1"
+    " FROM experiments e LEFT JOIN exp_node_state p ON p.experiment = e.id AND p.node = $1"       \
+    " LEFT JOIN (SELECT experiment, sum(policy_version) AS policy_version,"                        \
+    " sum(reports) AS reports, count(*) AS n, bool_or(node <> $1) AS other"                        \
+    " FROM exp_node_state GROUP BY experiment) q ON q.experiment = e.id"
+/* clang-format on */
 
 /* The statements of the batches, prepared on every connection. */
 static const struct {
