@@ -194,6 +194,10 @@ static const struct {
      "UPDATE experiments SET state = $2, policy_version = $3, reports = $4, duplicates = $5,"
      " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
      " node = $7 WHERE id = $1 AND (node IS NULL OR node = $7)"},
+    {"take_state",
+     "UPDATE experiments SET state = $2, policy_version = $3, reports = $4, duplicates = $5,"
+     " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
+     " node = $7 WHERE id = $1"},
     /* The other nodes' partials, where the row is another's (and the experiment exists). */
     {"put_partial",
      "INSERT INTO exp_node_state(experiment, node, state, policy_version, reports, duplicates,"
@@ -612,7 +616,7 @@ static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
     u64_text(asg, sizeof asg, c->assignments);
     const char *v[7] = {id, (const char *)blob, ver, rep, dup, asg, s->node};
     int lens[7] = {0, (int)len}, fmt[7] = {0, 1};
-    PGresult *res = run_prepared(s, "put_state", 7, v, lens, fmt);
+    PGresult *res = run_prepared(s, exclusive == 2 ? "take_state" : "put_state", 7, v, lens, fmt);
     err = check_result(s, res, PGRES_COMMAND_OK, "writing the policy state");
     *found = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
