@@ -30,7 +30,7 @@ struct agg_cluster_exp {
 struct agg_cluster {
     uint64_t next_us;      /* the next refresh (mono) */
     uint64_t last_read_us; /* when the last read's query began (mono); 0 before the first */
-    uint8_t *buf;     /* a saved partial */
+    uint8_t *buf;          /* a saved partial */
     size_t cap;
     pthread_mutex_t mu; /* the samples below: the committer writes, stats read */
     uint32_t ring[STALE_RING];
