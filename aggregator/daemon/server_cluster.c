@@ -29,8 +29,9 @@ struct agg_cluster_exp {
 };
 
 struct agg_cluster {
-    uint64_t next_us; /* the next refresh (mono) */
-    uint8_t *buf;     /* a saved partial */
+    uint64_t next_us;      /* the next refresh (mono) */
+    uint64_t last_read_us; /* when the last read's query began (mono); 0 before the first */
+    uint8_t *buf;          /* a saved partial */
     size_t cap;
     pthread_mutex_t mu; /* the samples below: the committer writes, stats read */
     uint32_t ring[STALE_RING];
@@ -245,10 +246,14 @@ static int take_partial(agg_server *s, agg_experiment *e, const agg_store_partia
     return 1;
 }
 
+/* The staleness of what a refresh brings: every commit of another node that it serves for the
+ * first time came after the last read began (else that read would have had it) or is the one
+ * read now, so its lag from COMMIT to served is at most the time since the last read began, or
+ * (the first read) the partial's age plus this read's time. */
 static void refresh(agg_server *s)
 {
     agg_cluster *c = s->cluster;
-    uint64_t t0 = mono_us();
+    uint64_t t0 = mono_us(), prev = c->last_read_us;
     agg_store_partial *v = NULL;
     size_t n = 0;
     pthread_mutex_lock(&s->store_mu);
@@ -262,6 +267,7 @@ static void refresh(agg_server *s)
         return;
     }
     c->warned = 0;
+    c->last_read_us = t0;
     /* Experiments whose peers changed are served anew, each once. */
     agg_experiment **changed = n ? calloc(n, sizeof *changed) : NULL;
     uint64_t *ages = n ? calloc(n, sizeof *ages) : NULL;
@@ -279,9 +285,11 @@ static void refresh(agg_server *s)
     }
     for (size_t j = 0; j < n_changed; j++)
         serve_merge(s, changed[j]);
-    uint64_t took_ms = (mono_us() - t0) / 1000u;
-    for (size_t i = 0; i < n_ages; i++)
-        sample(c, ages[i] + took_ms);
+    uint64_t now = mono_us(), took_ms = (now - t0) / 1000u;
+    for (size_t i = 0; i < n_ages; i++) {
+        uint64_t bound = prev ? (now - prev) / 1000u : ages[i] + took_ms;
+        sample(c, bound < ages[i] + took_ms ? ages[i] + took_ms : bound);
+    }
     free(changed);
     free(ages);
     agg_store_partials_free(v, n);

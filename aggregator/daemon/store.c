@@ -712,6 +712,12 @@ ldpb_err agg_store_put_exp_state(agg_store *s, int64_t exp, const uint8_t *blob,
     return agg_store_put_exp_partial(s, exp, blob, len, c, 1);
 }
 
+ldpb_err agg_store_take_exp_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                                  const agg_store_counters *c)
+{
+    return agg_store_put_exp_partial(s, exp, blob, len, c, 2);
+}
+
 ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n)
 {
     *out = NULL;

@@ -307,6 +307,12 @@ ldpb_err agg_store_put_exp_state(agg_store *s, int64_t exp, const uint8_t *blob,
 ldpb_err agg_store_put_exp_partial(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
                                    const agg_store_counters *c, int exclusive);
 
+/* Inside an open transaction: experiment `exp`'s state and counters into its experiments row,
+ * which becomes this node's whichever node's it was (a node that took the experiment over; the
+ * caller fences it). LDPB_ENOEXPERIMENT, LDPB_EIO. */
+ldpb_err agg_store_take_exp_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                                  const agg_store_counters *c);
+
 /* One committed partial state of another node (agg_store_partials). */
 typedef struct agg_store_partial {
     int64_t experiment;

@@ -59,7 +59,7 @@ typedef struct agg_store_ops {
     /* Deletes the `count` decisions whose retain_until_ms comes first. */
     ldpb_err (*prune_oldest)(agg_store *s, uint64_t count, uint64_t *n);
     /* *found = 0 when no experiment has this id. `exclusive`: store.h's
-     * agg_store_put_exp_partial. */
+     * agg_store_put_exp_partial (1), or 2 for agg_store_take_exp_state. */
     ldpb_err (*put_state)(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
                           const agg_store_counters *c, int exclusive, int *found);
     /* store.h's agg_store_partials; NULL: a backend of one node (none). */

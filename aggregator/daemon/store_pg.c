@@ -155,29 +155,24 @@ static const char migrate_decisions_sql[] =
  * partial (the experiments row where no other node's state is there, else its exp_node_state
  * row `p`), the count of reports, the sums over every node's partial that the count checks,
  * whether any node has a state, the row's node, whether other nodes hold partials. */
+/* clang-format off */
 #define OWN(c) "CASE WHEN e.node IS NULL OR e.node = $1 THEN e." c " ELSE p." c " END"
-#define ALL(c)                                                                                     \
-    "(e." c " + coalesce((SELECT sum(q." c ") FROM exp_node_state q"                               \
-    " WHERE q.experiment = e.id), 0))::bigint"
+#define ALL(c) "(e." c " + coalesce(q." c ", 0))::bigint"
 #define EXP_COLUMNS                                                                                \
-    OWN("state")                                                                                   \
-    ", coalesce(" OWN("policy_version") ", 0), coalesce(" OWN(                                     \
-        "reports") ", 0),"                                                                         \
-                   " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN(                           \
-                       "assignments") ", 0),"                                                      \
-                                      " (SELECT count(*) FROM reports r WHERE r.experiment = "     \
-                                      "e.id AND r.observed), " ALL("policy_version") ", " ALL(     \
-                                          "reports") ", (e.state IS NOT NULL OR EXISTS (SELECT 1 " \
-                                                     "FROM exp_node_state q"                       \
-                                                     " WHERE q.experiment = e.id))::int, "         \
-                                                     "coalesce(e.node, ''), (EXISTS (SELECT 1 "    \
-                                                     "FROM"                                        \
-                                                     " exp_node_state q WHERE q.experiment = "     \
-                                                     "e.id AND q.node <> $1) OR coalesce(e.node "  \
-                                                     "<> $1,"                                      \
-                                                     " false))::int"
+    OWN("state") ","                                                                               \
+    " coalesce(" OWN("policy_version") ", 0), coalesce(" OWN("reports") ", 0),"                   \
+    " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN("assignments") ", 0),"                   \
+    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id AND r.observed),"                  \
+    " " ALL("policy_version") ", " ALL("reports") ","                                             \
+    " (e.state IS NOT NULL OR q.n IS NOT NULL)::int, coalesce(e.node, ''),"                       \
+    " (coalesce(q.other, false) OR coalesce(e.node <> $1, false))::int"
+/* One pass over exp_node_state for every experiment's sums, not a subquery per row. */
 #define EXP_FROM                                                                                   \
-    " FROM experiments e LEFT JOIN exp_node_state p ON p.experiment = e.id AND p.node = $1"
+    " FROM experiments e LEFT JOIN exp_node_state p ON p.experiment = e.id AND p.node = $1"       \
+    " LEFT JOIN (SELECT experiment, sum(policy_version) AS policy_version,"                        \
+    " sum(reports) AS reports, count(*) AS n, bool_or(node <> $1) AS other"                        \
+    " FROM exp_node_state GROUP BY experiment) q ON q.experiment = e.id"
+/* clang-format on */
 
 /* The statements of the batches, prepared on every connection. */
 static const struct {
@@ -201,6 +196,10 @@ static const struct {
      "UPDATE experiments SET state = $2, policy_version = $3, reports = $4, duplicates = $5,"
      " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
      " node = $7 WHERE id = $1 AND (node IS NULL OR node = $7)"},
+    {"take_state",
+     "UPDATE experiments SET state = $2, policy_version = $3, reports = $4, duplicates = $5,"
+     " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
+     " node = $7 WHERE id = $1"},
     /* The other nodes' partials, where the row is another's (and the experiment exists). */
     {"put_partial",
      "INSERT INTO exp_node_state(experiment, node, state, policy_version, reports, duplicates,"
@@ -619,7 +618,7 @@ static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
     u64_text(asg, sizeof asg, c->assignments);
     const char *v[7] = {id, (const char *)blob, ver, rep, dup, asg, s->node};
     int lens[7] = {0, (int)len}, fmt[7] = {0, 1};
-    PGresult *res = run_prepared(s, "put_state", 7, v, lens, fmt);
+    PGresult *res = run_prepared(s, exclusive == 2 ? "take_state" : "put_state", 7, v, lens, fmt);
     err = check_result(s, res, PGRES_COMMAND_OK, "writing the policy state");
     *found = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);

@@ -186,6 +186,17 @@ static void test_check(void **state)
     assert_int_equal(agg_config_set(&c, "store", "postgresql://db.internal/ldpb", 1, r), LDPB_OK);
     assert_int_equal(agg_config_check(&c, r), LDPB_OK);
     assert_int_equal(agg_config_set(&c, "store", "sqlite:", 1, r), LDPB_OK);
+    /* node_name: 1..64 of [A-Za-z0-9._-]; merge_interval_ms: 100 by default, 1..60000 */
+    assert_null(c.node_name);
+    assert_int_equal(c.merge_interval_ms, 100);
+    assert_int_equal(agg_config_set(&c, "node_name", "db 1", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "node_name 'db 1': 1..64 characters of [A-Za-z0-9._-] expected"));
+    assert_int_equal(agg_config_set(&c, "node_name", "Node-1.a_b", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "merge_interval_ms", "0", 1, r), LDPB_ERANGE);
+    assert_int_equal(agg_config_set(&c, "merge_interval_ms", "250", 1, r), LDPB_OK);
+    assert_int_equal(c.merge_interval_ms, 250);
     assert_int_equal(agg_config_set(&c, "policy", "nope", 1, r), LDPB_OK);
     assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
     assert_non_null(strstr(r, "unknown policy 'nope' (known: "));

@@ -591,6 +591,17 @@ static void test_pg_nodes(void **state)
     assert_non_null(strstr(agg_store_errmsg(b), "node 'node-a''s"));
     agg_store_rollback(b);
 
+    /* A node that takes the experiment over (a sequencer's takeover) writes the row anyway. */
+    agg_store_counters c4 = {4, 4, 0, 0};
+    assert_int_equal(agg_store_begin(b), LDPB_OK);
+    assert_int_equal(agg_store_take_exp_state(b, 0, (const uint8_t *)"t", 1, &c4), LDPB_OK);
+    assert_int_equal(agg_store_commit(b), LDPB_OK);
+    assert_int_equal(count(c, "SELECT count(*) FROM experiments WHERE node = 'node-b'"), 1);
+    assert_int_equal(agg_store_experiments(b, &ev, &n), LDPB_OK);
+    assert_memory_equal(ev[0].state, "t", 1);
+    assert_string_equal(ev[0].owner, "node-b");
+    agg_store_experiments_free(ev, n);
+
     /* A count that does not match the reports is still found, across the nodes. */
     sql(c, "UPDATE exp_node_state SET reports = 3, policy_version = 3");
     assert_int_equal(agg_store_experiments(a, &ev, &n), LDPB_ECORRUPT);
