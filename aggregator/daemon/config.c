@@ -113,7 +113,7 @@ static const option options[] = {
      "this node's name in a PostgreSQL store shared by several nodes: 1..64 of [A-Za-z0-9._-], "
      "unique among them (default: the host name, '-', and a hash of the first listen URL); "
      "ignored by SQLite", SVC},
-    {"merge_interval_ms", OPT_U64, OFF(merge_interval_ms), "100", 1, 60000, 0, NULL, "MS",
+    {"merge_interval_ms", OPT_U64, OFF(merge_interval_ms), "90", 1, 60000, 0, NULL, "MS",
      "several nodes on one PostgreSQL: how often a node reads the other nodes' committed "
      "partial states of additive experiments and serves their merge (bounds its staleness)",
      SVC},

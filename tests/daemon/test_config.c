@@ -186,9 +186,9 @@ static void test_check(void **state)
     assert_int_equal(agg_config_set(&c, "store", "postgresql://db.internal/ldpb", 1, r), LDPB_OK);
     assert_int_equal(agg_config_check(&c, r), LDPB_OK);
     assert_int_equal(agg_config_set(&c, "store", "sqlite:", 1, r), LDPB_OK);
-    /* node_name: 1..64 of [A-Za-z0-9._-]; merge_interval_ms: 100 by default, 1..60000 */
+    /* node_name: 1..64 of [A-Za-z0-9._-]; merge_interval_ms: 90 by default, 1..60000 */
     assert_null(c.node_name);
-    assert_int_equal(c.merge_interval_ms, 100);
+    assert_int_equal(c.merge_interval_ms, 90);
     assert_int_equal(agg_config_set(&c, "node_name", "db 1", 1, r), LDPB_OK);
     assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
     assert_non_null(strstr(r, "node_name 'db 1': 1..64 characters of [A-Za-z0-9._-] expected"));
