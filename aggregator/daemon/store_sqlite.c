@@ -1,7 +1,17 @@
 /* The SQLite backend of the store (store.h, store_be.h): one database, aggregator.db, in the
  * state directory (WAL, synchronous=FULL: the WAL is fsynced at every commit). Every statement is
- * prepared once; a batch is one transaction of INSERT OR IGNOREs plus the policy state row, so its
- * COMMIT makes the reports and the state that counts them durable together. */
+ * prepared once; a batch is one transaction of INSERT OR IGNOREs plus a state_log row per
+ * experiment it touched, so its COMMIT makes the reports and the states that count them durable
+ * together.
+ *
+ * The state log (docs/aggregator.md, "The state log"): put_state appends the experiment's state
+ * and counters to state_log instead of rewriting its row in `experiments`. Appended rows share the
+ * log's last page, where rewriting rows of many experiments dirtied a page of `experiments` each,
+ * so a commit's WAL stays the same size however many experiments its batch spans. A reader takes
+ * an experiment's state from its last log row if it has one, else from its row; once the log holds
+ * STATE_LOG_MAX rows, the COMMIT that reaches it first copies each experiment's last log row into
+ * its row and empties the log, in the same transaction (so no crash can see half of it). Closing
+ * compacts too, so a cleanly stopped database has an empty log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -21,13 +31,35 @@ typedef struct sq_store {
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
     sqlite3_stmt *prune_expired, *prune_oldest, *arm_counts, *add_experiment;
+    int64_t log_rows;    /* committed rows of state_log */
+    int64_t log_pending; /* rows the open transaction appended */
 } sq_store;
+
+/* Rows of state_log that trigger its compaction: a restore replays at most this many (about
+ * 150 bytes each for a small policy), and compaction's cost (one UPDATE per experiment in the
+ * log) is spread over this many appended states. */
+#define STATE_LOG_MAX 16384
 
 #define say   agg_store_say
 #define BE(s) ((sq_store *)(s)->be)
 
-/* Version 2. The indexes serve one experiment's arm counts and export (reports and decisions by
- * experiment) and retention (one ordered delete across experiments, by retain_until_ms). */
+/* The state log (above): seq orders it (appended at max + 1; emptied whole by compaction). A
+ * database of version 2 made before the log gets it at its next open, and loses the indexes by
+ * experiment. */
+#define STATE_LOG_SQL                                                                              \
+    "CREATE TABLE IF NOT EXISTS state_log("                                                        \
+    " seq INTEGER PRIMARY KEY, experiment INTEGER NOT NULL, state BLOB NOT NULL,"                  \
+    " policy_version INTEGER NOT NULL, reports INTEGER NOT NULL, duplicates INTEGER NOT NULL,"     \
+    " assignments INTEGER NOT NULL);"
+static const char upgrade_sql[] = STATE_LOG_SQL "DROP INDEX IF EXISTS reports_by_experiment;"
+                                                "DROP INDEX IF EXISTS decisions_by_experiment;";
+
+/* Version 2. No index leads with `experiment`: with reports spread over many experiments such an
+ * index dirtied a page per report and experiment (its entries of one experiment sit together),
+ * which cost a commit more than the rows themselves (docs/performance.md, "Experiments"); the
+ * queries of one experiment (arm counts, export) scan instead, and the restore counts every
+ * experiment's reports in one pass. The index by retain_until_ms serves retention (one ordered
+ * delete across experiments). */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
@@ -43,7 +75,6 @@ static const char schema_sql[] =
     " mechanism TEXT NOT NULL, epsilon REAL NOT NULL, propensity REAL NOT NULL,"
     " policy_version INTEGER NOT NULL, value REAL NOT NULL, expires_at_ms INTEGER NOT NULL,"
     " reported_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS reports_by_experiment ON reports(experiment, arm);"
     "CREATE TABLE IF NOT EXISTS decisions("
     " assignment_id BLOB PRIMARY KEY, experiment INTEGER NOT NULL, arm INTEGER NOT NULL,"
     " mechanism TEXT NOT NULL, epsilon REAL NOT NULL, propensity REAL NOT NULL,"
@@ -52,12 +83,12 @@ static const char schema_sql[] =
     /* Retention deletes the decisions retained least long first, a chunk per transaction:
      * without this index every chunk would scan the whole table. */
     "CREATE INDEX IF NOT EXISTS decisions_by_retention ON decisions(retain_until_ms);"
-    "CREATE INDEX IF NOT EXISTS decisions_by_experiment ON decisions(experiment, expires_at_ms);"
     /* The state's identity (state_id.h). A database of an older version gets the table (empty)
      * at its first open here and an identity by migration. */
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
-    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);";
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);"
+    STATE_LOG_SQL;
 
 /* Version 1 to 2, in the open transaction (agg_meta_reader.migrate): the old tables renamed, the
  * new ones created, the rows copied with the experiment `default` (id 1), the old ones dropped.
@@ -124,11 +155,19 @@ static ldpb_err step_done(agg_store *s, sqlite3_stmt *st, const char *what)
     return LDPB_OK;
 }
 
+static ldpb_err compact_log(agg_store *s);
+
 static void sq_close(agg_store *s)
 {
     sq_store *b = BE(s);
     if (!b)
         return;
+    /* A cleanly stopped state keeps its states in their rows (best effort: a failure leaves the
+     * log, which the next open reads as it is). */
+    if (b->begin && b->log_rows > 0 && sqlite3_get_autocommit(b->db) && !exec(s, "BEGIN")) {
+        if (compact_log(s) || exec(s, "COMMIT"))
+            (void)exec(s, "ROLLBACK");
+    }
     sqlite3_finalize(b->begin);
     sqlite3_finalize(b->commit);
     sqlite3_finalize(b->rollback);
@@ -347,10 +386,9 @@ static ldpb_err prepare_all(agg_store *s)
                       " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
         err = prepare(s, &b->put_state,
-                      "UPDATE experiments SET state = ?2, policy_version = ?3, reports = ?4,"
-                      " duplicates = ?5, assignments = ?6, updated_at_ms ="
-                      " CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
-                      " WHERE id = ?1");
+                      "INSERT INTO state_log(experiment, state, policy_version, reports,"
+                      " duplicates, assignments) SELECT ?1, ?2, ?3, ?4, ?5, ?6"
+                      " WHERE EXISTS (SELECT 1 FROM experiments WHERE id = ?1)");
     if (!err)
         err = prepare(s, &b->prune_expired,
                       "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
@@ -414,6 +452,14 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         return LDPB_EIO;
     }
     err = agg_store_settle_meta(s, &sq_meta_reader, meta, errmsg);
+    if (!err && exec(s, upgrade_sql)) {
+        say(errmsg, "%s: adding the state log: %s", path, s->errmsg);
+        err = LDPB_EIO;
+    }
+    if (!err && (b->log_rows = query_count(s, "SELECT count(*) FROM state_log")) < 0) {
+        say(errmsg, "%s: counting the state log: %s", path, sqlite3_errmsg(b->db));
+        err = LDPB_EIO;
+    }
     if (!err)
         err = agg_state_id_settle(b->db, dir, !s->fresh, meta->new_state, &s->ident, errmsg,
                                   AGG_STORE_ERRMAX);
@@ -441,10 +487,20 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
 }
 
 /* The columns every experiment query reads, after id and name: state, policy_version, reports,
- * duplicates, assignments, the count of its reports. */
+ * duplicates, assignments (each from the experiment's last state_log row if it has one, else from
+ * its row: log columns are NOT NULL), the count of its reports. EXP_FROM(filter) joins what they
+ * read: `filter` restricts the log and the reports to one experiment (or is empty). Bare columns
+ * beside max(seq) come from the row of that maximum (SQLite's documented rule), so `l` is each
+ * experiment's last state; the reports are counted in one pass, not a scan per experiment. */
 #define EXP_COLUMNS                                                                                \
-    "e.state, e.policy_version, e.reports, e.duplicates, e.assignments,"                           \
-    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id)"
+    "coalesce(l.state, e.state), coalesce(l.policy_version, e.policy_version),"                    \
+    " coalesce(l.reports, e.reports), coalesce(l.duplicates, e.duplicates),"                       \
+    " coalesce(l.assignments, e.assignments), coalesce(c.n, 0)"
+#define EXP_FROM(filter)                                                                           \
+    " FROM experiments e LEFT JOIN (SELECT experiment, state, policy_version, reports,"            \
+    " duplicates, assignments, max(seq) FROM state_log" filter " GROUP BY experiment) l"           \
+    " ON l.experiment = e.id LEFT JOIN (SELECT experiment, count(*) AS n FROM reports" filter      \
+    " GROUP BY experiment) c ON c.experiment = e.id"
 
 /* The state and counters from the columns at `col` (EXP_COLUMNS), checked. */
 static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, const char *name,
@@ -489,7 +545,8 @@ static ldpb_err sq_load(agg_store *s, int64_t exp, uint8_t **blob, size_t *len,
     memset(c, 0, sizeof *c);
     sqlite3_stmt *st = NULL;
     ldpb_err err =
-        prepare(s, &st, "SELECT e.name, " EXP_COLUMNS " FROM experiments e WHERE e.id = ?1");
+        prepare(s, &st,
+                "SELECT e.name, " EXP_COLUMNS EXP_FROM(" WHERE experiment = ?1") " WHERE e.id = ?1");
     if (err)
         return err;
     sqlite3_bind_int64(st, 1, exp);
@@ -534,7 +591,7 @@ static ldpb_err sq_experiments(agg_store *s, agg_store_exp **out, size_t *n)
     sqlite3_stmt *st = NULL;
     ldpb_err err = prepare(s, &st,
                            "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS
-                           " FROM experiments e ORDER BY e.id");
+                               EXP_FROM("") " ORDER BY e.id");
     if (err)
         return err;
     agg_store_exp *v = NULL;
@@ -642,13 +699,43 @@ static ldpb_err sq_begin(agg_store *s)
     return step_done(s, BE(s)->begin, "BEGIN");
 }
 
+/* Inside the open transaction: each experiment in state_log gets its last logged state and
+ * counters into its row, and the log is emptied. */
+static ldpb_err compact_log(agg_store *s)
+{
+    ldpb_err err =
+        exec(s, "UPDATE experiments SET state = l.state, policy_version = l.policy_version,"
+                " reports = l.reports, duplicates = l.duplicates, assignments = l.assignments,"
+                " updated_at_ms = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+                " FROM (SELECT experiment, state, policy_version, reports, duplicates,"
+                " assignments, max(seq) FROM state_log GROUP BY experiment) AS l"
+                " WHERE experiments.id = l.experiment;"
+                "DELETE FROM state_log;");
+    if (err) {
+        char why[AGG_STORE_ERRMAX];
+        snprintf(why, sizeof why, "%s", s->errmsg);
+        say(s->errmsg, "compacting the state log: %s", why);
+    }
+    return err;
+}
+
 static ldpb_err sq_commit(agg_store *s)
 {
-    return step_done(s, BE(s)->commit, "COMMIT");
+    sq_store *b = BE(s);
+    int compact = b->log_rows + b->log_pending >= STATE_LOG_MAX;
+    ldpb_err err = compact ? compact_log(s) : LDPB_OK;
+    if (!err)
+        err = step_done(s, b->commit, "COMMIT");
+    if (!err) {
+        b->log_rows = compact ? 0 : b->log_rows + b->log_pending;
+        b->log_pending = 0;
+    }
+    return err;
 }
 
 static void sq_rollback(agg_store *s)
 {
+    BE(s)->log_pending = 0;
     if (sqlite3_get_autocommit(BE(s)->db))
         return; /* SQLite already rolled the transaction back */
     (void)step_done(s, BE(s)->rollback, "ROLLBACK");
@@ -758,6 +845,7 @@ static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
     sqlite3_bind_int64(st, 6, (sqlite3_int64)c->assignments);
     ldpb_err err = step_done(s, st, "writing the policy state");
     *found = !err && sqlite3_changes(BE(s)->db) == 1;
+    BE(s)->log_pending += *found;
     return err;
 }
 
