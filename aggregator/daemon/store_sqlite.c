@@ -29,11 +29,29 @@
 typedef struct sq_store {
     sqlite3 *db;
     sqlite3_stmt *begin, *commit, *rollback;
-    sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
+    sqlite3_stmt *add_report, *has_report, *add_decision, *has_experiment;
     sqlite3_stmt *prune_expired, *prune_oldest, *arm_counts, *add_experiment;
     int64_t log_rows;    /* committed rows of state_log */
     int64_t log_pending; /* rows the open transaction appended */
+    /* known[id]: experiment `id` was found in `experiments`, so put_state need not look again
+     * (rows are never deleted; a rollback, which may take back a row just added, clears it) */
+    uint8_t *known;
+    size_t known_cap;
+    /* The open transaction's states, appended to state_log by the COMMIT (flush_states) in
+     * multi-row INSERTs of up to PUT_ROWS rows: one statement for a batch's experiments, not one
+     * each. */
+    struct sq_pending {
+        int64_t exp;
+        agg_store_counters c;
+        size_t off, len; /* in arena */
+    } *pend;
+    size_t n_pend, cap_pend;
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+    sqlite3_stmt *put_rows[16]; /* put_rows[i]: i + 1 rows, prepared when first needed */
 } sq_store;
+
+#define PUT_ROWS 16
 
 /* Rows of state_log that trigger its compaction: a restore replays at most this many (about
  * 150 bytes each for a small policy), and compaction's cost (one UPDATE per experiment in the
@@ -156,6 +174,7 @@ static ldpb_err step_done(agg_store *s, sqlite3_stmt *st, const char *what)
 }
 
 static ldpb_err compact_log(agg_store *s);
+static ldpb_err flush_states(agg_store *s);
 
 static void sq_close(agg_store *s)
 {
@@ -174,7 +193,12 @@ static void sq_close(agg_store *s)
     sqlite3_finalize(b->add_report);
     sqlite3_finalize(b->has_report);
     sqlite3_finalize(b->add_decision);
-    sqlite3_finalize(b->put_state);
+    sqlite3_finalize(b->has_experiment);
+    for (size_t i = 0; i < PUT_ROWS; i++)
+        sqlite3_finalize(b->put_rows[i]);
+    free(b->known);
+    free(b->pend);
+    free(b->arena);
     sqlite3_finalize(b->prune_expired);
     sqlite3_finalize(b->prune_oldest);
     sqlite3_finalize(b->arm_counts);
@@ -385,10 +409,7 @@ static ldpb_err prepare_all(agg_store *s)
                       " epsilon, propensity, policy_version, issued_at_ms, expires_at_ms,"
                       " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
-        err = prepare(s, &b->put_state,
-                      "INSERT INTO state_log(experiment, state, policy_version, reports,"
-                      " duplicates, assignments) SELECT ?1, ?2, ?3, ?4, ?5, ?6"
-                      " WHERE EXISTS (SELECT 1 FROM experiments WHERE id = ?1)");
+        err = prepare(s, &b->has_experiment, "SELECT 1 FROM experiments WHERE id = ?1");
     if (!err)
         err = prepare(s, &b->prune_expired,
                       "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
@@ -700,9 +721,16 @@ static ldpb_err sq_begin(agg_store *s)
 }
 
 /* Inside the open transaction: each experiment in state_log gets its last logged state and
- * counters into its row, and the log is emptied. */
+ * counters into its row, and the log is emptied. The log's pages are freed without being
+ * overwritten with zeros (secure_delete FAST for the DELETE, then as it was), unlike those of
+ * deleted decisions: zeroing doubled what the log cost in writes, and an older state of an
+ * experiment says nothing that its reports, kept in `reports`, do not. */
 static ldpb_err compact_log(agg_store *s)
 {
+    sqlite3_int64 secure = query_count(s, "PRAGMA secure_delete");
+    char restore[40];
+    snprintf(restore, sizeof restore, "PRAGMA secure_delete = %s",
+             secure == 0 ? "OFF" : secure == 2 ? "FAST" : "ON");
     ldpb_err err =
         exec(s, "UPDATE experiments SET state = l.state, policy_version = l.policy_version,"
                 " reports = l.reports, duplicates = l.duplicates, assignments = l.assignments,"
@@ -710,7 +738,10 @@ static ldpb_err compact_log(agg_store *s)
                 " FROM (SELECT experiment, state, policy_version, reports, duplicates,"
                 " assignments, max(seq) FROM state_log GROUP BY experiment) AS l"
                 " WHERE experiments.id = l.experiment;"
+                "PRAGMA secure_delete = FAST;"
                 "DELETE FROM state_log;");
+    if (secure >= 0 && exec(s, restore) && !err)
+        err = LDPB_EIO;
     if (err) {
         char why[AGG_STORE_ERRMAX];
         snprintf(why, sizeof why, "%s", s->errmsg);
@@ -723,7 +754,9 @@ static ldpb_err sq_commit(agg_store *s)
 {
     sq_store *b = BE(s);
     int compact = b->log_rows + b->log_pending >= STATE_LOG_MAX;
-    ldpb_err err = compact ? compact_log(s) : LDPB_OK;
+    ldpb_err err = flush_states(s);
+    if (!err && compact)
+        err = compact_log(s);
     if (!err)
         err = step_done(s, b->commit, "COMMIT");
     if (!err) {
@@ -736,6 +769,10 @@ static ldpb_err sq_commit(agg_store *s)
 static void sq_rollback(agg_store *s)
 {
     BE(s)->log_pending = 0;
+    BE(s)->n_pend = 0;
+    BE(s)->arena_len = 0;
+    if (BE(s)->known)
+        memset(BE(s)->known, 0, BE(s)->known_cap);
     if (sqlite3_get_autocommit(BE(s)->db))
         return; /* SQLite already rolled the transaction back */
     (void)step_done(s, BE(s)->rollback, "ROLLBACK");
@@ -833,19 +870,116 @@ static ldpb_err sq_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
     return prune_step(s, BE(s)->prune_oldest, n);
 }
 
+/* *found: experiment `id` has a row (looked up once per id, then remembered in known[]). */
+static ldpb_err experiment_known(agg_store *s, int64_t id, int *found)
+{
+    sq_store *b = BE(s);
+    *found = 0;
+    if (id <= 0)
+        return LDPB_OK;
+    if ((uint64_t)id < b->known_cap && b->known[id]) {
+        *found = 1;
+        return LDPB_OK;
+    }
+    sqlite3_stmt *st = b->has_experiment;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_fail(s, "looking up an experiment");
+    *found = rc == SQLITE_ROW;
+    if (*found && (uint64_t)id >= b->known_cap && (uint64_t)id < (uint64_t)SIZE_MAX / 2) {
+        size_t cap = (size_t)id * 2 + 64;
+        uint8_t *k = realloc(b->known, cap);
+        if (!k)
+            return LDPB_OK; /* only the memo is lost */
+        memset(k + b->known_cap, 0, cap - b->known_cap);
+        b->known = k;
+        b->known_cap = cap;
+    }
+    if (*found && (uint64_t)id < b->known_cap)
+        b->known[id] = 1;
+    return LDPB_OK;
+}
+
 static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
                              const agg_store_counters *c, int *found)
 {
-    sqlite3_stmt *st = BE(s)->put_state;
-    sqlite3_bind_int64(st, 1, exp);
-    sqlite3_bind_blob64(st, 2, blob, len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->policy_version);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->reports);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->duplicates);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)c->assignments);
-    ldpb_err err = step_done(s, st, "writing the policy state");
-    *found = !err && sqlite3_changes(BE(s)->db) == 1;
-    BE(s)->log_pending += *found;
+    sq_store *b = BE(s);
+    ldpb_err err = experiment_known(s, exp, found);
+    if (err || !*found)
+        return err;
+    if (b->n_pend == b->cap_pend) {
+        size_t cap = b->cap_pend ? b->cap_pend * 2 : 64;
+        struct sq_pending *p = realloc(b->pend, cap * sizeof *p);
+        if (!p)
+            goto oom;
+        b->pend = p;
+        b->cap_pend = cap;
+    }
+    if (len > b->arena_cap - b->arena_len) {
+        if (len > SIZE_MAX / 4 - b->arena_len)
+            goto oom;
+        size_t cap = (b->arena_len + len) * 2 + 4096;
+        uint8_t *a = realloc(b->arena, cap);
+        if (!a)
+            goto oom;
+        b->arena = a;
+        b->arena_cap = cap;
+    }
+    memcpy(b->arena + b->arena_len, blob, len);
+    b->pend[b->n_pend++] = (struct sq_pending){exp, *c, b->arena_len, len};
+    b->arena_len += len;
+    b->log_pending++;
+    return LDPB_OK;
+oom:
+    say(s->errmsg, "out of memory");
+    return LDPB_ENOMEM;
+}
+
+/* The statement appending n (1..PUT_ROWS) rows to state_log. */
+static ldpb_err put_rows_stmt(agg_store *s, size_t n, sqlite3_stmt **out)
+{
+    sq_store *b = BE(s);
+    if (!b->put_rows[n - 1]) {
+        char sql[128 + PUT_ROWS * 24];
+        size_t at = (size_t)snprintf(sql, sizeof sql,
+                                     "INSERT INTO state_log(experiment, state, policy_version,"
+                                     " reports, duplicates, assignments) VALUES ");
+        for (size_t i = 0; i < n; i++)
+            at += (size_t)snprintf(sql + at, sizeof sql - at, "%s(?,?,?,?,?,?)", i ? "," : "");
+        ldpb_err err = prepare(s, &b->put_rows[n - 1], sql);
+        if (err)
+            return err;
+    }
+    *out = b->put_rows[n - 1];
+    return LDPB_OK;
+}
+
+/* Inside the open transaction: its states into state_log, in order. */
+static ldpb_err flush_states(agg_store *s)
+{
+    sq_store *b = BE(s);
+    ldpb_err err = LDPB_OK;
+    for (size_t i = 0; i < b->n_pend && !err; i += PUT_ROWS) {
+        size_t n = b->n_pend - i < PUT_ROWS ? b->n_pend - i : PUT_ROWS;
+        sqlite3_stmt *st = NULL;
+        err = put_rows_stmt(s, n, &st);
+        for (size_t j = 0; j < n && !err; j++) {
+            const struct sq_pending *p = &b->pend[i + j];
+            int col = (int)j * 6;
+            sqlite3_bind_int64(st, col + 1, p->exp);
+            sqlite3_bind_blob64(st, col + 2, b->arena + p->off, p->len, SQLITE_STATIC);
+            sqlite3_bind_int64(st, col + 3, (sqlite3_int64)p->c.policy_version);
+            sqlite3_bind_int64(st, col + 4, (sqlite3_int64)p->c.reports);
+            sqlite3_bind_int64(st, col + 5, (sqlite3_int64)p->c.duplicates);
+            sqlite3_bind_int64(st, col + 6, (sqlite3_int64)p->c.assignments);
+        }
+        if (!err)
+            err = step_done(s, st, "writing the policy states");
+    }
+    b->n_pend = 0;
+    b->arena_len = 0;
     return err;
 }
 
