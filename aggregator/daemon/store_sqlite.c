@@ -44,7 +44,7 @@ typedef struct sq_store {
         int64_t exp;
         agg_store_counters c;
         size_t off, len; /* in arena */
-    } *pend;
+    } * pend;
     size_t n_pend, cap_pend;
     uint8_t *arena;
     size_t arena_len, arena_cap;
@@ -105,8 +105,7 @@ static const char schema_sql[] =
      * at its first open here and an identity by migration. */
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
-    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);"
-    STATE_LOG_SQL;
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);" STATE_LOG_SQL;
 
 /* Version 1 to 2, in the open transaction (agg_meta_reader.migrate): the old tables renamed, the
  * new ones created, the rows copied with the experiment `default` (id 1), the old ones dropped.
@@ -467,6 +466,11 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         return LDPB_EIO;
     }
     sqlite3_extended_result_codes(b->db, 1);
+    if (sqlite3_libversion_number() < 3033000) { /* compaction's UPDATE ... FROM */
+        say(errmsg, "%s: SQLite %s is too old: the store needs 3.33 or later", path,
+            sqlite3_libversion());
+        return LDPB_EIO;
+    }
     if (exec(s, "PRAGMA journal_mode=WAL") || exec(s, "PRAGMA synchronous=FULL") ||
         exec(s, "PRAGMA busy_timeout=5000") || exec(s, "BEGIN IMMEDIATE")) {
         say(errmsg, "%s: %s", path, s->errmsg);
@@ -565,9 +569,9 @@ static ldpb_err sq_load(agg_store *s, int64_t exp, uint8_t **blob, size_t *len,
     *len = 0;
     memset(c, 0, sizeof *c);
     sqlite3_stmt *st = NULL;
-    ldpb_err err =
-        prepare(s, &st,
-                "SELECT e.name, " EXP_COLUMNS EXP_FROM(" WHERE experiment = ?1") " WHERE e.id = ?1");
+    ldpb_err err = prepare(
+        s, &st,
+        "SELECT e.name, " EXP_COLUMNS EXP_FROM(" WHERE experiment = ?1") " WHERE e.id = ?1");
     if (err)
         return err;
     sqlite3_bind_int64(st, 1, exp);
@@ -610,9 +614,10 @@ static ldpb_err read_exp(agg_store *s, sqlite3_stmt *st, agg_store_exp *e)
 static ldpb_err sq_experiments(agg_store *s, agg_store_exp **out, size_t *n)
 {
     sqlite3_stmt *st = NULL;
-    ldpb_err err = prepare(s, &st,
-                           "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS
-                               EXP_FROM("") " ORDER BY e.id");
+    ldpb_err err =
+        prepare(s, &st,
+                "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS EXP_FROM(
+                    "") " ORDER BY e.id");
     if (err)
         return err;
     agg_store_exp *v = NULL;
@@ -730,7 +735,9 @@ static ldpb_err compact_log(agg_store *s)
     sqlite3_int64 secure = query_count(s, "PRAGMA secure_delete");
     char restore[40];
     snprintf(restore, sizeof restore, "PRAGMA secure_delete = %s",
-             secure == 0 ? "OFF" : secure == 2 ? "FAST" : "ON");
+             secure == 0   ? "OFF"
+             : secure == 2 ? "FAST"
+                           : "ON");
     ldpb_err err =
         exec(s, "UPDATE experiments SET state = l.state, policy_version = l.policy_version,"
                 " reports = l.reports, duplicates = l.duplicates, assignments = l.assignments,"
@@ -888,7 +895,9 @@ static ldpb_err experiment_known(agg_store *s, int64_t id, int *found)
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return sql_fail(s, "looking up an experiment");
     *found = rc == SQLITE_ROW;
-    if (*found && (uint64_t)id >= b->known_cap && (uint64_t)id < (uint64_t)SIZE_MAX / 2) {
+    /* ids are the largest plus one, so a handful of bytes per experiment; an id past 2^20 (more
+     * than experiments_max allows) is looked up each time instead */
+    if (*found && (uint64_t)id >= b->known_cap && id < ((int64_t)1 << 20)) {
         size_t cap = (size_t)id * 2 + 64;
         uint8_t *k = realloc(b->known, cap);
         if (!k)

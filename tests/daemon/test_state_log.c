@@ -168,8 +168,7 @@ static void test_kill9_across_compaction(void **state)
             want[exp_of(t, k)] = (last){t, k};
 
     /* One compaction ran (at the commit that reached LOG_MAX rows), the rest is in the log. */
-    assert_int_equal(db_long(sdir, "SELECT count(*) FROM state_log"),
-                     N_TXN * PER_TXN - LOG_MAX);
+    assert_int_equal(db_long(sdir, "SELECT count(*) FROM state_log"), N_TXN * PER_TXN - LOG_MAX);
     assert_true(db_long(sdir, "SELECT count(*) FROM experiments WHERE state IS NOT NULL") > 0);
 
     agg_store_meta m = meta_no_default();
