@@ -728,8 +728,8 @@ static ldpb_err sq_begin(agg_store *s)
 /* Inside the open transaction: each experiment in state_log gets its last logged state and
  * counters into its row, and the log is emptied. The log's pages are freed without being
  * overwritten with zeros (secure_delete FAST for the DELETE, then as it was), unlike those of
- * deleted decisions: zeroing doubled what the log cost in writes, and whoever reads the file's
- * free pages reads the file, every report and the current states with it. */
+ * deleted decisions: zeroing would write each freed page of the log once more, and whoever reads
+ * the file's free pages reads the file, every report and the current states with it. */
 static ldpb_err compact_log(agg_store *s)
 {
     sqlite3_int64 secure = query_count(s, "PRAGMA secure_delete");
