@@ -1,17 +1,18 @@
 /* The SQLite backend of the store (store.h, store_be.h): one database, aggregator.db, in the
  * state directory (WAL, synchronous=FULL: the WAL is fsynced at every commit). Every statement is
- * prepared once; a batch is one transaction of INSERT OR IGNOREs plus a state_log row per
- * experiment it touched, so its COMMIT makes the reports and the states that count them durable
- * together.
+ * prepared once; a batch is one transaction of INSERT OR IGNOREs plus one state_log row holding
+ * the states of every experiment it touched, so its COMMIT makes the reports and the states that
+ * count them durable together.
  *
- * The state log (docs/aggregator.md, "The state log"): put_state appends the experiment's state
- * and counters to state_log instead of rewriting its row in `experiments`. Appended rows share the
- * log's last page, where rewriting rows of many experiments dirtied a page of `experiments` each,
- * so a commit's WAL stays the same size however many experiments its batch spans. A reader takes
- * an experiment's state from its last log row if it has one, else from its row; once the log holds
- * STATE_LOG_MAX rows, the COMMIT that reaches it first copies each experiment's last log row into
- * its row and empties the log, in the same transaction (so no crash can see half of it). Closing
- * compacts too, so a cleanly stopped database has an empty log. */
+ * The state log (docs/aggregator.md, "The state log"): put_state adds the experiment's state and
+ * counters to the commit's state_log row (state_log_codec.h) instead of rewriting its row in
+ * `experiments`. Rewriting rows of many experiments dirtied a page of `experiments` each, and a
+ * row per experiment cost an insert each; one row per commit costs one insert however many
+ * experiments the batch spans. The open replays the log in commit order into `cur` (each
+ * experiment's last logged state), which readers take before the row; once STATE_LOG_MAX states
+ * are logged, the COMMIT that reaches it first writes each experiment's last state into its row
+ * and empties the log, in the same transaction (so no crash can see half of it). Closing compacts
+ * too, so a cleanly stopped database has an empty log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "state_id.h"
+#include "state_log_codec.h"
 #include "store_be.h"
 
 typedef struct sq_store {
@@ -31,15 +33,14 @@ typedef struct sq_store {
     sqlite3_stmt *begin, *commit, *rollback;
     sqlite3_stmt *add_report, *has_report, *add_decision, *has_experiment;
     sqlite3_stmt *prune_expired, *prune_oldest, *arm_counts, *add_experiment;
-    int64_t log_rows;    /* committed rows of state_log */
-    int64_t log_pending; /* rows the open transaction appended */
+    int64_t log_states; /* states in the committed rows of state_log */
     /* known[id]: experiment `id` was found in `experiments`, so put_state need not look again
      * (rows are never deleted; a rollback, which may take back a row just added, clears it) */
     uint8_t *known;
     size_t known_cap;
-    /* The open transaction's states, appended to state_log by the COMMIT (flush_states) in
-     * multi-row INSERTs of up to PUT_ROWS rows: one statement for a batch's experiments, not one
-     * each. */
+    /* The open transaction's states: arena is its state_log row as it is encoded (the header,
+     * written by the COMMIT, then the entries as put_state adds them); pend[i] points at entry
+     * i's state in it, for `cur` once the COMMIT is done. */
     struct sq_pending {
         int64_t exp;
         agg_store_counters c;
@@ -48,27 +49,31 @@ typedef struct sq_store {
     size_t n_pend, cap_pend;
     uint8_t *arena;
     size_t arena_len, arena_cap;
-    sqlite3_stmt *put_rows[16]; /* put_rows[i]: i + 1 rows, prepared when first needed */
+    sqlite3_stmt *put_log, *put_exp_state;
+    /* Each experiment's last state in the committed log (open addressing by id, cap_cur a power
+     * of two or 0, id 0 free): what readers take before its row, and compaction writes there. */
+    struct sq_cur {
+        int64_t exp;
+        agg_store_counters c;
+        uint8_t *state;
+        size_t len;
+    } * cur;
+    size_t n_cur, cap_cur;
 } sq_store;
 
-#define PUT_ROWS 16
-
-/* Rows of state_log that trigger its compaction: a restore replays at most this many (about
- * 150 bytes each for a small policy), and compaction's cost (one UPDATE per experiment in the
- * log) is spread over this many appended states. */
+/* States logged in state_log that trigger its compaction: a restore replays at most this many
+ * (about 150 bytes each for a small policy), and compaction's cost (one UPDATE per experiment in
+ * the log) is spread over this many logged states. */
 #define STATE_LOG_MAX 16384
 
 #define say   agg_store_say
 #define BE(s) ((sq_store *)(s)->be)
 
-/* The state log (above): seq orders it (appended at max + 1; emptied whole by compaction). A
- * database of version 2 made before the log gets it at its next open, and loses the indexes by
- * experiment. */
+/* The state log (above): a row per commit, `states` in the encoding of state_log_codec.h; seq
+ * orders them (appended at max + 1; emptied whole by compaction). A database of version 2 made
+ * before the log gets it at its next open, and loses the indexes by experiment. */
 #define STATE_LOG_SQL                                                                              \
-    "CREATE TABLE IF NOT EXISTS state_log("                                                        \
-    " seq INTEGER PRIMARY KEY, experiment INTEGER NOT NULL, state BLOB NOT NULL,"                  \
-    " policy_version INTEGER NOT NULL, reports INTEGER NOT NULL, duplicates INTEGER NOT NULL,"     \
-    " assignments INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS state_log(seq INTEGER PRIMARY KEY, states BLOB NOT NULL);"
 static const char upgrade_sql[] = STATE_LOG_SQL "DROP INDEX IF EXISTS reports_by_experiment;"
                                                 "DROP INDEX IF EXISTS decisions_by_experiment;";
 
@@ -175,6 +180,69 @@ static ldpb_err step_done(agg_store *s, sqlite3_stmt *st, const char *what)
 static ldpb_err compact_log(agg_store *s);
 static ldpb_err flush_states(agg_store *s);
 
+/* ---- the log's current states (sq_store.cur) ---------------------------------------------- */
+
+static size_t cur_slot(const sq_store *b, int64_t exp)
+{
+    size_t mask = b->cap_cur - 1, i = (size_t)((uint64_t)exp * 0x9e3779b97f4a7c15u >> 20) & mask;
+    while (b->cur[i].exp && b->cur[i].exp != exp)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static const struct sq_cur *cur_find(const sq_store *b, int64_t exp)
+{
+    if (!b->n_cur || exp <= 0)
+        return NULL;
+    const struct sq_cur *e = &b->cur[cur_slot(b, exp)];
+    return e->exp ? e : NULL;
+}
+
+/* Makes `len` bytes of `state` and `c` experiment exp's (>= 1) current state. */
+static ldpb_err cur_put(sq_store *b, int64_t exp, const agg_store_counters *c,
+                        const uint8_t *state, size_t len)
+{
+    if (b->n_cur + 1 > b->cap_cur / 2) { /* at most half full: probes stay short */
+        size_t cap = b->cap_cur ? b->cap_cur * 2 : 64;
+        struct sq_cur *old = b->cur, *t = calloc(cap, sizeof *t);
+        if (!t)
+            return LDPB_ENOMEM;
+        size_t old_cap = b->cap_cur;
+        b->cur = t;
+        b->cap_cur = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].exp)
+                b->cur[cur_slot(b, old[i].exp)] = old[i];
+        free(old);
+    }
+    struct sq_cur *e = &b->cur[cur_slot(b, exp)];
+    if (!e->exp || e->len != len) {
+        uint8_t *m = realloc(e->state, len);
+        if (!m)
+            return LDPB_ENOMEM;
+        e->state = m;
+    }
+    if (!e->exp)
+        b->n_cur++;
+    e->exp = exp;
+    e->c = *c;
+    e->len = len;
+    memcpy(e->state, state, len);
+    return LDPB_OK;
+}
+
+static void cur_clear(sq_store *b)
+{
+    for (size_t i = 0; i < b->cap_cur; i++) {
+        free(b->cur[i].state);
+        b->cur[i] = (struct sq_cur){0};
+    }
+    b->n_cur = 0;
+}
+
+static ldpb_err compact_log(agg_store *s);
+static ldpb_err replay_log(agg_store *s);
+
 static void sq_close(agg_store *s)
 {
     sq_store *b = BE(s);
@@ -182,7 +250,7 @@ static void sq_close(agg_store *s)
         return;
     /* A cleanly stopped state keeps its states in their rows (best effort: a failure leaves the
      * log, which the next open reads as it is). */
-    if (b->begin && b->log_rows > 0 && sqlite3_get_autocommit(b->db) && !exec(s, "BEGIN")) {
+    if (b->begin && b->log_states > 0 && sqlite3_get_autocommit(b->db) && !exec(s, "BEGIN")) {
         if (compact_log(s) || exec(s, "COMMIT"))
             (void)exec(s, "ROLLBACK");
     }
@@ -193,8 +261,10 @@ static void sq_close(agg_store *s)
     sqlite3_finalize(b->has_report);
     sqlite3_finalize(b->add_decision);
     sqlite3_finalize(b->has_experiment);
-    for (size_t i = 0; i < PUT_ROWS; i++)
-        sqlite3_finalize(b->put_rows[i]);
+    sqlite3_finalize(b->put_log);
+    sqlite3_finalize(b->put_exp_state);
+    cur_clear(b);
+    free(b->cur);
     free(b->known);
     free(b->pend);
     free(b->arena);
@@ -481,10 +551,8 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         say(errmsg, "%s: adding the state log: %s", path, s->errmsg);
         err = LDPB_EIO;
     }
-    if (!err && (b->log_rows = query_count(s, "SELECT count(*) FROM state_log")) < 0) {
-        say(errmsg, "%s: counting the state log: %s", path, sqlite3_errmsg(b->db));
-        err = LDPB_EIO;
-    }
+    if (!err && (err = replay_log(s)) != LDPB_OK)
+        say(errmsg, "%s: %s", path, s->errmsg);
     if (!err)
         err = agg_state_id_settle(b->db, dir, !s->fresh, meta->new_state, &s->ident, errmsg,
                                   AGG_STORE_ERRMAX);
@@ -511,33 +579,84 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
     return err;
 }
 
+/* At the open: the log's rows in commit order into `cur` (a later state of an experiment replaces
+ * an earlier one), and the count of states they hold. */
+static ldpb_err replay_log(agg_store *s)
+{
+    sq_store *b = BE(s);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(b->db, "SELECT seq, states FROM state_log ORDER BY seq", -1, &st,
+                           NULL) != SQLITE_OK) {
+        /* e.g. the per-experiment rows of an unreleased development layout */
+        say(s->errmsg, "the state log is not of this version's layout: %s", sqlite3_errmsg(b->db));
+        sqlite3_finalize(st);
+        return LDPB_ECORRUPT;
+    }
+    ldpb_err err = LDPB_OK;
+    int rc;
+    b->log_states = 0;
+    while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 seq = sqlite3_column_int64(st, 0);
+        const uint8_t *p = sqlite3_column_blob(st, 1);
+        size_t n = (size_t)sqlite3_column_bytes(st, 1);
+        agg_slog_entry *e = NULL;
+        size_t count = 0;
+        char why[160];
+        if (sqlite3_column_type(st, 1) != SQLITE_BLOB) {
+            say(s->errmsg, "state log row %lld: not a blob", (long long)seq);
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        err = agg_slog_decode(p, n, &e, &count, why, sizeof why);
+        if (err) {
+            say(s->errmsg, "state log row %lld: %s", (long long)seq, why);
+            break;
+        }
+        for (size_t i = 0; i < count && !err; i++)
+            if ((err = cur_put(b, e[i].exp, &e[i].c, e[i].state, e[i].len)) != LDPB_OK)
+                say(s->errmsg, "out of memory");
+        b->log_states += (int64_t)count;
+        free(e);
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = sql_fail(s, "reading the state log");
+    sqlite3_finalize(st);
+    return err;
+}
+
 /* The columns every experiment query reads, after id and name: state, policy_version, reports,
- * duplicates, assignments (each from the experiment's last state_log row if it has one, else from
- * its row: log columns are NOT NULL), the count of its reports. EXP_FROM(filter) joins what they
- * read: `filter` restricts the log and the reports to one experiment (or is empty). Bare columns
- * beside max(seq) come from the row of that maximum (SQLite's documented rule), so `l` is each
- * experiment's last state; the reports are counted in one pass, not a scan per experiment. */
+ * duplicates, assignments (from its row; read_state takes its last logged state from `cur`
+ * instead where it has one), the count of its reports. EXP_FROM(filter) joins what they read:
+ * `filter` restricts the reports to one experiment (or is empty); the reports are counted in one
+ * pass, not a scan per experiment. */
 #define EXP_COLUMNS                                                                                \
-    "coalesce(l.state, e.state), coalesce(l.policy_version, e.policy_version),"                    \
-    " coalesce(l.reports, e.reports), coalesce(l.duplicates, e.duplicates),"                       \
-    " coalesce(l.assignments, e.assignments), coalesce(c.n, 0)"
+    "e.state, e.policy_version, e.reports, e.duplicates, e.assignments, coalesce(c.n, 0)"
 #define EXP_FROM(filter)                                                                           \
-    " FROM experiments e LEFT JOIN (SELECT experiment, state, policy_version, reports,"            \
-    " duplicates, assignments, max(seq) FROM state_log" filter " GROUP BY experiment) l"           \
-    " ON l.experiment = e.id LEFT JOIN (SELECT experiment, count(*) AS n FROM reports" filter      \
+    " FROM experiments e LEFT JOIN (SELECT experiment, count(*) AS n FROM reports" filter          \
     " GROUP BY experiment) c ON c.experiment = e.id"
 
-/* The state and counters from the columns at `col` (EXP_COLUMNS), checked. */
-static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, const char *name,
+/* Experiment `exp`'s state and counters: its last logged state if it has one, else the columns
+ * at `col` (EXP_COLUMNS); checked against its count of reports. */
+static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, int64_t exp, const char *name,
                            uint8_t **blob, size_t *len, agg_store_counters *c)
 {
     int64_t v[5];
     for (int i = 0; i < 5; i++)
         v[i] = sqlite3_column_int64(st, col + 1 + i);
-    int n = sqlite3_column_bytes(st, col);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
     const void *p = sqlite3_column_blob(st, col);
     int has_state = sqlite3_column_type(st, col) != SQLITE_NULL;
-    if (has_state && (n <= 0 || !p)) {
+    const struct sq_cur *l = cur_find(BE(s), exp);
+    if (l) { /* the decoder bounds these: states of 1 .. 2^32 - 1 bytes, counters <= 2^63 - 1 */
+        v[0] = (int64_t)l->c.policy_version;
+        v[1] = (int64_t)l->c.reports;
+        v[2] = (int64_t)l->c.duplicates;
+        v[3] = (int64_t)l->c.assignments;
+        n = l->len;
+        p = l->state;
+        has_state = 1;
+    }
+    if (has_state && (n == 0 || !p)) {
         say(s->errmsg, "experiment '%s': the policy state is empty", name);
         return LDPB_ECORRUPT;
     }
@@ -552,13 +671,13 @@ static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, const char *
     *len = 0;
     if (!has_state)
         return LDPB_OK;
-    *blob = malloc((size_t)n);
+    *blob = malloc(n);
     if (!*blob) {
         say(s->errmsg, "out of memory");
         return LDPB_ENOMEM;
     }
-    memcpy(*blob, p, (size_t)n);
-    *len = (size_t)n;
+    memcpy(*blob, p, n);
+    *len = n;
     return LDPB_OK;
 }
 
@@ -578,7 +697,7 @@ static ldpb_err sq_load(agg_store *s, int64_t exp, uint8_t **blob, size_t *len,
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
-        err = read_state(s, st, 1, name ? name : "?", blob, len, c);
+        err = read_state(s, st, 1, exp, name ? name : "?", blob, len, c);
     } else if (rc == SQLITE_DONE) {
         say(s->errmsg, "no experiment with id %lld", (long long)exp);
         err = LDPB_ENOEXPERIMENT;
@@ -608,7 +727,7 @@ static ldpb_err read_exp(agg_store *s, sqlite3_stmt *st, agg_store_exp *e)
         say(s->errmsg, "out of memory");
         return LDPB_ENOMEM;
     }
-    return read_state(s, st, 5, e->name, &e->state, &e->state_len, &e->counters);
+    return read_state(s, st, 5, e->id, e->name, &e->state, &e->state_len, &e->counters);
 }
 
 static ldpb_err sq_experiments(agg_store *s, agg_store_exp **out, size_t *n)
@@ -725,28 +844,54 @@ static ldpb_err sq_begin(agg_store *s)
     return step_done(s, BE(s)->begin, "BEGIN");
 }
 
-/* Inside the open transaction: each experiment in state_log gets its last logged state and
- * counters into its row, and the log is emptied. The log's pages are freed without being
- * overwritten with zeros (secure_delete FAST for the DELETE, then as it was), unlike those of
- * deleted decisions: zeroing would write each freed page of the log once more, and whoever reads
- * the file's free pages reads the file, every report and the current states with it. */
+/* Writes one state into experiment `exp`'s row (in the open transaction). */
+static ldpb_err put_exp_state(agg_store *s, int64_t exp, const agg_store_counters *c,
+                              const uint8_t *state, size_t len)
+{
+    sq_store *b = BE(s);
+    ldpb_err err = LDPB_OK;
+    if (!b->put_exp_state)
+        err = prepare(s, &b->put_exp_state,
+                      "UPDATE experiments SET state = ?2, policy_version = ?3, reports = ?4,"
+                      " duplicates = ?5, assignments = ?6, updated_at_ms ="
+                      " CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+                      " WHERE id = ?1");
+    if (err)
+        return err;
+    sqlite3_stmt *st = b->put_exp_state;
+    sqlite3_bind_int64(st, 1, exp);
+    sqlite3_bind_blob64(st, 2, state, len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->policy_version);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->reports);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->duplicates);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)c->assignments);
+    return step_done(s, st, "compacting the state log");
+}
+
+/* Inside the open transaction: each experiment's last state, logged (`cur`) or of this
+ * transaction (pend, later), into its row, and the log emptied. The log's pages are freed without
+ * being overwritten with zeros (secure_delete FAST for the DELETE, then as it was), unlike those
+ * of deleted decisions: zeroing would write each freed page of the log once more, and whoever
+ * reads the file's free pages reads the file, every report and the current states with it. */
 static ldpb_err compact_log(agg_store *s)
 {
+    sq_store *b = BE(s);
+    ldpb_err err = LDPB_OK;
+    for (size_t i = 0; i < b->cap_cur && !err; i++)
+        if (b->cur[i].exp)
+            err = put_exp_state(s, b->cur[i].exp, &b->cur[i].c, b->cur[i].state, b->cur[i].len);
+    for (size_t i = 0; i < b->n_pend && !err; i++)
+        err = put_exp_state(s, b->pend[i].exp, &b->pend[i].c, b->arena + b->pend[i].off,
+                            b->pend[i].len);
+    if (err)
+        return err;
     sqlite3_int64 secure = query_count(s, "PRAGMA secure_delete");
     char restore[40];
     snprintf(restore, sizeof restore, "PRAGMA secure_delete = %s",
              secure == 0   ? "OFF"
              : secure == 2 ? "FAST"
                            : "ON");
-    ldpb_err err =
-        exec(s, "UPDATE experiments SET state = l.state, policy_version = l.policy_version,"
-                " reports = l.reports, duplicates = l.duplicates, assignments = l.assignments,"
-                " updated_at_ms = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
-                " FROM (SELECT experiment, state, policy_version, reports, duplicates,"
-                " assignments, max(seq) FROM state_log GROUP BY experiment) AS l"
-                " WHERE experiments.id = l.experiment;"
-                "PRAGMA secure_delete = FAST;"
-                "DELETE FROM state_log;");
+    err = exec(s, "PRAGMA secure_delete = FAST; DELETE FROM state_log;");
     if (secure >= 0 && exec(s, restore) && !err)
         err = LDPB_EIO;
     if (err) {
@@ -757,25 +902,65 @@ static ldpb_err compact_log(agg_store *s)
     return err;
 }
 
+/* Inside the open transaction: its states as one state_log row. */
+static ldpb_err flush_states(agg_store *s)
+{
+    sq_store *b = BE(s);
+    ldpb_err err = LDPB_OK;
+    if (!b->put_log)
+        err = prepare(s, &b->put_log, "INSERT INTO state_log(states) VALUES (?1)");
+    if (err)
+        return err;
+    agg_slog_put_header(b->arena, (uint32_t)b->n_pend);
+    if (sqlite3_bind_blob64(b->put_log, 1, b->arena, b->arena_len, SQLITE_STATIC) != SQLITE_OK)
+        return sql_fail(s, "writing the policy states");
+    return step_done(s, b->put_log, "writing the policy states");
+}
+
+/* The open transaction's states are committed: into `cur`, the arena emptied. */
+static void pending_done(sq_store *b, int committed, int compacted)
+{
+    if (committed && compacted) {
+        cur_clear(b);
+        b->log_states = 0;
+    } else if (committed) {
+        for (size_t i = 0; i < b->n_pend; i++)
+            if (cur_put(b, b->pend[i].exp, &b->pend[i].c, b->arena + b->pend[i].off,
+                        b->pend[i].len)) {
+                /* Only the in-memory copy is short: read the committed log again. */
+                b->log_states = -1;
+                break;
+            }
+        if (b->log_states >= 0)
+            b->log_states += (int64_t)b->n_pend;
+    }
+    b->n_pend = 0;
+    b->arena_len = 0;
+}
+
 static ldpb_err sq_commit(agg_store *s)
 {
     sq_store *b = BE(s);
-    int compact = b->log_rows + b->log_pending >= STATE_LOG_MAX;
-    ldpb_err err = flush_states(s);
-    if (!err && compact)
-        err = compact_log(s);
+    if (b->log_states < 0) { /* a failed cur_put (above): rebuild cur from the log */
+        cur_clear(b);
+        ldpb_err err = replay_log(s);
+        if (err)
+            return err;
+    }
+    int compact = b->n_pend && b->log_states + (int64_t)b->n_pend >= STATE_LOG_MAX;
+    ldpb_err err = LDPB_OK;
+    if (compact)
+        err = compact_log(s); /* writes this transaction's states into the rows too */
+    else if (b->n_pend)
+        err = flush_states(s);
     if (!err)
         err = step_done(s, b->commit, "COMMIT");
-    if (!err) {
-        b->log_rows = compact ? 0 : b->log_rows + b->log_pending;
-        b->log_pending = 0;
-    }
+    pending_done(b, !err, compact);
     return err;
 }
 
 static void sq_rollback(agg_store *s)
 {
-    BE(s)->log_pending = 0;
     BE(s)->n_pend = 0;
     BE(s)->arena_len = 0;
     if (BE(s)->known)
@@ -918,6 +1103,12 @@ static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
     ldpb_err err = experiment_known(s, exp, found);
     if (err || !*found)
         return err;
+    if (len == 0 || len > UINT32_MAX || c->policy_version > INT64_MAX ||
+        c->reports > INT64_MAX || c->duplicates > INT64_MAX || c->assignments > INT64_MAX ||
+        b->n_pend >= UINT32_MAX) {
+        say(s->errmsg, "a policy state of %zu bytes or its counters cannot be stored", len);
+        return LDPB_EINVAL;
+    }
     if (b->n_pend == b->cap_pend) {
         size_t cap = b->cap_pend ? b->cap_pend * 2 : 64;
         struct sq_pending *p = realloc(b->pend, cap * sizeof *p);
@@ -926,70 +1117,28 @@ static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
         b->pend = p;
         b->cap_pend = cap;
     }
-    if (len > b->arena_cap - b->arena_len) {
-        if (len > SIZE_MAX / 4 - b->arena_len)
+    size_t need = AGG_SLOG_FIXED + len + (b->arena_len ? 0 : AGG_SLOG_HEADER);
+    if (need > b->arena_cap - b->arena_len) {
+        if (need > SIZE_MAX / 4 - b->arena_len)
             goto oom;
-        size_t cap = (b->arena_len + len) * 2 + 4096;
+        size_t cap = (b->arena_len + need) * 2 + 4096;
         uint8_t *a = realloc(b->arena, cap);
         if (!a)
             goto oom;
         b->arena = a;
         b->arena_cap = cap;
     }
+    if (b->arena_len == 0)
+        b->arena_len = AGG_SLOG_HEADER; /* written by flush_states */
+    agg_slog_put_fixed(b->arena + b->arena_len, exp, c, (uint32_t)len);
+    b->arena_len += AGG_SLOG_FIXED;
     memcpy(b->arena + b->arena_len, blob, len);
     b->pend[b->n_pend++] = (struct sq_pending){exp, *c, b->arena_len, len};
     b->arena_len += len;
-    b->log_pending++;
     return LDPB_OK;
 oom:
     say(s->errmsg, "out of memory");
     return LDPB_ENOMEM;
-}
-
-/* The statement appending n (1..PUT_ROWS) rows to state_log. */
-static ldpb_err put_rows_stmt(agg_store *s, size_t n, sqlite3_stmt **out)
-{
-    sq_store *b = BE(s);
-    if (!b->put_rows[n - 1]) {
-        char sql[128 + PUT_ROWS * 24];
-        size_t at = (size_t)snprintf(sql, sizeof sql,
-                                     "INSERT INTO state_log(experiment, state, policy_version,"
-                                     " reports, duplicates, assignments) VALUES ");
-        for (size_t i = 0; i < n; i++)
-            at += (size_t)snprintf(sql + at, sizeof sql - at, "%s(?,?,?,?,?,?)", i ? "," : "");
-        ldpb_err err = prepare(s, &b->put_rows[n - 1], sql);
-        if (err)
-            return err;
-    }
-    *out = b->put_rows[n - 1];
-    return LDPB_OK;
-}
-
-/* Inside the open transaction: its states into state_log, in order. */
-static ldpb_err flush_states(agg_store *s)
-{
-    sq_store *b = BE(s);
-    ldpb_err err = LDPB_OK;
-    for (size_t i = 0; i < b->n_pend && !err; i += PUT_ROWS) {
-        size_t n = b->n_pend - i < PUT_ROWS ? b->n_pend - i : PUT_ROWS;
-        sqlite3_stmt *st = NULL;
-        err = put_rows_stmt(s, n, &st);
-        for (size_t j = 0; j < n && !err; j++) {
-            const struct sq_pending *p = &b->pend[i + j];
-            int col = (int)j * 6;
-            sqlite3_bind_int64(st, col + 1, p->exp);
-            sqlite3_bind_blob64(st, col + 2, b->arena + p->off, p->len, SQLITE_STATIC);
-            sqlite3_bind_int64(st, col + 3, (sqlite3_int64)p->c.policy_version);
-            sqlite3_bind_int64(st, col + 4, (sqlite3_int64)p->c.reports);
-            sqlite3_bind_int64(st, col + 5, (sqlite3_int64)p->c.duplicates);
-            sqlite3_bind_int64(st, col + 6, (sqlite3_int64)p->c.assignments);
-        }
-        if (!err)
-            err = step_done(s, st, "writing the policy states");
-    }
-    b->n_pend = 0;
-    b->arena_len = 0;
-    return err;
 }
 
 static ldpb_err sq_arm_counts(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k)
