@@ -36,7 +36,8 @@ void agg_slog_put_fixed(uint8_t p[AGG_SLOG_FIXED], int64_t exp, const agg_store_
     put_le(p + 40, len, 4);
 }
 
-static ldpb_err refuse(char *why, size_t cap, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static ldpb_err refuse(char *why, size_t cap,
+                                                              const char *fmt, ...)
 {
     if (cap) {
         va_list ap;

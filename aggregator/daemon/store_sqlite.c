@@ -551,6 +551,16 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         say(errmsg, "%s: adding the state log: %s", path, s->errmsg);
         err = LDPB_EIO;
     }
+    /* An empty log of the per-experiment layout of unreleased development builds (one that
+     * such a build's clean stop left) is replaced; one with rows is refused by replay_log. */
+    if (!err &&
+        query_count(s, "SELECT count(*) FROM pragma_table_info('state_log') WHERE name = 'states'")
+            == 0 &&
+        query_count(s, "SELECT count(*) FROM state_log") == 0 &&
+        exec(s, "DROP TABLE state_log;" STATE_LOG_SQL)) {
+        say(errmsg, "%s: replacing the empty state log: %s", path, s->errmsg);
+        err = LDPB_EIO;
+    }
     if (!err && (err = replay_log(s)) != LDPB_OK)
         say(errmsg, "%s: %s", path, s->errmsg);
     if (!err)
