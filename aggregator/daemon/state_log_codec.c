@@ -36,8 +36,8 @@ void agg_slog_put_fixed(uint8_t p[AGG_SLOG_FIXED], int64_t exp, const agg_store_
     put_le(p + 40, len, 4);
 }
 
-__attribute__((format(printf, 3, 4))) static ldpb_err refuse(char *why, size_t cap,
-                                                              const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static ldpb_err refuse(char *why, size_t cap, const char *fmt,
+                                                             ...)
 {
     if (cap) {
         va_list ap;
@@ -48,8 +48,8 @@ __attribute__((format(printf, 3, 4))) static ldpb_err refuse(char *why, size_t c
     return LDPB_ECORRUPT;
 }
 
-ldpb_err agg_slog_decode(const uint8_t *p, size_t n, agg_slog_entry **out, size_t *count,
-                         char *why, size_t why_cap)
+ldpb_err agg_slog_decode(const uint8_t *p, size_t n, agg_slog_entry **out, size_t *count, char *why,
+                         size_t why_cap)
 {
     *out = NULL;
     *count = 0;
@@ -90,8 +90,8 @@ ldpb_err agg_slog_decode(const uint8_t *p, size_t n, agg_slog_entry **out, size_
                                           : NULL;
         if (bad) {
             free(e);
-            return refuse(why, why_cap, "entry %zu of %llu has %s", i + 1,
-                          (unsigned long long)want, bad);
+            return refuse(why, why_cap, "entry %zu of %llu has %s", i + 1, (unsigned long long)want,
+                          bad);
         }
         e[i] = (agg_slog_entry){(int64_t)v[0], {v[1], v[2], v[3], v[4]}, p + off, (size_t)len};
         off += (size_t)len;

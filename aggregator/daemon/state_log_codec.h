@@ -42,7 +42,7 @@ void agg_slog_put_fixed(uint8_t p[AGG_SLOG_FIXED], int64_t exp, const agg_store_
 
 /* Checks and splits `n` bytes into *count entries, *out (malloc'd, the caller frees; pointing
  * into `p`). LDPB_ECORRUPT with `why` set for bytes it refuses, LDPB_ENOMEM. */
-ldpb_err agg_slog_decode(const uint8_t *p, size_t n, agg_slog_entry **out, size_t *count,
-                         char *why, size_t why_cap);
+ldpb_err agg_slog_decode(const uint8_t *p, size_t n, agg_slog_entry **out, size_t *count, char *why,
+                         size_t why_cap);
 
 #endif

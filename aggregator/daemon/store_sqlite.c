@@ -199,8 +199,8 @@ static const struct sq_cur *cur_find(const sq_store *b, int64_t exp)
 }
 
 /* Makes `len` bytes of `state` and `c` experiment exp's (>= 1) current state. */
-static ldpb_err cur_put(sq_store *b, int64_t exp, const agg_store_counters *c,
-                        const uint8_t *state, size_t len)
+static ldpb_err cur_put(sq_store *b, int64_t exp, const agg_store_counters *c, const uint8_t *state,
+                        size_t len)
 {
     if (b->n_cur + 1 > b->cap_cur / 2) { /* at most half full: probes stay short */
         size_t cap = b->cap_cur ? b->cap_cur * 2 : 64;
@@ -554,8 +554,8 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
     /* An empty log of the per-experiment layout of unreleased development builds (one that
      * such a build's clean stop left) is replaced; one with rows is refused by replay_log. */
     if (!err &&
-        query_count(s, "SELECT count(*) FROM pragma_table_info('state_log') WHERE name = 'states'")
-            == 0 &&
+        query_count(
+            s, "SELECT count(*) FROM pragma_table_info('state_log') WHERE name = 'states'") == 0 &&
         query_count(s, "SELECT count(*) FROM state_log") == 0 &&
         exec(s, "DROP TABLE state_log;" STATE_LOG_SQL)) {
         say(errmsg, "%s: replacing the empty state log: %s", path, s->errmsg);
@@ -1113,9 +1113,8 @@ static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
     ldpb_err err = experiment_known(s, exp, found);
     if (err || !*found)
         return err;
-    if (len == 0 || len > UINT32_MAX || c->policy_version > INT64_MAX ||
-        c->reports > INT64_MAX || c->duplicates > INT64_MAX || c->assignments > INT64_MAX ||
-        b->n_pend >= UINT32_MAX) {
+    if (len == 0 || len > UINT32_MAX || c->policy_version > INT64_MAX || c->reports > INT64_MAX ||
+        c->duplicates > INT64_MAX || c->assignments > INT64_MAX || b->n_pend >= UINT32_MAX) {
         say(s->errmsg, "a policy state of %zu bytes or its counters cannot be stored", len);
         return LDPB_EINVAL;
     }

@@ -183,7 +183,8 @@ static void test_kill9_across_compaction(void **state)
     assert_int_equal(agg_store_open(&s, sdir, &m, msg), LDPB_OK);
     check_states(s, want);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    print_message("open + list with %d states in the state log: %.1f ms\n", N_TXN * PER_TXN - LOG_MAX,
+    print_message("open + list with %d states in the state log: %.1f ms\n",
+                  N_TXN * PER_TXN - LOG_MAX,
                   (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     agg_store_close(s);
 
