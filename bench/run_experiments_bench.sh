@@ -10,7 +10,8 @@
 #   3. CPU per report: one daemon declaring SPREAD (default 1000) experiments; `ldpb loadgen`
 #      spread over all SPREAD (uniformly) and on one of them, alternated ROUNDS (default 3) times
 #      in one run, each REPORTS (default 10000) rounds with CLIENTS (default 16) clients; the
-#      daemon's utime + stime (/proc/PID/stat) over the reports loadgen saw acked.
+#      daemon's utime + stime (/proc/PID/stat) over the reports loadgen saw acked, and the bytes
+#      it wrote (wchar of /proc/PID/io: mostly the WAL's pages, plus the replies) per report.
 # Every experiment: ldp-ts-b, local, 5 arms, linear mechanism, epsilon 1. The machine may be
 # shared: CPU time per report and ratios within one run are the figures to compare.
 #
@@ -101,6 +102,7 @@ start_daemon() {
 }
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+wchar() { awk '/^wchar:/ { print $2 }' "/proc/$1/io"; }
 cpu_us() { awk -v t="$tck" '{ sub(/^.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e6 / t }' "/proc/$1/stat"; }
 
 echo "# run_experiments_bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores,"
@@ -142,7 +144,7 @@ start_daemon spread "e$((spread - 1))"
 echo
 echo "== 3. daemon CPU per report: one daemon with $spread experiments; loadgen ($clients clients,"
 echo "==    $reports rounds each run) on all $spread (uniform) or on e0 alone, alternated =="
-printf '%-6s %-12s %10s %12s %12s\n' round load acked "cpu ms" "us/report"
+printf '%-6s %-12s %10s %12s %12s %14s\n' round load acked "cpu ms" "us/report" "bytes/report"
 declare -A sum_us sum_n
 for r in $(seq 1 "$rounds"); do
     for load in "spread$spread" one; do
@@ -152,13 +154,16 @@ for r in $(seq 1 "$rounds"); do
             flags=(--experiments "$spread")
         fi
         c0=$(cpu_us "$daemon_pid")
+        w0=$(wchar "$daemon_pid")
         "$ldpb" loadgen --connect "$url" --server-key "$pub" --clients "$clients" \
             --reports "$reports" "${flags[@]}" >"$work/loadgen.$r.$load" 2>&1 || true
         c1=$(cpu_us "$daemon_pid")
+        w1=$(wchar "$daemon_pid")
         acked=$(awk '/^reports acked/ { print $3; exit }' "$work/loadgen.$r.$load")
         acked=${acked:-0}
         us=$(awk -v c=$((c1 - c0)) -v n="$acked" 'BEGIN { printf "%.1f", (n > 0 ? c / n : 0) }')
-        printf '%-6s %-12s %10s %12.1f %12s\n' "$r" "$load" "$acked" "$(awk -v c=$((c1 - c0)) 'BEGIN { print c / 1000 }')" "$us"
+        wb=$(awk -v w=$((w1 - w0)) -v n="$acked" 'BEGIN { printf "%.0f", (n > 0 ? w / n : 0) }')
+        printf '%-6s %-12s %10s %12.1f %12s %14s\n' "$r" "$load" "$acked" "$(awk -v c=$((c1 - c0)) 'BEGIN { print c / 1000 }')" "$us" "$wb"
         sum_us[$load]=$((${sum_us[$load]:-0} + c1 - c0))
         sum_n[$load]=$((${sum_n[$load]:-0} + acked))
         if [ "$acked" = 0 ]; then

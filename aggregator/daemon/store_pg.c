@@ -58,8 +58,12 @@ typedef struct pg_store {
     uint64_t pending_generation; /* written by the open transaction */
     int in_doubt;                /* a COMMIT's answer was lost: resolved at the reconnect */
     int stuck;                   /* that COMMIT happened: no more transactions until a reload */
-    uint64_t stuck_generation;   /* the generation it wrote */
-    int64_t started_ms;          /* this node's start, for its row of `nodes` */
+    /* The last failure was the database going away (the connection lost, or the server shutting
+     * down or starting up): the daemon answers "busy, resend". Kept until a BEGIN succeeds, so a
+     * reconnect between the failure and its answer does not turn it into an I/O error. */
+    int unreachable;
+    uint64_t stuck_generation; /* the generation it wrote */
+    int64_t started_ms;        /* this node's start, for its row of `nodes` */
 } pg_store;
 
 #define BE(s) ((pg_store *)(s)->be)
@@ -257,8 +261,19 @@ static void pg_reason(PGconn *conn, char *out, size_t cap)
         out[--n] = '\0';
 }
 
+/* SQLSTATE class 08 (connection exception) and 57P01..57P03 (the server shutting down, crashed,
+ * or not yet accepting connections) mean the database went away, not that the statement failed. */
+static int sqlstate_unreachable(const PGresult *r)
+{
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    return st && (!strncmp(st, "08", 2) || !strcmp(st, "57P01") || !strcmp(st, "57P02") ||
+                  !strcmp(st, "57P03"));
+}
+
 static ldpb_err pg_fail(agg_store *s, const char *what)
 {
+    if (PQstatus(BE(s)->conn) != CONNECTION_OK)
+        BE(s)->unreachable = 1;
     char why[AGG_STORE_ERRMAX];
     pg_reason(BE(s)->conn, why, sizeof why);
     say(s->errmsg, "%s: %s", what, why[0] ? why : "the database connection is lost");
@@ -272,6 +287,8 @@ static ldpb_err run(agg_store *s, const char *sql, ExecStatusType want, PGresult
 {
     PGresult *r = PQexec(BE(s)->conn, sql);
     if (PQresultStatus(r) != want) {
+        if (sqlstate_unreachable(r))
+            BE(s)->unreachable = 1;
         ldpb_err err = pg_fail(s, what);
         PQclear(r);
         return err;
@@ -294,6 +311,8 @@ static ldpb_err check_result(agg_store *s, PGresult *r, ExecStatusType want, con
 {
     if (PQresultStatus(r) == want)
         return LDPB_OK;
+    if (sqlstate_unreachable(r))
+        BE(s)->unreachable = 1;
     return pg_fail(s, what);
 }
 
@@ -438,6 +457,8 @@ static ldpb_err pg_begin(agg_store *s)
             return LDPB_EIO;
         err = run(s, "BEGIN", PGRES_COMMAND_OK, NULL, "BEGIN");
     }
+    if (!err)
+        b->unreachable = 0;
     return err;
 }
 
@@ -447,6 +468,8 @@ static ldpb_err pg_commit(agg_store *s)
     PGresult *r = PQexec(b->conn, "COMMIT");
     /* A COMMIT of a failed transaction answers ROLLBACK (COMMAND_OK, tag "ROLLBACK"). */
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(r), "COMMIT") == 0;
+    if (!ok && sqlstate_unreachable(r))
+        b->unreachable = 1;
     PQclear(r);
     if (ok) {
         b->generation = b->pending_generation;
@@ -1449,7 +1472,7 @@ static void pg_reloaded(agg_store *s)
 static int pg_unavailable(const agg_store *s)
 {
     const pg_store *b = s->be;
-    return b && !b->stuck && PQstatus(b->conn) != CONNECTION_OK;
+    return b && !b->stuck && (b->unreachable || PQstatus(b->conn) != CONNECTION_OK);
 }
 
 PGconn *agg_pg_conn(agg_store *s)

@@ -1,7 +1,18 @@
 /* The SQLite backend of the store (store.h, store_be.h): one database, aggregator.db, in the
  * state directory (WAL, synchronous=FULL: the WAL is fsynced at every commit). Every statement is
- * prepared once; a batch is one transaction of INSERT OR IGNOREs plus the policy state row, so its
- * COMMIT makes the reports and the state that counts them durable together. */
+ * prepared once; a batch is one transaction of INSERT OR IGNOREs plus one state_log row holding
+ * the states of every experiment it touched, so its COMMIT makes the reports and the states that
+ * count them durable together.
+ *
+ * The state log (docs/aggregator.md, "The state log"): put_state adds the experiment's state and
+ * counters to the commit's state_log row (state_log_codec.h) instead of rewriting its row in
+ * `experiments`. Rewriting rows of many experiments dirtied a page of `experiments` each, and a
+ * row per experiment cost an insert each; one row per commit costs one insert however many
+ * experiments the batch spans. The open replays the log in commit order into `cur` (each
+ * experiment's last logged state), which readers take before the row; once STATE_LOG_MAX states
+ * are logged, the COMMIT that reaches it first writes each experiment's last state into its row
+ * and empties the log, in the same transaction (so no crash can see half of it). Closing compacts
+ * too, so a cleanly stopped database has an empty log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,14 +25,46 @@
 #include <sqlite3.h>
 
 #include "state_id.h"
+#include "state_log_codec.h"
 #include "store_be.h"
 
 typedef struct sq_store {
     sqlite3 *db;
     sqlite3_stmt *begin, *commit, *rollback;
-    sqlite3_stmt *add_report, *has_report, *add_decision, *put_state;
+    sqlite3_stmt *add_report, *has_report, *add_decision, *has_experiment;
     sqlite3_stmt *prune_expired, *prune_oldest, *arm_counts, *add_experiment;
+    int64_t log_states; /* states in the committed rows of state_log */
+    /* known[id]: experiment `id` was found in `experiments`, so put_state need not look again
+     * (rows are never deleted; a rollback, which may take back a row just added, clears it) */
+    uint8_t *known;
+    size_t known_cap;
+    /* The open transaction's states: arena is its state_log row as it is encoded (the header,
+     * written by the COMMIT, then the entries as put_state adds them); pend[i] points at entry
+     * i's state in it, for `cur` once the COMMIT is done. */
+    struct sq_pending {
+        int64_t exp;
+        agg_store_counters c;
+        size_t off, len; /* in arena */
+    } * pend;
+    size_t n_pend, cap_pend;
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+    sqlite3_stmt *put_log, *put_exp_state;
+    /* Each experiment's last state in the committed log (open addressing by id, cap_cur a power
+     * of two or 0, id 0 free): what readers take before its row, and compaction writes there. */
+    struct sq_cur {
+        int64_t exp;
+        agg_store_counters c;
+        uint8_t *state;
+        size_t len;
+    } * cur;
+    size_t n_cur, cap_cur;
 } sq_store;
+
+/* States logged in state_log that trigger its compaction: a restore replays at most this many
+ * (about 150 bytes each for a small policy), and compaction's cost (one UPDATE per experiment in
+ * the log) is spread over this many logged states. */
+#define STATE_LOG_MAX 16384
 
 #define say   agg_store_say
 #define BE(s) ((sq_store *)(s)->be)
@@ -40,10 +83,22 @@ typedef struct sq_store {
     " id INTEGER PRIMARY KEY CHECK (id = 1), public_key BLOB NOT NULL,"                            \
     " created_at_ms INTEGER NOT NULL);"
 
-/* Version 3 (the node tables are PostgreSQL's, kept here so that one schema describes both
- * backends; SQLite is one node and leaves them empty). The indexes serve one experiment's arm
- * counts and export (reports and decisions by experiment) and retention (one ordered delete across
- * experiments, by retain_until_ms). */
+/* The state log (above): a row per commit, `states` in the encoding of state_log_codec.h; seq
+ * orders them (appended at max + 1; emptied whole by compaction). A database of version 2 made
+ * before the log gets it at its next open, and loses the indexes by experiment. */
+#define STATE_LOG_SQL                                                                              \
+    "CREATE TABLE IF NOT EXISTS state_log(seq INTEGER PRIMARY KEY, states BLOB NOT NULL);"
+static const char upgrade_sql[] = STATE_LOG_SQL "DROP INDEX IF EXISTS reports_by_experiment;"
+                                                "DROP INDEX IF EXISTS decisions_by_experiment;";
+
+/* Version 3 (the node tables, nodes, exp_node_state and node_key, are PostgreSQL's, kept here
+ * so that one schema describes both backends; SQLite is one node and leaves them empty). No index
+ * leads with `experiment`: with reports spread over many experiments such an
+ * index dirtied a page per report and experiment (its entries of one experiment sit together),
+ * which cost a commit more than the rows themselves (docs/performance.md, "Experiments"); the
+ * queries of one experiment (arm counts, export) scan instead, and the restore counts every
+ * experiment's reports in one pass. The index by retain_until_ms serves retention (one ordered
+ * delete across experiments). */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
@@ -59,7 +114,6 @@ static const char schema_sql[] =
     " mechanism TEXT NOT NULL, epsilon REAL NOT NULL, propensity REAL NOT NULL,"
     " policy_version INTEGER NOT NULL, value REAL NOT NULL, expires_at_ms INTEGER NOT NULL,"
     " reported_at_ms INTEGER NOT NULL) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS reports_by_experiment ON reports(experiment, arm);"
     "CREATE TABLE IF NOT EXISTS decisions("
     " assignment_id BLOB PRIMARY KEY, experiment INTEGER NOT NULL, arm INTEGER NOT NULL,"
     " mechanism TEXT NOT NULL, epsilon REAL NOT NULL, propensity REAL NOT NULL,"
@@ -68,12 +122,12 @@ static const char schema_sql[] =
     /* Retention deletes the decisions retained least long first, a chunk per transaction:
      * without this index every chunk would scan the whole table. */
     "CREATE INDEX IF NOT EXISTS decisions_by_retention ON decisions(retain_until_ms);"
-    "CREATE INDEX IF NOT EXISTS decisions_by_experiment ON decisions(experiment, expires_at_ms);"
     /* The state's identity (state_id.h). A database of an older version gets the table (empty)
      * at its first open here and an identity by migration. */
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
-    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);" NODE_TABLES_SQL;
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);" NODE_TABLES_SQL
+        STATE_LOG_SQL;
 
 /* Version 1 to 2, in the open transaction (agg_meta_reader.migrate): the old tables renamed, the
  * new ones created, the rows copied with the experiment `default` (id 1), the old ones dropped.
@@ -140,18 +194,97 @@ static ldpb_err step_done(agg_store *s, sqlite3_stmt *st, const char *what)
     return LDPB_OK;
 }
 
+static ldpb_err compact_log(agg_store *s);
+static ldpb_err flush_states(agg_store *s);
+
+/* ---- the log's current states (sq_store.cur) ---------------------------------------------- */
+
+static size_t cur_slot(const sq_store *b, int64_t exp)
+{
+    size_t mask = b->cap_cur - 1, i = (size_t)((uint64_t)exp * 0x9e3779b97f4a7c15u >> 20) & mask;
+    while (b->cur[i].exp && b->cur[i].exp != exp)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static const struct sq_cur *cur_find(const sq_store *b, int64_t exp)
+{
+    if (!b->n_cur || exp <= 0)
+        return NULL;
+    const struct sq_cur *e = &b->cur[cur_slot(b, exp)];
+    return e->exp ? e : NULL;
+}
+
+/* Makes `len` bytes of `state` and `c` experiment exp's (>= 1) current state. */
+static ldpb_err cur_put(sq_store *b, int64_t exp, const agg_store_counters *c, const uint8_t *state,
+                        size_t len)
+{
+    if (b->n_cur + 1 > b->cap_cur / 2) { /* at most half full: probes stay short */
+        size_t cap = b->cap_cur ? b->cap_cur * 2 : 64;
+        struct sq_cur *old = b->cur, *t = calloc(cap, sizeof *t);
+        if (!t)
+            return LDPB_ENOMEM;
+        size_t old_cap = b->cap_cur;
+        b->cur = t;
+        b->cap_cur = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].exp)
+                b->cur[cur_slot(b, old[i].exp)] = old[i];
+        free(old);
+    }
+    struct sq_cur *e = &b->cur[cur_slot(b, exp)];
+    if (!e->exp || e->len != len) {
+        uint8_t *m = realloc(e->state, len);
+        if (!m)
+            return LDPB_ENOMEM;
+        e->state = m;
+    }
+    if (!e->exp)
+        b->n_cur++;
+    e->exp = exp;
+    e->c = *c;
+    e->len = len;
+    memcpy(e->state, state, len);
+    return LDPB_OK;
+}
+
+static void cur_clear(sq_store *b)
+{
+    for (size_t i = 0; i < b->cap_cur; i++) {
+        free(b->cur[i].state);
+        b->cur[i] = (struct sq_cur){0};
+    }
+    b->n_cur = 0;
+}
+
+static ldpb_err compact_log(agg_store *s);
+static ldpb_err replay_log(agg_store *s);
+
 static void sq_close(agg_store *s)
 {
     sq_store *b = BE(s);
     if (!b)
         return;
+    /* A cleanly stopped state keeps its states in their rows (best effort: a failure leaves the
+     * log, which the next open reads as it is). */
+    if (b->begin && b->log_states > 0 && sqlite3_get_autocommit(b->db) && !exec(s, "BEGIN")) {
+        if (compact_log(s) || exec(s, "COMMIT"))
+            (void)exec(s, "ROLLBACK");
+    }
     sqlite3_finalize(b->begin);
     sqlite3_finalize(b->commit);
     sqlite3_finalize(b->rollback);
     sqlite3_finalize(b->add_report);
     sqlite3_finalize(b->has_report);
     sqlite3_finalize(b->add_decision);
-    sqlite3_finalize(b->put_state);
+    sqlite3_finalize(b->has_experiment);
+    sqlite3_finalize(b->put_log);
+    sqlite3_finalize(b->put_exp_state);
+    cur_clear(b);
+    free(b->cur);
+    free(b->known);
+    free(b->pend);
+    free(b->arena);
     sqlite3_finalize(b->prune_expired);
     sqlite3_finalize(b->prune_oldest);
     sqlite3_finalize(b->arm_counts);
@@ -385,11 +518,7 @@ static ldpb_err prepare_all(agg_store *s)
                       " epsilon, propensity, policy_version, issued_at_ms, expires_at_ms,"
                       " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
-        err = prepare(s, &b->put_state,
-                      "UPDATE experiments SET state = ?2, policy_version = ?3, reports = ?4,"
-                      " duplicates = ?5, assignments = ?6, updated_at_ms ="
-                      " CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
-                      " WHERE id = ?1");
+        err = prepare(s, &b->has_experiment, "SELECT 1 FROM experiments WHERE id = ?1");
     if (!err)
         err = prepare(s, &b->prune_expired,
                       "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
@@ -447,12 +576,33 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         return LDPB_EIO;
     }
     sqlite3_extended_result_codes(b->db, 1);
+    if (sqlite3_libversion_number() < 3033000) { /* compaction's UPDATE ... FROM */
+        say(errmsg, "%s: SQLite %s is too old: the store needs 3.33 or later", path,
+            sqlite3_libversion());
+        return LDPB_EIO;
+    }
     if (exec(s, "PRAGMA journal_mode=WAL") || exec(s, "PRAGMA synchronous=FULL") ||
         exec(s, "PRAGMA busy_timeout=5000") || exec(s, "BEGIN IMMEDIATE")) {
         say(errmsg, "%s: %s", path, s->errmsg);
         return LDPB_EIO;
     }
     err = agg_store_settle_meta(s, &sq_meta_reader, meta, errmsg);
+    if (!err && exec(s, upgrade_sql)) {
+        say(errmsg, "%s: adding the state log: %s", path, s->errmsg);
+        err = LDPB_EIO;
+    }
+    /* An empty log of the per-experiment layout of unreleased development builds (one that
+     * such a build's clean stop left) is replaced; one with rows is refused by replay_log. */
+    if (!err &&
+        query_count(
+            s, "SELECT count(*) FROM pragma_table_info('state_log') WHERE name = 'states'") == 0 &&
+        query_count(s, "SELECT count(*) FROM state_log") == 0 &&
+        exec(s, "DROP TABLE state_log;" STATE_LOG_SQL)) {
+        say(errmsg, "%s: replacing the empty state log: %s", path, s->errmsg);
+        err = LDPB_EIO;
+    }
+    if (!err && (err = replay_log(s)) != LDPB_OK)
+        say(errmsg, "%s: %s", path, s->errmsg);
     if (!err)
         err = agg_state_id_settle(b->db, dir, !s->fresh, meta->new_state, &s->ident, errmsg,
                                   AGG_STORE_ERRMAX);
@@ -479,23 +629,84 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
     return err;
 }
 
-/* The columns every experiment query reads, after id and name: state, policy_version, reports,
- * duplicates, assignments, the count of its reports. */
-#define EXP_COLUMNS                                                                                \
-    "e.state, e.policy_version, e.reports, e.duplicates, e.assignments,"                           \
-    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id)"
+/* At the open: the log's rows in commit order into `cur` (a later state of an experiment replaces
+ * an earlier one), and the count of states they hold. */
+static ldpb_err replay_log(agg_store *s)
+{
+    sq_store *b = BE(s);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(b->db, "SELECT seq, states FROM state_log ORDER BY seq", -1, &st,
+                           NULL) != SQLITE_OK) {
+        /* e.g. the per-experiment rows of an unreleased development layout */
+        say(s->errmsg, "the state log is not of this version's layout: %s", sqlite3_errmsg(b->db));
+        sqlite3_finalize(st);
+        return LDPB_ECORRUPT;
+    }
+    ldpb_err err = LDPB_OK;
+    int rc;
+    b->log_states = 0;
+    while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 seq = sqlite3_column_int64(st, 0);
+        const uint8_t *p = sqlite3_column_blob(st, 1);
+        size_t n = (size_t)sqlite3_column_bytes(st, 1);
+        agg_slog_entry *e = NULL;
+        size_t count = 0;
+        char why[160];
+        if (sqlite3_column_type(st, 1) != SQLITE_BLOB) {
+            say(s->errmsg, "state log row %lld: not a blob", (long long)seq);
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        err = agg_slog_decode(p, n, &e, &count, why, sizeof why);
+        if (err) {
+            say(s->errmsg, "state log row %lld: %s", (long long)seq, why);
+            break;
+        }
+        for (size_t i = 0; i < count && !err; i++)
+            if ((err = cur_put(b, e[i].exp, &e[i].c, e[i].state, e[i].len)) != LDPB_OK)
+                say(s->errmsg, "out of memory");
+        b->log_states += (int64_t)count;
+        free(e);
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = sql_fail(s, "reading the state log");
+    sqlite3_finalize(st);
+    return err;
+}
 
-/* The state and counters from the columns at `col` (EXP_COLUMNS), checked. */
-static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, const char *name,
+/* The columns every experiment query reads, after id and name: state, policy_version, reports,
+ * duplicates, assignments (from its row; read_state takes its last logged state from `cur`
+ * instead where it has one), the count of its reports. EXP_FROM(filter) joins what they read:
+ * `filter` restricts the reports to one experiment (or is empty); the reports are counted in one
+ * pass, not a scan per experiment. */
+#define EXP_COLUMNS                                                                                \
+    "e.state, e.policy_version, e.reports, e.duplicates, e.assignments, coalesce(c.n, 0)"
+#define EXP_FROM(filter)                                                                           \
+    " FROM experiments e LEFT JOIN (SELECT experiment, count(*) AS n FROM reports" filter          \
+    " GROUP BY experiment) c ON c.experiment = e.id"
+
+/* Experiment `exp`'s state and counters: its last logged state if it has one, else the columns
+ * at `col` (EXP_COLUMNS); checked against its count of reports. */
+static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, int64_t exp, const char *name,
                            uint8_t **blob, size_t *len, agg_store_counters *c)
 {
     int64_t v[5];
     for (int i = 0; i < 5; i++)
         v[i] = sqlite3_column_int64(st, col + 1 + i);
-    int n = sqlite3_column_bytes(st, col);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
     const void *p = sqlite3_column_blob(st, col);
     int has_state = sqlite3_column_type(st, col) != SQLITE_NULL;
-    if (has_state && (n <= 0 || !p)) {
+    const struct sq_cur *l = cur_find(BE(s), exp);
+    if (l) { /* the decoder bounds these: states of 1 .. 2^32 - 1 bytes, counters <= 2^63 - 1 */
+        v[0] = (int64_t)l->c.policy_version;
+        v[1] = (int64_t)l->c.reports;
+        v[2] = (int64_t)l->c.duplicates;
+        v[3] = (int64_t)l->c.assignments;
+        n = l->len;
+        p = l->state;
+        has_state = 1;
+    }
+    if (has_state && (n == 0 || !p)) {
         say(s->errmsg, "experiment '%s': the policy state is empty", name);
         return LDPB_ECORRUPT;
     }
@@ -510,13 +721,13 @@ static ldpb_err read_state(agg_store *s, sqlite3_stmt *st, int col, const char *
     *len = 0;
     if (!has_state)
         return LDPB_OK;
-    *blob = malloc((size_t)n);
+    *blob = malloc(n);
     if (!*blob) {
         say(s->errmsg, "out of memory");
         return LDPB_ENOMEM;
     }
-    memcpy(*blob, p, (size_t)n);
-    *len = (size_t)n;
+    memcpy(*blob, p, n);
+    *len = n;
     return LDPB_OK;
 }
 
@@ -527,15 +738,16 @@ static ldpb_err sq_load(agg_store *s, int64_t exp, uint8_t **blob, size_t *len,
     *len = 0;
     memset(c, 0, sizeof *c);
     sqlite3_stmt *st = NULL;
-    ldpb_err err =
-        prepare(s, &st, "SELECT e.name, " EXP_COLUMNS " FROM experiments e WHERE e.id = ?1");
+    ldpb_err err = prepare(
+        s, &st,
+        "SELECT e.name, " EXP_COLUMNS EXP_FROM(" WHERE experiment = ?1") " WHERE e.id = ?1");
     if (err)
         return err;
     sqlite3_bind_int64(st, 1, exp);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(st, 0);
-        err = read_state(s, st, 1, name ? name : "?", blob, len, c);
+        err = read_state(s, st, 1, exp, name ? name : "?", blob, len, c);
     } else if (rc == SQLITE_DONE) {
         say(s->errmsg, "no experiment with id %lld", (long long)exp);
         err = LDPB_ENOEXPERIMENT;
@@ -565,15 +777,16 @@ static ldpb_err read_exp(agg_store *s, sqlite3_stmt *st, agg_store_exp *e)
         say(s->errmsg, "out of memory");
         return LDPB_ENOMEM;
     }
-    return read_state(s, st, 5, e->name, &e->state, &e->state_len, &e->counters);
+    return read_state(s, st, 5, e->id, e->name, &e->state, &e->state_len, &e->counters);
 }
 
 static ldpb_err sq_experiments(agg_store *s, agg_store_exp **out, size_t *n)
 {
     sqlite3_stmt *st = NULL;
-    ldpb_err err = prepare(s, &st,
-                           "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS
-                           " FROM experiments e ORDER BY e.id");
+    ldpb_err err =
+        prepare(s, &st,
+                "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS EXP_FROM(
+                    "") " ORDER BY e.id");
     if (err)
         return err;
     agg_store_exp *v = NULL;
@@ -681,13 +894,127 @@ static ldpb_err sq_begin(agg_store *s)
     return step_done(s, BE(s)->begin, "BEGIN");
 }
 
+/* Writes one state into experiment `exp`'s row (in the open transaction). */
+static ldpb_err put_exp_state(agg_store *s, int64_t exp, const agg_store_counters *c,
+                              const uint8_t *state, size_t len)
+{
+    sq_store *b = BE(s);
+    ldpb_err err = LDPB_OK;
+    if (!b->put_exp_state)
+        err = prepare(s, &b->put_exp_state,
+                      "UPDATE experiments SET state = ?2, policy_version = ?3, reports = ?4,"
+                      " duplicates = ?5, assignments = ?6, updated_at_ms ="
+                      " CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+                      " WHERE id = ?1");
+    if (err)
+        return err;
+    sqlite3_stmt *st = b->put_exp_state;
+    sqlite3_bind_int64(st, 1, exp);
+    sqlite3_bind_blob64(st, 2, state, len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->policy_version);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->reports);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->duplicates);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)c->assignments);
+    return step_done(s, st, "compacting the state log");
+}
+
+/* Inside the open transaction: each experiment's last state, logged (`cur`) or of this
+ * transaction (pend, later), into its row, and the log emptied. The log's pages are freed without
+ * being overwritten with zeros (secure_delete FAST for the DELETE, then as it was), unlike those
+ * of deleted decisions: zeroing would write each freed page of the log once more, and whoever
+ * reads the file's free pages reads the file, every report and the current states with it. */
+static ldpb_err compact_log(agg_store *s)
+{
+    sq_store *b = BE(s);
+    ldpb_err err = LDPB_OK;
+    for (size_t i = 0; i < b->cap_cur && !err; i++)
+        if (b->cur[i].exp)
+            err = put_exp_state(s, b->cur[i].exp, &b->cur[i].c, b->cur[i].state, b->cur[i].len);
+    for (size_t i = 0; i < b->n_pend && !err; i++)
+        err = put_exp_state(s, b->pend[i].exp, &b->pend[i].c, b->arena + b->pend[i].off,
+                            b->pend[i].len);
+    if (err)
+        return err;
+    sqlite3_int64 secure = query_count(s, "PRAGMA secure_delete");
+    char restore[40];
+    snprintf(restore, sizeof restore, "PRAGMA secure_delete = %s",
+             secure == 0   ? "OFF"
+             : secure == 2 ? "FAST"
+                           : "ON");
+    err = exec(s, "PRAGMA secure_delete = FAST; DELETE FROM state_log;");
+    if (secure >= 0 && exec(s, restore) && !err)
+        err = LDPB_EIO;
+    if (err) {
+        char why[AGG_STORE_ERRMAX];
+        snprintf(why, sizeof why, "%s", s->errmsg);
+        say(s->errmsg, "compacting the state log: %s", why);
+    }
+    return err;
+}
+
+/* Inside the open transaction: its states as one state_log row. */
+static ldpb_err flush_states(agg_store *s)
+{
+    sq_store *b = BE(s);
+    ldpb_err err = LDPB_OK;
+    if (!b->put_log)
+        err = prepare(s, &b->put_log, "INSERT INTO state_log(states) VALUES (?1)");
+    if (err)
+        return err;
+    agg_slog_put_header(b->arena, (uint32_t)b->n_pend);
+    if (sqlite3_bind_blob64(b->put_log, 1, b->arena, b->arena_len, SQLITE_STATIC) != SQLITE_OK)
+        return sql_fail(s, "writing the policy states");
+    return step_done(s, b->put_log, "writing the policy states");
+}
+
+/* The open transaction's states are committed: into `cur`, the arena emptied. */
+static void pending_done(sq_store *b, int committed, int compacted)
+{
+    if (committed && compacted) {
+        cur_clear(b);
+        b->log_states = 0;
+    } else if (committed) {
+        for (size_t i = 0; i < b->n_pend; i++)
+            if (cur_put(b, b->pend[i].exp, &b->pend[i].c, b->arena + b->pend[i].off,
+                        b->pend[i].len)) {
+                /* Only the in-memory copy is short: read the committed log again. */
+                b->log_states = -1;
+                break;
+            }
+        if (b->log_states >= 0)
+            b->log_states += (int64_t)b->n_pend;
+    }
+    b->n_pend = 0;
+    b->arena_len = 0;
+}
+
 static ldpb_err sq_commit(agg_store *s)
 {
-    return step_done(s, BE(s)->commit, "COMMIT");
+    sq_store *b = BE(s);
+    if (b->log_states < 0) { /* a failed cur_put (above): rebuild cur from the log */
+        cur_clear(b);
+        ldpb_err err = replay_log(s);
+        if (err)
+            return err;
+    }
+    int compact = b->n_pend && b->log_states + (int64_t)b->n_pend >= STATE_LOG_MAX;
+    ldpb_err err = LDPB_OK;
+    if (compact)
+        err = compact_log(s); /* writes this transaction's states into the rows too */
+    else if (b->n_pend)
+        err = flush_states(s);
+    if (!err)
+        err = step_done(s, b->commit, "COMMIT");
+    pending_done(b, !err, compact);
+    return err;
 }
 
 static void sq_rollback(agg_store *s)
 {
+    BE(s)->n_pend = 0;
+    BE(s)->arena_len = 0;
+    if (BE(s)->known)
+        memset(BE(s)->known, 0, BE(s)->known_cap);
     if (sqlite3_get_autocommit(BE(s)->db))
         return; /* SQLite already rolled the transaction back */
     (void)step_done(s, BE(s)->rollback, "ROLLBACK");
@@ -785,20 +1112,83 @@ static ldpb_err sq_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
     return prune_step(s, BE(s)->prune_oldest, n);
 }
 
+/* *found: experiment `id` has a row (looked up once per id, then remembered in known[]). */
+static ldpb_err experiment_known(agg_store *s, int64_t id, int *found)
+{
+    sq_store *b = BE(s);
+    *found = 0;
+    if (id <= 0)
+        return LDPB_OK;
+    if ((uint64_t)id < b->known_cap && b->known[id]) {
+        *found = 1;
+        return LDPB_OK;
+    }
+    sqlite3_stmt *st = b->has_experiment;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_fail(s, "looking up an experiment");
+    *found = rc == SQLITE_ROW;
+    /* ids are the largest plus one, so a handful of bytes per experiment; an id past 2^20 (more
+     * than experiments_max allows) is looked up each time instead */
+    if (*found && (uint64_t)id >= b->known_cap && id < ((int64_t)1 << 20)) {
+        size_t cap = (size_t)id * 2 + 64;
+        uint8_t *k = realloc(b->known, cap);
+        if (!k)
+            return LDPB_OK; /* only the memo is lost */
+        memset(k + b->known_cap, 0, cap - b->known_cap);
+        b->known = k;
+        b->known_cap = cap;
+    }
+    if (*found && (uint64_t)id < b->known_cap)
+        b->known[id] = 1;
+    return LDPB_OK;
+}
+
 static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
                              const agg_store_counters *c, int exclusive, int *found)
 {
     (void)exclusive; /* one node: every state is its own */
-    sqlite3_stmt *st = BE(s)->put_state;
-    sqlite3_bind_int64(st, 1, exp);
-    sqlite3_bind_blob64(st, 2, blob, len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)c->policy_version);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)c->reports);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)c->duplicates);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)c->assignments);
-    ldpb_err err = step_done(s, st, "writing the policy state");
-    *found = !err && sqlite3_changes(BE(s)->db) == 1;
-    return err;
+    sq_store *b = BE(s);
+    ldpb_err err = experiment_known(s, exp, found);
+    if (err || !*found)
+        return err;
+    if (len == 0 || len > UINT32_MAX || c->policy_version > INT64_MAX || c->reports > INT64_MAX ||
+        c->duplicates > INT64_MAX || c->assignments > INT64_MAX || b->n_pend >= UINT32_MAX) {
+        say(s->errmsg, "a policy state of %zu bytes or its counters cannot be stored", len);
+        return LDPB_EINVAL;
+    }
+    if (b->n_pend == b->cap_pend) {
+        size_t cap = b->cap_pend ? b->cap_pend * 2 : 64;
+        struct sq_pending *p = realloc(b->pend, cap * sizeof *p);
+        if (!p)
+            goto oom;
+        b->pend = p;
+        b->cap_pend = cap;
+    }
+    size_t need = AGG_SLOG_FIXED + len + (b->arena_len ? 0 : AGG_SLOG_HEADER);
+    if (need > b->arena_cap - b->arena_len) {
+        if (need > SIZE_MAX / 4 - b->arena_len)
+            goto oom;
+        size_t cap = (b->arena_len + need) * 2 + 4096;
+        uint8_t *a = realloc(b->arena, cap);
+        if (!a)
+            goto oom;
+        b->arena = a;
+        b->arena_cap = cap;
+    }
+    if (b->arena_len == 0)
+        b->arena_len = AGG_SLOG_HEADER; /* written by flush_states */
+    agg_slog_put_fixed(b->arena + b->arena_len, exp, c, (uint32_t)len);
+    b->arena_len += AGG_SLOG_FIXED;
+    memcpy(b->arena + b->arena_len, blob, len);
+    b->pend[b->n_pend++] = (struct sq_pending){exp, *c, b->arena_len, len};
+    b->arena_len += len;
+    return LDPB_OK;
+oom:
+    say(s->errmsg, "out of memory");
+    return LDPB_ENOMEM;
 }
 
 static ldpb_err sq_arm_counts(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k)
