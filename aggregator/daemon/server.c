@@ -246,6 +246,7 @@ static ldpb_err open_store(agg_server *s, const agg_config *cfg, char *errmsg)
     memset(&meta, 0, sizeof meta);
     meta.new_state = cfg->new_state;
     meta.store_url = cfg->store;
+    meta.check_only = cfg->check;
     char *settings = NULL;
     if (dc) {
         /* The policy refuses its parameters (eps_arm above epsilon, ...) before the state is

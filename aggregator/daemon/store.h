@@ -70,6 +70,10 @@ typedef struct agg_store_meta {
      * rolled back), and a hook that never returns is a crash in the middle of the migration. */
     int (*open_hook)(void *ctx);
     void *open_hook_ctx;
+    /* --check-config: the open runs every check in its transaction and never commits it (rolled
+     * back when the store is closed), writes no state_id marker, and refuses (LDPB_ESTATE) a
+     * state that a start would migrate, instead of migrating it: the store is left as it was. */
+    int check_only;
 } agg_store_meta;
 
 /* Whether `url` names a store backend ("sqlite:", "postgresql://...", "postgres://..."), without
