@@ -983,8 +983,8 @@ static ldpb_err pg_open(agg_store *s, const char *url, const char *dir, const ag
         return LDPB_EIO;
     }
     /* After the COMMIT: a marker without its database would read as a lost database. */
-    err = meta->check_only ? LDPB_OK
-                           : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
+    err =
+        meta->check_only ? LDPB_OK : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
     if (err)
         return err;
     int64_t rows = query_count(s, "SELECT count(*) FROM decisions", "counting decisions");

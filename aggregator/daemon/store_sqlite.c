@@ -142,7 +142,7 @@ static void sq_close(agg_store *s)
     sqlite3_finalize(b->add_experiment);
     if (b->db && !sqlite3_get_autocommit(b->db))
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL); /* --check-config's open */
-    sqlite3_close(b->db); /* checkpoints the WAL */
+    sqlite3_close(b->db);                                  /* checkpoints the WAL */
     free(b);
     s->be = NULL;
 }
@@ -434,8 +434,8 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         return LDPB_EIO;
     }
     /* After the COMMIT: a marker without its database would read as a lost database. */
-    err = meta->check_only ? LDPB_OK
-                           : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
+    err =
+        meta->check_only ? LDPB_OK : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
     if (err)
         return err;
     err = prepare_all(s);

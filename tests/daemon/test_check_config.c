@@ -82,8 +82,7 @@ static void test_fresh_state_untouched(void **state)
     assert_int_equal(stat(d.state_dir, &st), -1); /* not even the directory */
     if (d.store[0]) {
         char tables[256];
-        psql_line(&d,
-                  "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()", tables,
+        psql_line(&d, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()", tables,
                   sizeof tables);
         assert_string_equal(tables, "0");
     }
