@@ -63,6 +63,14 @@ typedef struct agg_experiment {
     int touched, observed;
     uint64_t b_new, b_dup;
     agg_store_counters pending; /* what the batch's transaction stores, published after COMMIT */
+
+    /* issue 19, sequenced experiments (server_seq.h): this node's role (AGG_SEQ_*), its fencing
+     * version while it is the sequencer (under the server's store_mu), a fence failure for the
+     * sequencer thread to act on, and that thread's own timers. */
+    atomic_int seq_role;
+    int64_t seq_epoch;
+    atomic_int seq_deposed;
+    uint64_t seq_next_try_us, seq_next_refresh_us;
 } agg_experiment;
 
 /* Builds an experiment from checked settings (copied): its policy instances, the served

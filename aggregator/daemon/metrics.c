@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "server.h"
+#include "server_seq.h"
 
 #ifndef LDPB_VERSION_STRING
 #define LDPB_VERSION_STRING "unknown"
@@ -256,6 +257,26 @@ static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms
          "# TYPE ldpb_experiments gauge\nldpb_experiments %" PRIu64 "\n",
          st.experiments);
     n += render_experiments(s, buf + n, cap - n, ex, ex_max);
+    /* issue 19: sequenced experiments (server_seq.h) */
+    agg_seq_stats sq;
+    agg_seq_stats_get(s, &sq);
+    EMIT("# HELP ldpb_seq_experiments Sequenced experiments by this node's role.\n"
+         "# TYPE ldpb_seq_experiments gauge\nldpb_seq_experiments{role=\"sequencer\"} %" PRIu64
+         "\nldpb_seq_experiments{role=\"follower\"} %" PRIu64 "\n",
+         sq.leader_of, sq.follower_of);
+    COUNTER("ldpb_seq_takeovers_total", "Sequencer locks this node took over from another node.",
+            sq.takeovers);
+    EMIT("# HELP ldpb_seq_last_takeover_gap_seconds At the last takeover, the time since the "
+         "previous sequencer's last committed state.\n"
+         "# TYPE ldpb_seq_last_takeover_gap_seconds gauge\n"
+         "ldpb_seq_last_takeover_gap_seconds %.3f\n",
+         (double)sq.last_takeover_ms / 1000.0);
+    COUNTER("ldpb_seq_fenced_total",
+            "Transactions of this node refused by a sequencer fence (rolled back, unpublished).",
+            sq.fenced);
+    COUNTER("ldpb_seq_observed_deferred_total",
+            "Reports other nodes committed that this node observed as their sequencer.",
+            sq.observed_deferred);
     EMIT("# HELP ldpb_queue_depth Items waiting for the committer.\n"
          "# TYPE ldpb_queue_depth gauge\nldpb_queue_depth %" PRIu64 "\n",
          st.queue_depth);

@@ -16,6 +16,7 @@
 #include <sodium.h>
 
 #include "server_internal.h"
+#include "server_seq.h"
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -746,6 +747,7 @@ void agg_server_free(agg_server *s)
         s->q_head = (s->q_head + 1) % s->q_cap;
         s->q_count--;
     }
+    agg_seq_free(s); /* issue 19 (server_seq.h) */
     agg_store_close(s->store);
     agg_registry_fini(&s->exps);
     ldpb_rng_free(s->seed_rng);

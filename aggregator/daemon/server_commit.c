@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "server_internal.h"
+#include "server_seq.h"
 
 /* The commit duration histogram's bounds (server.h). */
 const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS] = {
@@ -335,6 +336,14 @@ static ldpb_err commit_experiment(agg_server *s, agg_experiment *e, size_t n)
 {
     size_t save_len = 0;
     ldpb_err err;
+    /* issue 19 hook (server_seq.h): a sequenced experiment on a shared store is observed by its
+     * sequencer only; a follower leaves its rows to it, a sequencer checks its fence first. */
+    if (agg_seq_sequenced(s, e)) {
+        int done = 0;
+        err = agg_seq_commit_hook(s, e, n, &done);
+        if (err || done)
+            return err;
+    }
     if (e->b_new == 0) {
         pthread_mutex_lock(&e->policy_mu);
         err = save_policy(e->policy, &s->save_buf, &s->save_cap, &save_len);
@@ -409,6 +418,9 @@ static int commit_due(const agg_server *s)
 void *committer_main(void *arg)
 {
     agg_server *s = arg;
+    /* issue 19 hook: the sequencer thread lives as long as the committer (server_seq.h) */
+    if (agg_seq_start(s))
+        logf_(s, AGG_LOG_ERROR, "cannot start the sequencer thread: sequenced experiments wait");
     for (;;) {
         pthread_mutex_lock(&s->queue_mu);
         /* Wakes at HEALTH_CHECK_MS at the latest, so the free-space check and the probe of a
@@ -427,5 +439,6 @@ void *committer_main(void *arg)
             break;
         agg_server_commit_batch(s);
     }
+    agg_seq_stop(s); /* issue 19 hook */
     return NULL;
 }

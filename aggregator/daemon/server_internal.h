@@ -220,6 +220,9 @@ struct agg_server {
     atomic_uint_fast64_t n_relay_batches;
     atomic_uint_fast64_t n_multi_exp_batches;
     atomic_uint_fast64_t n_decisions_deleted, n_decision_rows, free_bytes;
+
+    /* issue 19: the sequencer thread of sequenced experiments (server_seq.h) */
+    struct agg_seq *seq;
 };
 
 #define say(out, ...) ldpb_detailf((out), AGG_SERVER_ERRMAX, __VA_ARGS__)

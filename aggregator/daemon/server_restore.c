@@ -9,6 +9,7 @@
 
 #include "ctx_policy.h"
 #include "server_internal.h"
+#include "server_seq.h"
 
 /* What a start changes in the experiments' rows. */
 typedef enum exp_change { CH_NONE, CH_ADD, CH_RUN, CH_STOP, CH_SETTINGS } exp_change;
@@ -209,6 +210,9 @@ ldpb_err restore_experiments(agg_server *s, const agg_config *cfg, char *errmsg)
     }
     if (!err && m)
         err = write_changes(&x, changes, which, m, errmsg);
+    /* issue 19 hook: who sequences each sequenced experiment (server_seq.h) */
+    if (!err)
+        err = agg_seq_attach(s, errmsg);
     agg_store_experiments_free(v, n);
     free(x.seen);
     free(x.settings);

@@ -71,6 +71,8 @@ typedef struct agg_store_ops {
     /* NULL where the backend's own tools back it up: `no_backup` says which. */
     ldpb_err (*backup)(const char *url, const char *dir, const char *dest, char *errmsg);
     const char *no_backup;
+    /* issue 19: sequenced experiments (store_seq.h); NULL: a sole node, the sequencer of all */
+    const struct agg_store_seq_ops *seq;
 } agg_store_ops;
 
 extern const agg_store_ops agg_store_sqlite_ops;

@@ -30,6 +30,8 @@
 
 #include "state_id.h"
 #include "store_be.h"
+#include "store_pg_seq.h" /* issue 19: sequenced experiments */
+#include "store_seq.h"
 
 #define say agg_store_say
 
@@ -118,7 +120,9 @@ static const char migrate_decisions_sql[] =
 /* The columns every experiment query reads after id and name (as SQLite's backend). */
 #define EXP_COLUMNS                                                                                \
     "e.state, e.policy_version, e.reports, e.duplicates, e.assignments,"                           \
-    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id)"
+    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id AND r.observed)"
+/* issue 19 (store_seq.h): a row another node left to the experiment's sequencer is counted by
+ * the experiment's counters once the sequencer observed it. */
 
 /* The statements of the batches, prepared on every connection. */
 static const struct {
@@ -936,6 +940,10 @@ static ldpb_err settle(agg_store *s, const char *dir, const agg_store_meta *meta
     if (!err)
         err = agg_state_id_settle_rows(&pg_id_rows, s, dir, !s->fresh, meta->new_state, &s->ident,
                                        errmsg, AGG_STORE_ERRMAX);
+    if (!err && agg_pg_seq_schema(s)) { /* issue 19: sequenced experiments (store_pg_seq.c) */
+        err = LDPB_EIO;
+        say(errmsg, "%s", s->errmsg);
+    }
     if (!err && prepare_all(s)) {
         err = not_ours(s);
         say(errmsg, "%s", s->errmsg);
@@ -1167,8 +1175,14 @@ done:
     return err;
 }
 
+PGconn *agg_pg_conn(agg_store *s)
+{
+    return s->be ? BE(s)->conn : NULL;
+}
+
 const agg_store_ops agg_store_pg_ops = {
     .scheme = "postgresql",
+    .seq = &agg_store_pg_seq_ops, /* issue 19: sequenced experiments (store_pg_seq.c) */
     .alias = "postgres",
     .open = pg_open,
     .close = pg_close,
