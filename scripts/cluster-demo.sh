@@ -105,11 +105,18 @@ errors_of() { awk '/^errors/ { print $2; exit }' "$work/loadgen.$1.out"; }
 rows_of() {
     psql -Atq "$STORE" -c "SELECT count(*) FROM reports r JOIN experiments x ON x.id = r.experiment WHERE x.name = '$1'"
 }
-served_of() { # served_of NODE_URL EXPERIMENT: the reports that node serves
-    "$LDPB" status --connect "$1" --server-key "$PUB" --experiment "$2" --json |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])'
+served_of() { # served_of NODE_URL EXPERIMENT WANT: the reports that node serves, once it serves
+    # WANT or 5 s have passed (a node refreshes what it serves of the others' commits every
+    # merge_interval_ms, 100 ms by default; a sequencer observes the waiting rows every 20 ms)
+    local got
+    for _ in $(seq 1 50); do
+        got=$("$LDPB" status --connect "$1" --server-key "$PUB" --experiment "$2" --json |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])')
+        [ "$got" = "$3" ] && break
+        sleep 0.1
+    done
+    echo "$got"
 }
-sleep 0.5 # a node's served state of the others' partials is refreshed every 100 ms
 
 printf '\n== the exact counts ==\n'
 printf '%-11s %8s %7s %10s %8s %8s %8s\n' experiment acked errors database node1 node2 node3
@@ -119,9 +126,9 @@ for x in additive sequenced; do
     a=$(acked_of "$x")
     errors=$(errors_of "$x")
     r=$(rows_of "$e")
-    s1=$(served_of "$NODE_URL_1" "$e")
-    s2=$(served_of "$NODE_URL_2" "$e")
-    s3=$(served_of "$NODE_URL_3" "$e")
+    s1=$(served_of "$NODE_URL_1" "$e" "$r")
+    s2=$(served_of "$NODE_URL_2" "$e" "$r")
+    s3=$(served_of "$NODE_URL_3" "$e" "$r")
     printf '%-11s %8s %7s %10s %8s %8s %8s\n' "$e" "$a" "${errors:-?}" "$r" "$s1" "$s2" "$s3"
     # Every acked report is in the database; a report is never counted twice (each node serves
     # exactly the database's rows); more than acked only by rounds loadgen gave up on.
