@@ -109,6 +109,14 @@ static const option options[] = {
      "where the state is kept: sqlite: (state_dir/aggregator.db) or postgresql://... (a "
      "PostgreSQL database, libpq's URI; state_dir still holds the lock, the state_id marker and "
      "the replay log)", SVC},
+    {"node_name", OPT_STR, OFF(node_name), NULL, 0, 0, 0, NULL, "NAME",
+     "this node's name in a PostgreSQL store shared by several nodes: 1..64 of [A-Za-z0-9._-], "
+     "unique among them (default: the host name, '-', and a hash of the first listen URL); "
+     "ignored by SQLite", SVC},
+    {"merge_interval_ms", OPT_U64, OFF(merge_interval_ms), "100", 1, 60000, 0, NULL, "MS",
+     "several nodes on one PostgreSQL: how often a node reads the other nodes' committed "
+     "partial states of additive experiments and serves their merge (bounds its staleness)",
+     SVC},
     {"key", OPT_STR, OFF(key), NULL, 0, 0, 0, NULL, "FILE",
      "the aggregator's secret key file, from `ldpb keygen` (mode 0600) (required)", SVC},
     {"arms", OPT_U32, OFF(params.k), NULL, 2, AGG_POLICY_K_MAX, 0, NULL, "K",
@@ -435,6 +443,7 @@ void agg_config_fini(agg_config *cfg)
         free(cfg->listen[i]);
     free(cfg->state_dir);
     free(cfg->store);
+    free(cfg->node_name);
     free(cfg->key);
     free(cfg->policy);
     free(cfg->allowlist);
@@ -1531,6 +1540,11 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
     char store_err[AGG_STORE_ERRMAX];
     if (agg_store_check_url(cfg->store, store_err) != LDPB_OK) {
         say(err, "store: %s", store_err);
+        return LDPB_EINVAL;
+    }
+    if (cfg->node_name && !agg_store_node_name_valid(cfg->node_name)) {
+        say(err, "node_name '%.80s': 1..%d characters of [A-Za-z0-9._-] expected", cfg->node_name,
+            AGG_STORE_NODE_NAME_MAX);
         return LDPB_EINVAL;
     }
     if (cfg->export_csv && cfg->backup) {

@@ -69,7 +69,9 @@ typedef struct agg_config {
     char *listen[AGG_LISTEN_MAX];
     size_t n_listen;
     char *state_dir;
-    char *store; /* --store URL: "sqlite:" (the default) or "postgresql://..." (store.h) */
+    char *store;     /* --store URL: "sqlite:" (the default) or "postgresql://..." (store.h) */
+    char *node_name; /* NULL: agg_server picks the default (store.h, nodes) */
+    uint64_t merge_interval_ms; /* server_cluster.c */
     char *key;
     char *policy;
     /* The policy's parameters: options arms (params.k), mechanism, epsilon, kappa, horizon,

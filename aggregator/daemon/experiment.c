@@ -8,6 +8,7 @@
 #include "experiment.h"
 #include "ldpb/detail.h"
 #include "server.h"
+#include "server_cluster.h"
 
 #define say(out, ...) ldpb_detailf((out), AGG_SERVER_ERRMAX, __VA_ARGS__)
 
@@ -105,6 +106,7 @@ void agg_experiment_free(agg_experiment *e)
         return;
     agg_policy_free(e->policy);
     agg_policy_free(e->next);
+    agg_cluster_exp_free(e->cl);
     agg_noise_free(e->noise);
     ldpb_rng_free(e->noise_rng);
     agg_exp_config_fini(&e->ec);

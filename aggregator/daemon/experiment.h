@@ -56,6 +56,10 @@ typedef struct agg_experiment {
     double wire_epsilon;
     const ldpb_mech_desc *wire_desc;
 
+    /* Several nodes on one PostgreSQL (server_cluster.h), committer only: this node's partial
+     * state and the other nodes' of an additive experiment; NULL otherwise. */
+    struct agg_cluster_exp *cl;
+
     agg_store_counters committed; /* committer only */
     atomic_uint_fast64_t n_reports, n_duplicates, n_assignments;
 

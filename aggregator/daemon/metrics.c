@@ -253,6 +253,17 @@ static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms
     COUNTER("ldpb_multi_experiment_commits_total",
             "Committed transactions holding items of more than one experiment.",
             st.multi_experiment_batches);
+    EMIT("# HELP ldpb_merge_staleness_p99_seconds Several nodes on one PostgreSQL: p99 of the "
+         "time from another node's commit of a partial state until this node serves its merge "
+         "(last 4096 samples).\n"
+         "# TYPE ldpb_merge_staleness_p99_seconds gauge\nldpb_merge_staleness_p99_seconds "
+         "%.3f\n",
+         (double)st.merge_staleness_p99_ms / 1000.0);
+    COUNTER("ldpb_merge_staleness_samples_total",
+            "Partial states of other nodes merged, each a staleness sample.",
+            st.merge_staleness_samples);
+    COUNTER("ldpb_merge_refreshes_total", "Reads of the other nodes' partial states.",
+            st.merge_refreshes);
     EMIT("# HELP ldpb_experiments Experiments known (running or stopped).\n"
          "# TYPE ldpb_experiments gauge\nldpb_experiments %" PRIu64 "\n",
          st.experiments);

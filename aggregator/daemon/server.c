@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -238,6 +239,25 @@ static ldpb_err make_generators(agg_server *s, char *errmsg)
     return LDPB_OK;
 }
 
+/* The node name where the configuration gives none: the host name (its characters outside
+ * [A-Za-z0-9._-] as '-'), '-', and a hash of the first listen URL, so two daemons on one host
+ * differ by where they listen and a restart keeps its name. */
+static void default_node_name(const agg_config *cfg, char *out, size_t cap)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "node");
+    host[40] = '\0';
+    for (char *p = host; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            *p = '-';
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *p = cfg->n_listen ? cfg->listen[0] : ""; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    snprintf(out, cap, "%s-%08x", host, (unsigned)h);
+}
+
 /* The state's meta: the learning problem of `default` where the configuration declares it (a
  * version 1 state migrates into it only if it is the same problem), else none. */
 static ldpb_err open_store(agg_server *s, const agg_config *cfg, char *errmsg)
@@ -247,6 +267,14 @@ static ldpb_err open_store(agg_server *s, const agg_config *cfg, char *errmsg)
     memset(&meta, 0, sizeof meta);
     meta.new_state = cfg->new_state;
     meta.store_url = cfg->store;
+    char node[AGG_STORE_NODE_NAME_MAX + 1];
+    if (cfg->node_name)
+        snprintf(node, sizeof node, "%s", cfg->node_name);
+    else
+        default_node_name(cfg, node, sizeof node);
+    meta.node_name = node;
+    meta.public_key = s->kp.pk;
+    meta.public_key_len = sizeof s->kp.pk;
     meta.check_only = cfg->check;
     char *settings = NULL;
     if (dc) {
@@ -292,6 +320,8 @@ static ldpb_err open_state(agg_server *s, const agg_config *cfg, char *errmsg)
     ldpb_err err = open_store(s, cfg, errmsg);
     if (!err)
         err = restore_experiments(s, cfg, errmsg);
+    if (!err)
+        err = agg_cluster_init(s, errmsg);
     if (!err)
         err = agg_token_key_bind_state(&s->token_key, s->kp.sk, agg_store_state_id(s->store),
                                        agg_store_legacy_tokens(s->store));
@@ -470,6 +500,8 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     o->send_failures = atomic_load(&s->n_send_failures);
     o->relay_batches = atomic_load(&s->n_relay_batches);
     o->multi_experiment_batches = atomic_load(&s->n_multi_exp_batches);
+    agg_cluster_stats(s, &o->merge_staleness_p99_ms, &o->merge_staleness_samples,
+                      &o->merge_refreshes);
     size_t n_exp = agg_registry_count(&s->exps);
     o->experiments = n_exp;
     for (size_t i = 0; i < n_exp; i++) {
@@ -749,6 +781,7 @@ void agg_server_free(agg_server *s)
     }
     agg_seq_free(s); /* issue 19 (server_seq.h) */
     agg_store_close(s->store);
+    agg_cluster_fini(s);
     agg_registry_fini(&s->exps);
     ldpb_rng_free(s->seed_rng);
     agg_noise_free(s->next_noise);

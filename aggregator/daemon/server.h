@@ -80,6 +80,13 @@ typedef struct agg_server_stats {
     uint64_t decision_rows;      /* decisions the propensity log holds */
     uint64_t free_bytes;         /* free space in state_dir at the last check */
 
+    /* several nodes on one PostgreSQL (server_cluster.h): the staleness of the merged states
+     * served, ms from another node's COMMIT until served here (p99 of the last 4096 samples),
+     * the samples, the reads of the other nodes' partials */
+    uint64_t merge_staleness_p99_ms;
+    uint64_t merge_staleness_samples;
+    uint64_t merge_refreshes;
+
     uint64_t key_derivations;         /* X25519 derivations for keys not in the key cache */
     uint64_t key_derivations_refused; /* frames refused (LDPB_EBUSY) by the derivation budget */
 } agg_server_stats;

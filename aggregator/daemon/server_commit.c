@@ -225,9 +225,15 @@ static ldpb_err observe_pass(agg_server *s, agg_experiment *e, size_t n, agg_pol
 static ldpb_err observe_batch(agg_server *s, agg_experiment *e, size_t n, size_t *save_len)
 {
     size_t snap_len = 0;
-    pthread_mutex_lock(&e->policy_mu);
-    ldpb_err err = save_policy(e->policy, &s->snap_buf, &s->snap_cap, &snap_len);
-    pthread_mutex_unlock(&e->policy_mu);
+    ldpb_err err;
+    agg_policy *own = agg_cluster_own(s, e); /* several nodes: this node's partial */
+    if (own) {
+        err = save_policy(own, &s->snap_buf, &s->snap_cap, &snap_len);
+    } else {
+        pthread_mutex_lock(&e->policy_mu);
+        err = save_policy(e->policy, &s->snap_buf, &s->snap_cap, &snap_len);
+        pthread_mutex_unlock(&e->policy_mu);
+    }
     agg_policy_env env = {&s->next_rand, e->ec.mode == AGG_MODE_CENTRAL ? s->next_noise : NULL};
     /* A report the policy refuses (docs/aggregator.md, "A report the policy refuses") is
      * answered alone and its row taken back; the copy restarts from the served state and the
@@ -273,7 +279,9 @@ static void publish(agg_server *s, uint64_t n_deleted, size_t n, uint64_t t0)
     for (size_t i = 0; i < s->n_touched; i++) {
         agg_experiment *e = s->touched[i];
         e->committed = e->pending;
-        if (e->observed) {
+        if (e->observed && e->cl) {
+            agg_cluster_published(s, e); /* several nodes: the partial, then the merge */
+        } else if (e->observed) {
             /* Durable now: publish by swapping the instances, O(1) under the lock. The old
              * served instance becomes `next`, overwritten by the next batch's copy. The served
              * cursor restarts where the copy had it (as after a restart, to the saved one), so
@@ -344,7 +352,10 @@ static ldpb_err commit_experiment(agg_server *s, agg_experiment *e, size_t n)
         if (err || done)
             return err;
     }
-    if (e->b_new == 0) {
+    agg_policy *own = agg_cluster_own(s, e); /* several nodes: this node's partial */
+    if (e->b_new == 0 && own) {
+        err = save_policy(own, &s->save_buf, &s->save_cap, &save_len);
+    } else if (e->b_new == 0) {
         pthread_mutex_lock(&e->policy_mu);
         err = save_policy(e->policy, &s->save_buf, &s->save_cap, &save_len);
         pthread_mutex_unlock(&e->policy_mu);
@@ -358,7 +369,9 @@ static ldpb_err commit_experiment(agg_server *s, agg_experiment *e, size_t n)
     c.assignments = atomic_load(&e->n_assignments);
     e->pending = c;
     if (!err)
-        err = agg_store_put_exp_state(s->store, e->store_id, s->save_buf, save_len, &c);
+        err = agg_store_put_exp_partial(s->store, e->store_id, s->save_buf, save_len, &c, !own);
+    if (err == LDPB_ESTATE)
+        agg_cluster_refused(s, e);
     return err;
 }
 
@@ -391,12 +404,15 @@ size_t agg_server_commit_batch(agg_server *s)
          * touched. */
         note_commit_failure(s, n);
         agg_store_rollback(s->store);
+        if (agg_store_needs_reload(s->store))
+            reload_states(s); /* a COMMIT in doubt went through: memory from the database */
         pthread_mutex_unlock(&s->store_mu);
         for (size_t i = 0; i < s->n_touched; i++)
             s->touched[i]->touched = 0;
         s->n_touched = 0;
         atomic_fetch_add(&s->n_commit_failures, 1);
-        answer_batch(s, n, 1);
+        /* The database out of reach (a restart, a failover): "busy, resend" */
+        answer_batch(s, n, agg_store_unavailable(s->store) ? LDPB_EBUSY : LDPB_EIO);
         return n;
     }
     if (s->n_touched > 1)
@@ -426,6 +442,8 @@ void *committer_main(void *arg)
         /* Wakes at HEALTH_CHECK_MS at the latest, so the free-space check and the probe of a
          * failing commit run without traffic too (agg_server_commit_batch does both). */
         uint64_t check_at = mono_us() + HEALTH_CHECK_MS * 1000u;
+        if (agg_cluster_due_us(s) < check_at) /* the merge's refresh, when due sooner */
+            check_at = agg_cluster_due_us(s);
         while (!commit_due(s) && !(s->committer_stop && s->q_count == 0) && mono_us() < check_at) {
             uint64_t due = check_at;
             if (s->q_count && s->q_waiting_since_us + DECISION_DELAY_MS * 1000u < due)
@@ -438,6 +456,7 @@ void *committer_main(void *arg)
         if (done)
             break;
         agg_server_commit_batch(s);
+        agg_cluster_tick(s);
     }
     agg_seq_stop(s); /* issue 19 hook */
     return NULL;

@@ -45,6 +45,7 @@
 #include "policy.h"
 #include "rand.h"
 #include "server.h"
+#include "server_cluster.h"
 #include "store.h"
 
 /* A worker polls its socket this often, so a stop is noticed within it. */
@@ -142,6 +143,7 @@ struct agg_server {
     pthread_mutex_t seal_mu;
 
     agg_store *store;
+    agg_cluster *cluster; /* server_cluster.h: NULL with a SQLite store */
     /* The experiments (experiment.h); `def` is "default" (NULL if the configuration has none).
      * exp_mu serializes what changes the set (a create, a stop, a reload) and guards seed_rng. */
     agg_exp_registry exps;
@@ -308,9 +310,10 @@ collector *collector_new(uint32_t n, const uint8_t *client_pk, const ldpb_seal_k
                          const Ldpb__V1__Envelope *req, agg_reply_to to);
 void collector_settle(agg_server *s, agg_worker *w, struct collector *c, uint32_t slot, int status);
 void answer_report(agg_server *s, agg_worker *w, item *it, int status);
-/* The answers of s->batch[0..n): each report's batch_status, or LDPB_EIO for all when `failed`;
- * handed to the repliers when they run. */
-void answer_batch(agg_server *s, size_t n, int failed);
+/* The answers of s->batch[0..n): each report's batch_status, or `failed` for all when it is not
+ * LDPB_OK (LDPB_EIO, or LDPB_EBUSY while the database is unreachable); handed to the repliers
+ * when they run. */
+void answer_batch(agg_server *s, size_t n, ldpb_err failed);
 void *replier_main(void *arg);
 void relay_finish(agg_server *s, relay_batch *b);
 void tp_send_reply(void *ctx, agg_reply_to to, const uint8_t *frame, size_t len);
@@ -344,6 +347,9 @@ int exp_change_refused(const agg_exp_config *running, const agg_exp_config *want
 /* server_restore.c: every stored experiment restored (or refused: a configured one whose
  * settings changed), every configured one not yet stored added; one transaction for the rows. */
 ldpb_err restore_experiments(agg_server *s, const agg_config *cfg, char *errmsg);
+/* The committer, holding store_mu, when agg_store_needs_reload: every experiment's state and
+ * counters again from the database (a COMMIT in doubt went through), then agg_store_reloaded. */
+ldpb_err reload_states(agg_server *s);
 
 /* server_recv.c: a worker thread's loop */
 void *worker_main(void *arg);

@@ -306,7 +306,7 @@ void answer_report(agg_server *s, agg_worker *w, item *it, int status)
     sodium_memzero(&it->key, sizeof it->key);
 }
 
-void answer_batch(agg_server *s, size_t n, int failed)
+void answer_batch(agg_server *s, size_t n, ldpb_err failed)
 {
     size_t reports = 0;
     for (size_t i = 0; i < n; i++)
@@ -314,7 +314,7 @@ void answer_batch(agg_server *s, size_t n, int failed)
     if (s->n_repliers == 0) {
         for (size_t i = 0; i < n; i++)
             if (s->batch[i].kind == ITEM_REPORT)
-                answer_report(s, s->cw, &s->batch[i], failed ? LDPB_EIO : s->batch_status[i]);
+                answer_report(s, s->cw, &s->batch[i], failed ? (int)failed : s->batch_status[i]);
         return;
     }
     if (reports == 0)
@@ -329,7 +329,7 @@ void answer_batch(agg_server *s, size_t n, int failed)
             continue;
         reply_job *j = &s->rj[(s->rj_head + s->rj_count) % s->rj_cap];
         j->it = s->batch[i];
-        j->status = failed ? LDPB_EIO : s->batch_status[i];
+        j->status = failed ? (int)failed : s->batch_status[i];
         s->rj_count++;
         sodium_memzero(&s->batch[i].key, sizeof s->batch[i].key);
     }

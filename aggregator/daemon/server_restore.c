@@ -122,6 +122,9 @@ static ldpb_err restore_one(restore_ctx *x, const agg_store_exp *st, exp_change 
     if (err)
         return err;
     e->store_id = st->id;
+    err = agg_cluster_may_serve(s, e, st, errmsg);
+    if (err)
+        return err;
     err = agg_experiment_restore(e, st->state, st->state_len, &st->counters);
     if (err) {
         say(errmsg, "experiment %s: the stored policy state does not restore (%s)", st->name,
@@ -172,6 +175,44 @@ static ldpb_err write_changes(restore_ctx *x, const exp_change *changes, agg_exp
         agg_store_rollback(s->store);
     }
     return err;
+}
+
+ldpb_err reload_states(agg_server *s)
+{
+    agg_store_exp *v = NULL;
+    size_t n = 0;
+    ldpb_err err = agg_store_experiments(s->store, &v, &n);
+    for (size_t i = 0; i < n && !err; i++) {
+        agg_experiment *e = agg_registry_find(&s->exps, v[i].name);
+        if (!e || !v[i].state)
+            continue;                 /* another node's new experiment; or none of it committed */
+        e->committed = v[i].counters; /* before the merge, which adds the others' versions */
+        if (e->cl) {
+            err = agg_cluster_reload(s, e, v[i].state, v[i].state_len);
+        } else {
+            pthread_mutex_lock(&e->policy_mu);
+            err = agg_policy_restore(e->policy, v[i].state, v[i].state_len);
+            if (!err)
+                e->policy_version = v[i].counters.policy_version;
+            pthread_mutex_unlock(&e->policy_mu);
+        }
+        if (!err) {
+            atomic_store(&e->n_reports, v[i].counters.reports);
+            atomic_store(&e->n_duplicates, v[i].counters.duplicates);
+        }
+    }
+    agg_store_experiments_free(v, n);
+    if (err) {
+        logf_(s, AGG_LOG_ERROR, "reloading the states from the database: %s (%s)",
+              ldpb_strerror(err), agg_store_errmsg(s->store));
+        return err;
+    }
+    agg_store_reloaded(s->store);
+    logf_(s, AGG_LOG_WARN,
+          "a COMMIT whose answer was lost with the database connection went through: the states "
+          "were reloaded from the database, and the reports of that batch (answered 'resend') "
+          "are acked as duplicates");
+    return LDPB_OK;
 }
 
 /* Every stored experiment restored, every declared one not stored yet added. */

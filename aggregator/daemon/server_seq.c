@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "ctx_policy.h"
+#include "server_cluster.h"
 #include "server_internal.h"
 #include "server_seq.h"
 #include "store_seq.h"
@@ -20,6 +21,10 @@ struct agg_seq {
     size_t snap_cap, save_cap;
     atomic_uint_fast64_t takeovers, last_takeover_ms, fenced, observed_deferred;
     log_limit log; /* the thread's failures, at most one line per error_log_interval_s */
+    /* the experiments with unobserved reports, read once per round (agg_store_seq_waiting) */
+    int64_t waiting[AGG_SEQ_WAITING_MAX];
+    size_t n_waiting;
+    int waiting_more; /* the list was full: drain every experiment this node sequences */
 };
 
 /* Made by agg_seq_attach, before any thread: a server that never shares its store has none. */
@@ -30,9 +35,9 @@ static struct agg_seq *seq_of(agg_server *s)
 
 int agg_seq_sequenced(agg_server *s, const agg_experiment *e)
 {
-    /* The local contextual mode adds devices' statistics: never sequenced. */
-    return s->store && agg_store_seq_shared(s->store) && e->ec.mode == AGG_MODE_CENTRAL &&
-           !e->local_ctx;
+    /* Whatever does not add (server_cluster.h), except the local contextual mode, whose reports'
+     * statistics have no fixed length to wait in `reports.context`: one node serves it. */
+    return s->store && agg_store_seq_shared(s->store) && !agg_cluster_additive(e) && !e->local_ctx;
 }
 
 static uint64_t wall_ms(void)
@@ -318,6 +323,36 @@ static void refresh(agg_server *s, struct agg_seq *q, agg_experiment *e)
               e->ec.name, agg_store_errmsg(s->store));
 }
 
+static int is_waiting(const struct agg_seq *q, int64_t id)
+{
+    if (q->waiting_more)
+        return 1;
+    for (size_t i = 0; i < q->n_waiting; i++)
+        if (q->waiting[i] == id)
+            return 1;
+    return 0;
+}
+
+/* Once per round, if this node sequences anything: which experiments have rows waiting. */
+static void read_waiting(agg_server *s, struct agg_seq *q)
+{
+    q->n_waiting = 0;
+    q->waiting_more = 0;
+    size_t n = agg_registry_count(&s->exps), leads = 0;
+    for (size_t i = 0; i < n && !leads; i++)
+        leads = atomic_load(&agg_registry_at(&s->exps, i)->seq_role) == AGG_SEQ_LEADER;
+    if (!leads)
+        return;
+    pthread_mutex_lock(&s->store_mu);
+    ldpb_err err = agg_store_seq_waiting(s->store, q->waiting, AGG_SEQ_WAITING_MAX, &q->n_waiting);
+    pthread_mutex_unlock(&s->store_mu);
+    uint64_t more = 0;
+    if (err && log_limit_pass(&q->log, s->cfg->error_log_interval_s, &more))
+        logf_(s, AGG_LOG_ERROR, "looking for other nodes' reports failed: %s",
+              agg_store_errmsg(s->store));
+    q->waiting_more = !err && q->n_waiting == AGG_SEQ_WAITING_MAX;
+}
+
 static void tick(agg_server *s, struct agg_seq *q, agg_experiment *e)
 {
     if (!agg_seq_sequenced(s, e))
@@ -335,7 +370,8 @@ static void tick(agg_server *s, struct agg_seq *q, agg_experiment *e)
                   e->ec.name, agg_store_errmsg(s->store));
     }
     if (atomic_load(&e->seq_role) == AGG_SEQ_LEADER) {
-        drain(s, q, e);
+        if (is_waiting(q, e->store_id))
+            drain(s, q, e);
     } else if (now >= e->seq_next_refresh_us) {
         e->seq_next_refresh_us = now + AGG_SEQ_REFRESH_MS * 1000u;
         refresh(s, q, e);
@@ -348,6 +384,7 @@ static void *seq_main(void *arg)
     agg_server *s = arg;
     struct agg_seq *q = s->seq;
     while (!atomic_load(&q->stop)) {
+        read_waiting(s, q);
         size_t n = agg_registry_count(&s->exps);
         for (size_t i = 0; i < n && !atomic_load(&q->stop); i++)
             tick(s, q, agg_registry_at(&s->exps, i));

@@ -35,9 +35,10 @@ enum {
     AGG_SEQ_FOLLOWER = 2,
 };
 
-#define AGG_SEQ_POLL_MS    100 /* a follower tries the lock this often */
-#define AGG_SEQ_REFRESH_MS 100 /* a follower re-reads the served state this often */
-#define AGG_SEQ_DRAIN_MS   20  /* the sequencer looks for unobserved rows this often */
+#define AGG_SEQ_POLL_MS     100 /* a follower tries the lock this often */
+#define AGG_SEQ_REFRESH_MS  100 /* a follower re-reads the served state this often */
+#define AGG_SEQ_DRAIN_MS    20  /* the sequencer looks for unobserved rows this often */
+#define AGG_SEQ_WAITING_MAX 256 /* experiments with waiting rows read per round (more: all) */
 
 /* Whether experiment `e` is sequenced on this server's store: a shared store and a policy whose
  * statistics do not add (central mode). */

@@ -97,6 +97,41 @@ int agg_store_exp_name_valid(const char *name)
     return 1;
 }
 
+int agg_store_node_name_valid(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > AGG_STORE_NODE_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+const char *agg_store_node_name(const agg_store *s)
+{
+    return s->node;
+}
+
+int agg_store_unavailable(const agg_store *s)
+{
+    return s->ops->unavailable && s->ops->unavailable(s);
+}
+
+int agg_store_needs_reload(const agg_store *s)
+{
+    return s->ops->needs_reload && s->ops->needs_reload(s);
+}
+
+void agg_store_reloaded(agg_store *s)
+{
+    if (s->ops->reloaded)
+        s->ops->reloaded(s);
+}
+
 /* The rows of `m`: schema_version, then, when the configuration has a `default`, policy, mode,
  * arms and every parameter of agg_policy_params() by its name, with 0 ("raw" for the mechanism)
  * for those the policy does not read (the text earlier states hold for an unused kappa, epsilon
@@ -201,7 +236,7 @@ static ldpb_err compare_rows(agg_store *s, const agg_meta_reader *rd, const agg_
     return LDPB_OK;
 }
 
-/* The stored schema_version: 1 or 2 (the ones this program reads), or LDPB_ESTATE with today's
+/* The stored schema_version: 1, 2 or 3 (the ones this program reads), or LDPB_ESTATE with today's
  * message for another; 0 when the row is missing (ECORRUPT set). */
 static ldpb_err check_version(agg_store *s, const agg_meta_reader *rd, char *errmsg, int *version)
 {
@@ -215,7 +250,7 @@ static ldpb_err check_version(agg_store *s, const agg_meta_reader *rd, char *err
         say(errmsg, "state: meta has no 'schema_version' row");
         return LDPB_ECORRUPT;
     }
-    if (strcmp(have, "1") == 0 || strcmp(have, "2") == 0) {
+    if (strcmp(have, "1") == 0 || strcmp(have, "2") == 0 || strcmp(have, "3") == 0) {
         *version = have[0] - '0';
         return LDPB_OK;
     }
@@ -251,6 +286,8 @@ static ldpb_err migrate_v1(agg_store *s, const agg_meta_reader *rd, const agg_st
     }
     err = rd->migrate(s, settings, m->default_retention_ms);
     free(settings);
+    if (!err)
+        err = rd->migrate_v2(s, s->node);
     if (!err) {
         agg_meta_row v = {"schema_version", "", 1};
         snprintf(v.value, sizeof v.value, "%d", AGG_STORE_SCHEMA_VERSION);
@@ -284,7 +321,22 @@ static ldpb_err refuse_data_without_meta(agg_store *s, const agg_meta_reader *rd
     return LDPB_OK;
 }
 
-/* A state of version 2: the `default` of the configuration is compared with the stored one, or,
+/* Version 2 to 3 in the open transaction: the node tables, and the stored states become this
+ * node's (the one that wrote them until now). */
+static ldpb_err migrate_v2(agg_store *s, const agg_meta_reader *rd, char *errmsg)
+{
+    ldpb_err err = rd->migrate_v2(s, s->node);
+    if (!err) {
+        agg_meta_row v = {"schema_version", "", 1};
+        snprintf(v.value, sizeof v.value, "%d", AGG_STORE_SCHEMA_VERSION);
+        err = s->ops->write_meta(s, &v, 1);
+    }
+    if (err)
+        say(errmsg, "migrating the state from schema version 2: %s", s->errmsg);
+    return err;
+}
+
+/* A state of version 3: the `default` of the configuration is compared with the stored one, or,
  * new to the state, written with the first transaction. */
 static ldpb_err settle_default(agg_store *s, const agg_meta_reader *rd, const agg_store_meta *m,
                                const agg_meta_row *rows, size_t n_rows, char *errmsg)
@@ -341,13 +393,13 @@ ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const ag
         say(errmsg, "%s", s->errmsg);
         return LDPB_EIO;
     }
-    if (shape != 1) {
+    if (shape == 0 || shape == 3) {
         ldpb_err e = rd->create(s);
         if (e) {
             say(errmsg, "%s", s->errmsg);
             return e;
         }
-        shape = 2;
+        shape = 3;
     }
     int64_t n = rd->count_meta(s);
     if (n < 0) {
@@ -357,9 +409,13 @@ ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const ag
     ldpb_err err;
     if (n == 0) {
         err = refuse_data_without_meta(s, rd, shape, errmsg);
-        /* Empty tables of version 1 (a first start that committed nothing) are rebuilt. */
-        if (!err && shape == 1 && rd->migrate(s, NULL, 0)) {
+        /* Empty tables of version 1 or 2 (a first start that committed nothing) are rebuilt. */
+        if (!err && shape == 1 && (rd->migrate(s, NULL, 0) || rd->migrate_v2(s, s->node))) {
             say(errmsg, "migrating the empty state from schema version 1: %s", s->errmsg);
+            err = LDPB_EIO;
+        }
+        if (!err && shape == 2 && rd->migrate_v2(s, s->node)) {
+            say(errmsg, "migrating the empty state from schema version 2: %s", s->errmsg);
             err = LDPB_EIO;
         }
         if (err)
@@ -387,6 +443,11 @@ ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const ag
     }
     if (version == 1)
         return migrate_v1(s, rd, m, rows, n_rows, errmsg);
+    if (version == 2) {
+        err = migrate_v2(s, rd, errmsg);
+        if (err)
+            return err;
+    }
     return settle_default(s, rd, m, rows, n_rows, errmsg);
 }
 
@@ -463,6 +524,13 @@ ldpb_err agg_store_open(agg_store **out, const char *dir, const agg_store_meta *
         return LDPB_ENOMEM;
     s->ops = ops;
     s->lock_fd = -1;
+    if (meta->node_name && !agg_store_node_name_valid(meta->node_name)) {
+        say(errmsg, "node name '%.80s': 1..%d characters of [A-Za-z0-9._-] expected",
+            meta->node_name, AGG_STORE_NODE_NAME_MAX);
+        free(s);
+        return LDPB_EINVAL;
+    }
+    snprintf(s->node, sizeof s->node, "%s", meta->node_name ? meta->node_name : "default");
     ldpb_err err = lock_dir(s, dir, errmsg);
     if (!err)
         err = ops->open(s, meta->store_url, dir, meta, errmsg);
@@ -491,7 +559,13 @@ ldpb_err agg_store_begin(agg_store *s)
 {
     s->decision_delta = 0;
     ldpb_err err = s->ops->begin(s);
-    if (!err && s->pending_meta)
+    return err ? err : agg_store_write_pending(s);
+}
+
+ldpb_err agg_store_write_pending(agg_store *s)
+{
+    ldpb_err err = LDPB_OK;
+    if (s->pending_meta)
         err = s->ops->write_meta(s, s->pending_meta, s->n_pending_meta);
     if (!err && s->pending_default) {
         int64_t id = 0;
@@ -519,15 +593,20 @@ ldpb_err agg_store_commit(agg_store *s)
     if (!err) {
         s->decision_rows = (uint64_t)((int64_t)s->decision_rows + s->decision_delta);
         s->decision_delta = 0;
-        free(s->pending_meta); /* durable now */
-        s->pending_meta = NULL;
-        s->n_pending_meta = 0;
-        free(s->pending_default);
-        s->pending_default = NULL;
-        free(s->pending_settings);
-        s->pending_settings = NULL;
+        agg_store_pending_done(s);
     }
     return err;
+}
+
+void agg_store_pending_done(agg_store *s)
+{
+    free(s->pending_meta); /* durable now */
+    s->pending_meta = NULL;
+    s->n_pending_meta = 0;
+    free(s->pending_default);
+    s->pending_default = NULL;
+    free(s->pending_settings);
+    s->pending_settings = NULL;
 }
 
 const uint8_t *agg_store_state_id(const agg_store *s)
@@ -638,6 +717,26 @@ ldpb_err agg_store_put_state(agg_store *s, const uint8_t *blob, size_t len,
 ldpb_err agg_store_put_exp_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
                                  const agg_store_counters *c)
 {
+    return agg_store_put_exp_partial(s, exp, blob, len, c, 1);
+}
+
+ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    return s->ops->partials ? s->ops->partials(s, out, n) : LDPB_OK;
+}
+
+void agg_store_partials_free(agg_store_partial *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].state);
+    free(v);
+}
+
+ldpb_err agg_store_put_exp_partial(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                                   const agg_store_counters *c, int exclusive)
+{
     int64_t id;
     ldpb_err err = resolve(s, exp, &id);
     if (err)
@@ -647,7 +746,7 @@ ldpb_err agg_store_put_exp_state(agg_store *s, int64_t exp, const uint8_t *blob,
         return LDPB_EINVAL;
     }
     int found = 0;
-    err = s->ops->put_state(s, id, blob, len, c, &found);
+    err = s->ops->put_state(s, id, blob, len, c, exclusive, &found);
     if (!err && !found) {
         say(s->errmsg, "no experiment with id %lld", (long long)id);
         err = LDPB_ENOEXPERIMENT;

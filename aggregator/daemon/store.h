@@ -13,8 +13,15 @@
  *                single use, idempotent), with its experiment
  *   decisions    the propensity log of issued assignments, with their experiment and the time
  *                retention may delete them (written asynchronously; best effort)
+ *   nodes        (version 3) one row per node that wrote the database: its name (unique),
+ *                start and last write times, and the generation of its last transaction
+ *   exp_node_state  (version 3) the partial policy state and counters of an additive experiment
+ *                written by a node other than the one whose state its `experiments` row holds
+ *                (experiments.node): several nodes on one PostgreSQL (docs/aggregator.md)
+ *   node_key     (version 3) the public key every node of the database serves with
  * A state of version 1 (one experiment, a `state` table) is migrated at open, in one
- * transaction, into the experiment `default`.
+ * transaction, into the experiment `default`; one of version 2 gets the tables and the column of
+ * version 3 (its experiments' states become the opening node's).
  *
  * The calls of version 1 keep their meaning, applied to the experiment `default`: agg_store_load,
  * agg_store_put_state, agg_store_arm_counts, agg_store_export_csv(_url), and a row whose
@@ -31,11 +38,12 @@
 #include "ldpb/err.h"
 #include "policy.h"
 
-#define AGG_STORE_SCHEMA_VERSION 2
+#define AGG_STORE_SCHEMA_VERSION 3
 #define AGG_STORE_EXP_NAME_MAX   64 /* as AGG_EXPERIMENT_NAME_MAX (config.h) */
 #define AGG_STORE_DEFAULT_EXP    "default"
 #define AGG_STORE_DB_NAME        "aggregator.db"
 #define AGG_STORE_ERRMAX         512
+#define AGG_STORE_NODE_NAME_MAX  64
 
 typedef struct agg_store agg_store;
 
@@ -70,11 +78,37 @@ typedef struct agg_store_meta {
      * rolled back), and a hook that never returns is a crash in the middle of the migration. */
     int (*open_hook)(void *ctx);
     void *open_hook_ctx;
+    /* This node's name (agg_store_node_name_valid; NULL: "default"). PostgreSQL: one process per
+     * name and database (a session advisory lock); several names share a database. SQLite:
+     * unused (one node). */
+    const char *node_name;
+    /* The public key the node serves with (NULL: not checked). PostgreSQL records the first
+     * node's and refuses another (LDPB_ESTATE): every node of a database must accept the
+     * others' assignments. */
+    const uint8_t *public_key;
+    size_t public_key_len;
     /* --check-config: the open runs every check in its transaction and never commits it (rolled
      * back when the store is closed), writes no state_id marker, and refuses (LDPB_ESTATE) a
      * state that a start would migrate, instead of migrating it: the store is left as it was. */
     int check_only;
 } agg_store_meta;
+
+/* Whether `name` is a node name: 1..AGG_STORE_NODE_NAME_MAX bytes of [A-Za-z0-9._-]. */
+int agg_store_node_name_valid(const char *name);
+
+/* The open store's node name ("default" where none was given). */
+const char *agg_store_node_name(const agg_store *s);
+
+/* 1 when the last failure was the database being unreachable (its connection lost and not
+ * yet taken up again): the daemon answers "busy, resend" rather than an I/O error. */
+int agg_store_unavailable(const agg_store *s);
+
+/* 1 when a COMMIT whose answer was lost with the connection turned out, at the reconnect, to
+ * have gone through (PostgreSQL): the caller's memory lacks that transaction, so every
+ * transaction fails until it has reloaded its states (agg_store_experiments) and called
+ * agg_store_reloaded. */
+int agg_store_needs_reload(const agg_store *s);
+void agg_store_reloaded(agg_store *s);
 
 /* Whether `url` names a store backend ("sqlite:", "postgresql://...", "postgres://..."), without
  * connecting. LDPB_EINVAL with `errmsg` (AGG_STORE_ERRMAX bytes). */
@@ -228,6 +262,12 @@ typedef struct agg_store_exp {
     uint8_t *state; /* malloc'd; NULL (state_len 0) for an experiment without a saved state */
     size_t state_len;
     agg_store_counters counters;
+    /* Version 3: the node whose state `state` and `counters` are: this node's own partial of
+     * the experiment. `owner` names the node whose state the experiments row holds ("" none
+     * yet); where it is another node, this node's own partial is its exp_node_state row (none:
+     * no state) and `others` says other nodes hold partial states. */
+    char owner[AGG_STORE_NODE_NAME_MAX + 1];
+    int others;
 } agg_store_exp;
 
 /* Every experiment, running or stopped, with its state and counters, ordered by id: one query.
@@ -261,6 +301,32 @@ ldpb_err agg_store_set_settings(agg_store *s, int64_t id, const char *settings);
  * counters. LDPB_ENOEXPERIMENT, LDPB_EIO. */
 ldpb_err agg_store_put_exp_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
                                  const agg_store_counters *c);
+
+/* Inside an open transaction: replaces this node's partial state and counters of experiment
+ * `exp` (an additive one: their sum over nodes is the experiment's state): the experiments row
+ * where no other node's state is there, else this node's exp_node_state row. Where `exclusive`,
+ * another node's state in the experiments row refuses the write (LDPB_ESTATE, a statistic that
+ * does not add cannot be split across nodes): agg_store_put_exp_state is this with exclusive.
+ * LDPB_ENOEXPERIMENT, LDPB_EIO. */
+ldpb_err agg_store_put_exp_partial(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
+                                   const agg_store_counters *c, int exclusive);
+
+/* One committed partial state of another node (agg_store_partials). */
+typedef struct agg_store_partial {
+    int64_t experiment;
+    char node[AGG_STORE_NODE_NAME_MAX + 1];
+    uint8_t *state; /* malloc'd */
+    size_t state_len;
+    uint64_t policy_version;
+    uint64_t reports;
+    uint64_t age_ms; /* the database's clock now minus its commit's */
+} agg_store_partial;
+
+/* Outside a transaction: every partial state the other nodes committed (rows of experiments
+ * held by another node, and exp_node_state rows of other nodes). *out malloc'd (NULL when *n is
+ * 0), freed with agg_store_partials_free. SQLite: none. LDPB_EIO, LDPB_ENOMEM. */
+ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n);
+void agg_store_partials_free(agg_store_partial *v, size_t n);
 
 /* Counted reports per arm of experiment `exp` (0: `default`), through an index on (experiment,
  * arm): counts[0..k-1], zeroed first. LDPB_EIO; LDPB_ECORRUPT for an arm outside [0, k). */

@@ -58,9 +58,17 @@ typedef struct agg_store_ops {
     ldpb_err (*prune_expired)(agg_store *s, uint64_t before_ms, uint64_t limit, uint64_t *n);
     /* Deletes the `count` decisions whose retain_until_ms comes first. */
     ldpb_err (*prune_oldest)(agg_store *s, uint64_t count, uint64_t *n);
-    /* *found = 0 when no experiment has this id. */
+    /* *found = 0 when no experiment has this id. `exclusive`: store.h's
+     * agg_store_put_exp_partial. */
     ldpb_err (*put_state)(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
-                          const agg_store_counters *c, int *found);
+                          const agg_store_counters *c, int exclusive, int *found);
+    /* store.h's agg_store_partials; NULL: a backend of one node (none). */
+    ldpb_err (*partials)(agg_store *s, agg_store_partial **out, size_t *n);
+    /* 1 when the database cannot be reached now (agg_store_unavailable); NULL: never. */
+    int (*unavailable)(const agg_store *s);
+    /* store.h's agg_store_needs_reload and agg_store_reloaded; NULL: never needed. */
+    int (*needs_reload)(const agg_store *s);
+    void (*reloaded)(agg_store *s);
     /* counts[] zeroed by the caller. */
     ldpb_err (*arm_counts)(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k);
     /* `experiment`: a name, or NULL for all; `with_name`: the 11th column (0: the 10 columns of
@@ -100,14 +108,15 @@ struct agg_store {
     char errmsg[AGG_STORE_ERRMAX];
     agg_store_commit_hook commit_hook; /* tests only */
     void *commit_hook_ctx;
-    agg_state_ident ident; /* state_id.h */
+    agg_state_ident ident;                  /* state_id.h */
+    char node[AGG_STORE_NODE_NAME_MAX + 1]; /* agg_store_meta.node_name, or "default" */
 };
 
 /* How a backend shows agg_store_settle_meta the database, inside the open transaction. Counts
  * are -1 on failure, leaving the reason in s->errmsg.
- *   shape        2: the tables of version 2 are there; 1: those of version 1 (a `state` table);
- *                0: neither
- *   create       creates the tables of version 2 that are missing
+ *   shape        3 or 2: the tables of that version are there; 1: those of version 1 (a `state`
+ *                table); 0: none
+ *   create       creates the tables of version 3 that are missing
  *   count_meta   rows of meta
  *   count_data   rows of reports and decisions, plus those of experiments (version 2) or
  *                state (version 1)
@@ -118,7 +127,11 @@ struct agg_store {
  *                reports and decisions given `default` (id 1), decisions' retain_until_ms =
  *                expires_at_ms + retention_ms, the state row and its counters moved into the
  *                row `default` (settings `settings`, origin config, running) when `settings` is
- *                not NULL, the table state dropped; schema_version is left to the caller */
+ *                not NULL, the table state dropped, the tables of version 3 created; schema_version
+ *                is left to the caller
+ *   migrate_v2   version 2 to 3: the tables nodes, exp_node_state and node_key and the column
+ *                experiments.node added, every stored state given to node `node`; schema_version
+ *                is left to the caller */
 typedef struct agg_meta_reader {
     int (*shape)(agg_store *s);
     ldpb_err (*create)(agg_store *s);
@@ -128,6 +141,7 @@ typedef struct agg_meta_reader {
     int (*find)(agg_store *s, const char *name, int64_t *id);
     int64_t (*next_id)(agg_store *s);
     ldpb_err (*migrate)(agg_store *s, const char *settings, uint64_t retention_ms);
+    ldpb_err (*migrate_v2)(agg_store *s, const char *node);
 } agg_meta_reader;
 
 /* Settles the schema and checks the stored meta against `m` (migrating a state of version 1), or,
@@ -135,6 +149,13 @@ typedef struct agg_meta_reader {
  * messages of store.h's agg_store_open. */
 ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const agg_store_meta *m,
                                char *errmsg);
+
+/* Inside a transaction: the pending meta rows, `default` and its settings (agg_store_begin writes
+ * them with the first transaction); agg_store_pending_done after its COMMIT. A backend shared by
+ * several nodes writes them in the open's transaction instead, so that the next node to open
+ * finds them (and compares). */
+ldpb_err agg_store_write_pending(agg_store *s);
+void agg_store_pending_done(agg_store *s);
 
 /* Milliseconds since the epoch, for created_at_ms. */
 int64_t agg_store_now_ms(void);

@@ -1,24 +1,31 @@
-/* The PostgreSQL backend of the store (store.h, store_be.h), for one node, through libpq. The
+/* The PostgreSQL backend of the store (store.h, store_be.h), for one or several nodes, through
+ * libpq. The
  * tables are SQLite's (schema version AGG_STORE_SCHEMA_VERSION, docs/aggregator.md) in PostgreSQL's
  * types; a batch is one transaction, and a report is acked only after its COMMIT returned with
  * synchronous_commit on (set for the session at every connect), so an acked report is in the
  * server's flushed WAL. The report id is the primary key of `reports`: a resent report finds its
  * row and is answered as a duplicate.
  *
- * One node per database: the connection holds a session advisory lock (pg_try_advisory_lock), so
- * a second ldpb-aggregator on the same database is refused as a second one on the same state_dir
- * is by the lock file. The state directory is still required: it holds that lock file, the
- * identity marker (state_id.h; the identity row is in the database) and the replay log.
+ * Several nodes per database, one process per node name: the connection holds a session advisory
+ * lock keyed by the name (pg_try_advisory_lock(namespace, hashtext(name))), so a second
+ * ldpb-aggregator of the same name is refused as a second one on the same state_dir is by the
+ * lock file. The state directory is still required: it holds that lock file, the identity
+ * marker (state_id.h; the identity row is in the database, shared by the nodes) and the replay
+ * log. The experiments row holds the state of the first node that wrote it (experiments.node);
+ * another node's partial state of an additive experiment is its exp_node_state row
+ * (server_cluster.h merges them).
  *
  * A lost connection is taken up again by the next transaction (agg_store_begin): PQreset, the
  * session settings, the advisory lock and the prepared statements again. Until then every
- * transaction fails with LDPB_EIO, which the daemon answers as "resend". A COMMIT whose answer
- * was lost with the connection may have happened: the one row of commit_generation holds a
- * number written one higher by each transaction that changes an experiment's row (its state,
- * or the experiment itself), and after the reconnect the number read tells which. If it
- * did happen, the daemon's memory no longer matches the database (the batch was answered
- * "resend" and its policy update dropped), so every later transaction fails until the daemon is
- * restarted, which reloads the state and acks the resent reports as duplicates. */
+ * transaction fails with LDPB_EIO, which the daemon answers as "busy, resend" (LDPB_EBUSY). A
+ * COMMIT whose answer was lost with the connection may have happened: the node's row of `nodes`
+ * holds a number written one higher by each of its transactions that changes an experiment's
+ * row (its state, or the experiment itself), and after the reconnect the number read tells
+ * which (each node its own row: nodes never wait on each other's). If it did happen, the
+ * daemon's memory no longer matches the database (the batch was answered "resend" and its
+ * policy update dropped), so every later transaction fails until the daemon has reloaded its
+ * states from the database (agg_store_needs_reload, agg_store_reloaded), after which the resent
+ * reports are acked as duplicates. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,8 +42,13 @@
 
 #define say agg_store_say
 
-/* pg_try_advisory_lock's key: "ldpbaggr" read as a big-endian integer. */
-#define PG_LOCK_KEY     "7810475985062594418"
+/* The lock of the open's transaction (pg_advisory_xact_lock), so that nodes starting together
+ * create or migrate the schema one after the other: "ldpbaggr" read as a big-endian integer
+ * (the one-node lock of version 2, whose daemons still running keep a new node out). */
+#define PG_LOCK_KEY "7810475985062594418"
+/* The namespace of the node-name locks, pg_try_advisory_lock(PG_NODE_LOCK_NS, hashtext(name)):
+ * "ldpb" read as a big-endian integer. */
+#define PG_NODE_LOCK_NS "1818521698"
 #define PG_LOCK_WAIT_MS 3000
 
 typedef struct pg_store {
@@ -45,12 +57,29 @@ typedef struct pg_store {
     uint64_t generation;         /* the committed commit_generation */
     uint64_t pending_generation; /* written by the open transaction */
     int in_doubt;                /* a COMMIT's answer was lost: resolved at the reconnect */
-    int stuck;                   /* that COMMIT happened: no more transactions until a restart */
+    int stuck;                   /* that COMMIT happened: no more transactions until a reload */
+    uint64_t stuck_generation;   /* the generation it wrote */
+    int64_t started_ms;          /* this node's start, for its row of `nodes` */
 } pg_store;
 
 #define BE(s) ((pg_store *)(s)->be)
 
-/* Version 2, in PostgreSQL's types; `commit_generation` is this backend's (the file's header
+/* The tables version 3 adds (store.h): the nodes, the partial states of additive experiments
+ * by node, the shared public key. */
+#define NODE_TABLES_SQL                                                                            \
+    "CREATE TABLE IF NOT EXISTS nodes("                                                            \
+    " id BIGSERIAL PRIMARY KEY, name TEXT UNIQUE NOT NULL, started_at_ms BIGINT NOT NULL,"         \
+    " last_seen_ms BIGINT NOT NULL, generation BIGINT NOT NULL DEFAULT 0);"                        \
+    "CREATE TABLE IF NOT EXISTS exp_node_state("                                                   \
+    " experiment BIGINT NOT NULL, node TEXT NOT NULL, state BYTEA NOT NULL,"                       \
+    " policy_version BIGINT NOT NULL, reports BIGINT NOT NULL, duplicates BIGINT NOT NULL,"        \
+    " assignments BIGINT NOT NULL, committed_at_ms BIGINT NOT NULL,"                               \
+    " PRIMARY KEY (experiment, node));"                                                            \
+    "CREATE TABLE IF NOT EXISTS node_key("                                                         \
+    " id INTEGER PRIMARY KEY CHECK (id = 1), public_key BYTEA NOT NULL,"                           \
+    " created_at_ms BIGINT NOT NULL);"
+
+/* Version 3, in PostgreSQL's types; `commit_generation` is this backend's (the file's header
  * says why). Experiment ids are the store's own (max + 1: one node writes a database), so the
  * `default` of a fresh state is id 1 whatever an earlier, rolled-back transaction did. */
 static const char schema_sql[] =
@@ -61,7 +90,7 @@ static const char schema_sql[] =
     " running INTEGER NOT NULL, state BYTEA, policy_version BIGINT NOT NULL DEFAULT 0,"
     " reports BIGINT NOT NULL DEFAULT 0, duplicates BIGINT NOT NULL DEFAULT 0,"
     " assignments BIGINT NOT NULL DEFAULT 0, created_at_ms BIGINT NOT NULL,"
-    " updated_at_ms BIGINT NOT NULL);"
+    " updated_at_ms BIGINT NOT NULL, node TEXT);"
     "CREATE TABLE IF NOT EXISTS commit_generation("
     " id INTEGER PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS reports("
@@ -81,7 +110,12 @@ static const char schema_sql[] =
     "CREATE INDEX IF NOT EXISTS decisions_by_experiment ON decisions(experiment, expires_at_ms);"
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BYTEA NOT NULL,"
-    " legacy_tokens INTEGER NOT NULL, created_at_ms BIGINT NOT NULL);";
+    " legacy_tokens INTEGER NOT NULL, created_at_ms BIGINT NOT NULL);" NODE_TABLES_SQL;
+
+/* Version 2 to 3 (agg_meta_reader.migrate_v2), idempotent so that it also follows a migration
+ * from version 1; $1 the node that wrote the stored states. */
+static const char migrate_v2_sql[] =
+    "ALTER TABLE experiments ADD COLUMN IF NOT EXISTS node TEXT;" NODE_TABLES_SQL;
 
 /* Version 1 to 2 (agg_meta_reader.migrate): the old tables and their keys renamed, the new ones
  * created, the rows copied with the experiment `default` (id 1), the old ones dropped. */
@@ -117,12 +151,33 @@ static const char migrate_decisions_sql[] =
     " SELECT assignment_id, 1, arm, mechanism, epsilon, propensity, policy_version,"
     " issued_at_ms, expires_at_ms, expires_at_ms + $1::bigint FROM v1_decisions;";
 
-/* The columns every experiment query reads after id and name (as SQLite's backend). */
+/* The columns every experiment query reads after id and name, $1 this node's name: its own
+ * partial (the experiments row where no other node's state is there, else its exp_node_state
+ * row `p`), the count of reports, the sums over every node's partial that the count checks,
+ * whether any node has a state, the row's node, whether other nodes hold partials. */
+#define OWN(c) "CASE WHEN e.node IS NULL OR e.node = $1 THEN e." c " ELSE p." c " END"
+#define ALL(c)                                                                                     \
+    "(e." c " + coalesce((SELECT sum(q." c ") FROM exp_node_state q"                               \
+    " WHERE q.experiment = e.id), 0))::bigint"
 #define EXP_COLUMNS                                                                                \
-    "e.state, e.policy_version, e.reports, e.duplicates, e.assignments,"                           \
-    " (SELECT count(*) FROM reports r WHERE r.experiment = e.id AND r.observed)"
-/* issue 19 (store_seq.h): a row another node left to the experiment's sequencer is counted by
- * the experiment's counters once the sequencer observed it. */
+    OWN("state")                                                                                   \
+    ", coalesce(" OWN("policy_version") ", 0), coalesce(" OWN(                                     \
+        "reports") ", 0),"                                                                         \
+                   " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN(                           \
+                       "assignments") ", 0),"                                                      \
+                                      " (SELECT count(*) FROM reports r WHERE r.experiment = "     \
+                                      "e.id AND r.observed), " ALL("policy_version") ", " ALL(     \
+                                          "reports") ", (e.state IS NOT NULL OR EXISTS (SELECT 1 " \
+                                                     "FROM exp_node_state q"                       \
+                                                     " WHERE q.experiment = e.id))::int, "         \
+                                                     "coalesce(e.node, ''), (EXISTS (SELECT 1 "    \
+                                                     "FROM"                                        \
+                                                     " exp_node_state q WHERE q.experiment = "     \
+                                                     "e.id AND q.node <> $1) OR coalesce(e.node "  \
+                                                     "<> $1,"                                      \
+                                                     " false))::int"
+#define EXP_FROM                                                                                   \
+    " FROM experiments e LEFT JOIN exp_node_state p ON p.experiment = e.id AND p.node = $1"
 
 /* The statements of the batches, prepared on every connection. */
 static const struct {
@@ -141,12 +196,29 @@ static const struct {
      " policy_version, issued_at_ms, expires_at_ms, retain_until_ms)"
      " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
      " ON CONFLICT (assignment_id) DO NOTHING"},
+    /* The experiments row is the state of one node ($7): the first to write it. */
     {"put_state",
      "UPDATE experiments SET state = $2, policy_version = $3, reports = $4, duplicates = $5,"
-     " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-     " WHERE id = $1"},
-    {"put_generation", "INSERT INTO commit_generation(id, generation) VALUES (1, $1)"
-                       " ON CONFLICT (id) DO UPDATE SET generation = EXCLUDED.generation"},
+     " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
+     " node = $7 WHERE id = $1 AND (node IS NULL OR node = $7)"},
+    /* The other nodes' partials, where the row is another's (and the experiment exists). */
+    {"put_partial",
+     "INSERT INTO exp_node_state(experiment, node, state, policy_version, reports, duplicates,"
+     " assignments, committed_at_ms) SELECT $1, $7, $2, $3, $4, $5, $6,"
+     " (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+     " WHERE EXISTS (SELECT 1 FROM experiments WHERE id = $1)"
+     " ON CONFLICT (experiment, node) DO UPDATE SET state = EXCLUDED.state,"
+     " policy_version = EXCLUDED.policy_version, reports = EXCLUDED.reports,"
+     " duplicates = EXCLUDED.duplicates, assignments = EXCLUDED.assignments,"
+     " committed_at_ms = EXCLUDED.committed_at_ms"},
+    {"row_node", "SELECT coalesce(node, '') FROM experiments WHERE id = $1"},
+    /* Each node's generation is its own (the file's header): nodes never wait on each other's
+     * rows. */
+    {"put_generation",
+     "INSERT INTO nodes(name, started_at_ms, last_seen_ms, generation) VALUES ($1, $2,"
+     " (extract(epoch FROM clock_timestamp()) * 1000)::bigint, $3) ON CONFLICT (name) DO UPDATE"
+     " SET started_at_ms = EXCLUDED.started_at_ms, last_seen_ms = EXCLUDED.last_seen_ms,"
+     " generation = EXCLUDED.generation"},
     {"prune_expired",
      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM decisions"
      " WHERE retain_until_ms < $1 ORDER BY retain_until_ms LIMIT $2)"},
@@ -154,7 +226,17 @@ static const struct {
      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM decisions"
      " ORDER BY retain_until_ms LIMIT $1)"},
     {"arm_counts", "SELECT arm, count(*) FROM reports WHERE experiment = $1 GROUP BY arm"},
-    {"load", "SELECT e.name, " EXP_COLUMNS " FROM experiments e WHERE e.id = $1"},
+    {"load", "SELECT e.name, " EXP_COLUMNS EXP_FROM " WHERE e.id = $2"},
+    {"experiments", "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS EXP_FROM
+                    " ORDER BY e.id"},
+    /* The partials of the other nodes ($1 this one), aged by the database's clock. */
+    {"partials",
+     "SELECT id, node, state, policy_version, reports, greatest(0, (extract(epoch FROM"
+     " clock_timestamp()) * 1000)::bigint - updated_at_ms) FROM experiments"
+     " WHERE node IS NOT NULL AND node <> $1 AND state IS NOT NULL UNION ALL"
+     " SELECT experiment, node, state, policy_version, reports, greatest(0, (extract(epoch FROM"
+     " clock_timestamp()) * 1000)::bigint - committed_at_ms) FROM exp_node_state"
+     " WHERE node <> $1"},
     /* The next id is max + 1: one node writes a database (the advisory lock). A name that
      * exists inserts nothing and returns no id, without failing the transaction. */
     {"add_experiment",
@@ -247,8 +329,8 @@ static int64_t query_count(agg_store *s, const char *sql, const char *what)
     return out;
 }
 
-/* What every connection needs before its first transaction: durable commits, the one-node lock,
- * the statements. LDPB_ESTATE when another node holds the lock. */
+/* What every connection needs before its first transaction: durable commits, the node name's
+ * lock, the statements. LDPB_ESTATE when another process holds the lock of this name. */
 static ldpb_err session_setup(agg_store *s)
 {
     /* Explicit, whatever the server's or the role's default: an ack waits for the WAL flush. */
@@ -265,19 +347,21 @@ static ldpb_err session_setup(agg_store *s)
     for (int waited = 0; !held && waited <= PG_LOCK_WAIT_MS; waited += 50) {
         if (waited > 0)
             nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
-        PGresult *r = NULL;
-        err = run(s, "SELECT pg_try_advisory_lock(" PG_LOCK_KEY ")", PGRES_TUPLES_OK, &r,
-                  "taking the advisory lock");
+        const char *v[1] = {s->node};
+        PGresult *r = PQexecParams(BE(s)->conn,
+                                   "SELECT pg_try_advisory_lock(" PG_NODE_LOCK_NS ", hashtext($1))",
+                                   1, NULL, v, NULL, NULL, 0);
+        err = check_result(s, r, PGRES_TUPLES_OK, "taking the node's advisory lock");
+        held = !err && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
         if (err)
             return err;
-        held = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-        PQclear(r);
     }
     if (!held) {
         say(s->errmsg,
-            "the database is in use by another ldpb-aggregator (it holds the advisory lock %s); "
-            "one node per database",
-            PG_LOCK_KEY);
+            "the node name '%s' is in use by another ldpb-aggregator on this database (it holds "
+            "the advisory lock (%s, hashtext('%s'))); give each node its own node_name",
+            s->node, PG_NODE_LOCK_NS, s->node);
         return LDPB_ESTATE;
     }
     return LDPB_OK;
@@ -295,13 +379,16 @@ static ldpb_err prepare_all(agg_store *s)
     return LDPB_OK;
 }
 
-/* The committed generation (0 without a row); -1 on failure. */
+/* This node's committed generation (0 without a row); -1 on failure. */
 static int64_t read_generation(agg_store *s)
 {
-    PGresult *r = NULL;
-    if (run(s, "SELECT generation FROM commit_generation WHERE id = 1", PGRES_TUPLES_OK, &r,
-            "reading the state's generation"))
+    const char *v[1] = {s->node};
+    PGresult *r = PQexecParams(BE(s)->conn, "SELECT generation FROM nodes WHERE name = $1", 1, NULL,
+                               v, NULL, NULL, 0);
+    if (check_result(s, r, PGRES_TUPLES_OK, "reading the node's generation")) {
+        PQclear(r);
         return -1;
+    }
     uint64_t g = 0;
     int64_t out = PQntuples(r) == 0 ? 0 : field_u64(r, 0, 0, &g) == 0 ? (int64_t)g : -1;
     PQclear(r);
@@ -325,8 +412,10 @@ static ldpb_err reconnect(agg_store *s)
         if (g < 0)
             return LDPB_EIO;
         b->in_doubt = 0;
-        if ((uint64_t)g != b->generation)
+        if ((uint64_t)g != b->generation) {
             b->stuck = 1;
+            b->stuck_generation = (uint64_t)g;
+        }
     }
     return LDPB_OK;
 }
@@ -338,9 +427,9 @@ static ldpb_err pg_begin(agg_store *s)
         return LDPB_EIO;
     if (b->stuck) {
         say(s->errmsg,
-            "a COMMIT whose answer was lost with the database connection went through: restart "
-            "ldpb-aggregator to reload the state (the reports of that batch were answered "
-            "'resend' and are then acked as duplicates)");
+            "a COMMIT whose answer was lost with the database connection went through: the "
+            "states must be reloaded from the database (ldpb-aggregator does it; the reports of "
+            "that batch were answered 'resend' and are then acked as duplicates)");
         return LDPB_EIO;
     }
     ldpb_err err = run(s, "BEGIN", PGRES_COMMAND_OK, NULL, "BEGIN");
@@ -483,10 +572,11 @@ static ldpb_err bump_generation(agg_store *s)
     pg_store *b = BE(s);
     if (b->pending_generation != b->generation)
         return LDPB_OK;
-    char gen[24];
+    char gen[24], started[24];
     u64_text(gen, sizeof gen, b->generation + 1);
-    const char *v[1] = {gen};
-    PGresult *res = run_prepared(s, "put_generation", 1, v, NULL, NULL);
+    snprintf(started, sizeof started, "%" PRId64, b->started_ms);
+    const char *v[3] = {s->node, started, gen};
+    PGresult *res = run_prepared(s, "put_generation", 3, v, NULL, NULL);
     ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "writing the generation");
     PQclear(res);
     if (!err)
@@ -494,8 +584,24 @@ static ldpb_err bump_generation(agg_store *s)
     return err;
 }
 
+/* Whose state the experiments row of `exp` holds: 1 another node's (its name in `owner`), 0
+ * this node's or none. -1 on failure. */
+static int row_of_other(agg_store *s, const char *id, char *owner, size_t cap)
+{
+    const char *v[1] = {id};
+    PGresult *r = run_prepared(s, "row_node", 1, v, NULL, NULL);
+    int got = -1;
+    if (!check_result(s, r, PGRES_TUPLES_OK, "reading an experiment's node")) {
+        const char *n = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "";
+        snprintf(owner, cap, "%s", n);
+        got = n[0] && strcmp(n, s->node) != 0;
+    }
+    PQclear(r);
+    return got;
+}
+
 static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
-                             const agg_store_counters *c, int *found)
+                             const agg_store_counters *c, int exclusive, int *found)
 {
     *found = 0;
     if (len > (size_t)INT32_MAX) {
@@ -511,10 +617,30 @@ static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
     u64_text(rep, sizeof rep, c->reports);
     u64_text(dup, sizeof dup, c->duplicates);
     u64_text(asg, sizeof asg, c->assignments);
-    const char *v[6] = {id, (const char *)blob, ver, rep, dup, asg};
-    int lens[6] = {0, (int)len}, fmt[6] = {0, 1};
-    PGresult *res = run_prepared(s, "put_state", 6, v, lens, fmt);
+    const char *v[7] = {id, (const char *)blob, ver, rep, dup, asg, s->node};
+    int lens[7] = {0, (int)len}, fmt[7] = {0, 1};
+    PGresult *res = run_prepared(s, "put_state", 7, v, lens, fmt);
     err = check_result(s, res, PGRES_COMMAND_OK, "writing the policy state");
+    *found = !err && strcmp(PQcmdTuples(res), "1") == 0;
+    PQclear(res);
+    if (err || *found)
+        return err;
+    /* Not written: no such experiment, or its row is another node's state. */
+    char owner[AGG_STORE_NODE_NAME_MAX + 1] = "";
+    int other = row_of_other(s, id, owner, sizeof owner);
+    if (other < 0)
+        return LDPB_EIO;
+    if (!other)
+        return LDPB_OK; /* no such experiment: *found = 0 */
+    if (exclusive) {
+        say(s->errmsg,
+            "experiment %s: its state is node '%s''s, and its statistics do not add across "
+            "nodes: this node ('%s') cannot write it",
+            id, owner, s->node);
+        return LDPB_ESTATE;
+    }
+    res = run_prepared(s, "put_partial", 7, v, lens, fmt);
+    err = check_result(s, res, PGRES_COMMAND_OK, "writing the node's partial state");
     *found = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
     return err;
@@ -573,16 +699,23 @@ static int field_i64(const PGresult *r, int row, int col, int64_t *v)
     return 0;
 }
 
-/* The state and counters from the columns at `col` (EXP_COLUMNS), checked. */
+/* This node's state and counters from the columns at `col` (EXP_COLUMNS), the sums over the
+ * nodes checked against the reports. */
 static ldpb_err read_state(agg_store *s, const PGresult *r, int row, int col, const char *name,
                            uint8_t **blob, size_t *len, agg_store_counters *c)
 {
-    int64_t v[5];
+    int64_t v[5], all[5], any = 0;
     for (int i = 0; i < 5; i++) {
         if (field_i64(r, row, col + 1 + i, &v[i])) {
             say(s->errmsg, "experiment '%s': a malformed counter in its row", name);
             return LDPB_ECORRUPT;
         }
+    }
+    memcpy(all, v, sizeof all);
+    if (field_i64(r, row, col + 6, &all[0]) || field_i64(r, row, col + 7, &all[1]) ||
+        field_i64(r, row, col + 8, &any)) {
+        say(s->errmsg, "experiment '%s': a malformed counter in its row", name);
+        return LDPB_ECORRUPT;
     }
     int has_state = !PQgetisnull(r, row, col);
     size_t n = 0;
@@ -599,7 +732,7 @@ static ldpb_err read_state(agg_store *s, const PGresult *r, int row, int col, co
             return LDPB_ECORRUPT;
         }
     }
-    ldpb_err err = agg_store_check_counts(s, name, has_state, v);
+    ldpb_err err = agg_store_check_counts(s, name, any != 0, all);
     if (!err && has_state) {
         *blob = malloc(n);
         if (*blob) {
@@ -628,8 +761,8 @@ static ldpb_err pg_load(agg_store *s, int64_t exp, uint8_t **blob, size_t *len,
     memset(c, 0, sizeof *c);
     char id[24];
     snprintf(id, sizeof id, "%" PRId64, exp);
-    const char *v[1] = {id};
-    PGresult *r = run_prepared(s, "load", 1, v, NULL, NULL);
+    const char *v[2] = {s->node, id};
+    PGresult *r = run_prepared(s, "load", 2, v, NULL, NULL);
     ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading the state");
     if (!err && PQntuples(r) == 0) {
         say(s->errmsg, "no experiment with id %" PRId64, exp);
@@ -652,6 +785,8 @@ static ldpb_err read_exp(agg_store *s, const PGresult *r, int i, agg_store_exp *
         return LDPB_ECORRUPT;
     }
     snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->owner, sizeof e->owner, "%s", PQgetvalue(r, i, 5 + 9));
+    e->others = strcmp(PQgetvalue(r, i, 5 + 10), "0") != 0;
     e->from_config = strcmp(PQgetvalue(r, i, 3), "config") == 0;
     e->running = running != 0;
     e->settings = strdup(PQgetvalue(r, i, 2));
@@ -664,13 +799,13 @@ static ldpb_err read_exp(agg_store *s, const PGresult *r, int i, agg_store_exp *
 
 static ldpb_err pg_experiments(agg_store *s, agg_store_exp **out, size_t *n)
 {
-    PGresult *r = NULL;
-    ldpb_err err = run(s,
-                       "SELECT e.id, e.name, e.settings, e.origin, e.running, " EXP_COLUMNS
-                       " FROM experiments e ORDER BY e.id",
-                       PGRES_TUPLES_OK, &r, "reading experiments");
-    if (err)
+    const char *pv[1] = {s->node};
+    PGresult *r = run_prepared(s, "experiments", 1, pv, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading experiments");
+    if (err) {
+        PQclear(r);
         return err;
+    }
     size_t rows = (size_t)PQntuples(r), nv = 0;
     agg_store_exp *v = rows ? calloc(rows, sizeof *v) : NULL;
     if (rows && !v) {
@@ -769,7 +904,11 @@ static int pg_shape(agg_store *s)
                             "SELECT (to_regclass('experiments') IS NOT NULL)::int * 2 +"
                             " (to_regclass('state') IS NOT NULL)::int",
                             "reading the schema");
-    return n < 0 ? -1 : n >= 2 ? 2 : (int)n;
+    if (n < 2)
+        return (int)n;
+    int64_t v3 =
+        query_count(s, "SELECT (to_regclass('nodes') IS NOT NULL)::int", "reading the schema");
+    return v3 < 0 ? -1 : v3 ? 3 : 2;
 }
 
 /* Tables of the same names but another shape are no store of this version. */
@@ -862,8 +1001,24 @@ static ldpb_err pg_migrate(agg_store *s, const char *settings, uint64_t retentio
     return err;
 }
 
-static const agg_meta_reader pg_meta_reader = {pg_shape,    pg_create, pg_count_meta, pg_count_data,
-                                               pg_get_meta, pg_find,   pg_next_id,    pg_migrate};
+static ldpb_err pg_migrate_v2(agg_store *s, const char *node)
+{
+    ldpb_err err = run(s, migrate_v2_sql, PGRES_COMMAND_OK, NULL, "migrating to version 3");
+    if (err)
+        return err;
+    const char *v[1] = {node};
+    PGresult *r = PQexecParams(BE(s)->conn,
+                               "UPDATE experiments SET node = $1 WHERE node IS NULL AND"
+                               " state IS NOT NULL",
+                               1, NULL, v, NULL, NULL, 0);
+    err = check_result(s, r, PGRES_COMMAND_OK, "migrating to version 3");
+    PQclear(r);
+    return err;
+}
+
+static const agg_meta_reader pg_meta_reader = {pg_shape,      pg_create,   pg_count_meta,
+                                               pg_count_data, pg_get_meta, pg_find,
+                                               pg_next_id,    pg_migrate,  pg_migrate_v2};
 
 /* The identity row (state_id.h), read and written in the open transaction. */
 static int pg_id_read(void *ctx, uint8_t id[AGG_STATE_ID_BYTES], int *legacy, char *errmsg,
@@ -932,8 +1087,57 @@ static PGconn *connect_url(const char *url, char *errmsg)
     return conn;
 }
 
+static void hex_prefix(char *out, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n && i < 8; i++)
+        sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+/* The public key of the database's nodes: recorded by the first, the same for every other (an
+ * assignment issued by one node is then honoured by any). */
+static ldpb_err check_key(agg_store *s, const agg_store_meta *m, char *errmsg)
+{
+    if (!m->public_key || m->public_key_len == 0)
+        return LDPB_OK;
+    char now[24];
+    snprintf(now, sizeof now, "%" PRId64, agg_store_now_ms());
+    const char *v[2] = {(const char *)m->public_key, now};
+    int len[2] = {(int)m->public_key_len}, fmt[2] = {1};
+    PGresult *r = PQexecParams(BE(s)->conn,
+                               "INSERT INTO node_key(id, public_key, created_at_ms) VALUES"
+                               " (1, $1, $2) ON CONFLICT (id) DO NOTHING",
+                               2, NULL, v, len, fmt, 0);
+    ldpb_err err = check_result(s, r, PGRES_COMMAND_OK, "recording the public key");
+    PQclear(r);
+    if (!err)
+        err = run(s, "SELECT public_key FROM node_key WHERE id = 1", PGRES_TUPLES_OK, &r,
+                  "reading the public key");
+    if (err) {
+        say(errmsg, "%s", s->errmsg);
+        return err;
+    }
+    size_t n = 0;
+    unsigned char *have =
+        PQntuples(r) == 1 ? PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 0), &n) : NULL;
+    PQclear(r);
+    if (!have || n != m->public_key_len || memcmp(have, m->public_key, n) != 0) {
+        char a[17] = "", b[17] = "";
+        if (have)
+            hex_prefix(a, have, n);
+        hex_prefix(b, m->public_key, m->public_key_len);
+        say(errmsg,
+            "the PostgreSQL store's nodes serve with the public key %s..., this node's key file "
+            "has %s...: every node of one database uses the same key file (an assignment issued "
+            "by one node is reported to any)",
+            a, b);
+        err = LDPB_ESTATE;
+    }
+    PQfreemem(have);
+    return err;
+}
+
 /* In the open transaction: the schema (created where missing, or migrated), the meta, the
- * identity; then the statements of the batches, on the tables as they now are. */
+ * identity, the key; then the statements of the batches, on the tables as they now are. */
 static ldpb_err settle(agg_store *s, const char *dir, const agg_store_meta *meta, char *errmsg)
 {
     ldpb_err err = agg_store_settle_meta(s, &pg_meta_reader, meta, errmsg);
@@ -944,6 +1148,8 @@ static ldpb_err settle(agg_store *s, const char *dir, const agg_store_meta *meta
         err = LDPB_EIO;
         say(errmsg, "%s", s->errmsg);
     }
+    if (!err)
+        err = check_key(s, meta, errmsg);
     if (!err && prepare_all(s)) {
         err = not_ours(s);
         say(errmsg, "%s", s->errmsg);
@@ -962,6 +1168,7 @@ static ldpb_err pg_open(agg_store *s, const char *url, const char *dir, const ag
     if (!b)
         return LDPB_ENOMEM;
     s->be = b;
+    b->started_ms = agg_store_now_ms();
     b->url = strdup(url);
     if (!b->url)
         return LDPB_ENOMEM;
@@ -973,13 +1180,22 @@ static ldpb_err pg_open(agg_store *s, const char *url, const char *dir, const ag
         say(errmsg, "%s", s->errmsg);
         return err == LDPB_ESTATE ? LDPB_ESTATE : LDPB_EINVAL;
     }
-    /* One transaction: a start that is refused leaves the database as it was. The advisory
-     * lock, held already, keeps two first starts from racing on CREATE TABLE. */
-    if (run(s, "BEGIN", PGRES_COMMAND_OK, NULL, "BEGIN")) {
+    /* One transaction: a start that is refused leaves the database as it was. Its advisory
+     * lock keeps two nodes' first starts from racing on CREATE TABLE or a migration. */
+    if (run(s, "BEGIN", PGRES_COMMAND_OK, NULL, "BEGIN") ||
+        run(s, "SELECT pg_advisory_xact_lock(" PG_LOCK_KEY ")", PGRES_TUPLES_OK, NULL,
+            "waiting for the other nodes' opens")) {
         say(errmsg, "%s", s->errmsg);
+        pg_rollback(s);
         return LDPB_EIO;
     }
     err = settle(s, dir, meta, errmsg);
+    /* The meta and `default` of a fresh state now, not with the first batch: another node
+     * opening meanwhile would take the state for fresh too and write its own. */
+    if (!err && agg_store_write_pending(s)) {
+        say(errmsg, "%s", s->errmsg);
+        err = LDPB_EIO;
+    }
     if (err) {
         pg_rollback(s);
         return err;
@@ -990,6 +1206,7 @@ static ldpb_err pg_open(agg_store *s, const char *url, const char *dir, const ag
         say(errmsg, "%s", s->errmsg);
         return LDPB_EIO;
     }
+    agg_store_pending_done(s);
     /* After the COMMIT: a marker without its database would read as a lost database. */
     err =
         meta->check_only ? LDPB_OK : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
@@ -1175,6 +1392,72 @@ done:
     return err;
 }
 
+/* The other nodes' partials (store.h, agg_store_partials), outside a transaction. */
+static ldpb_err pg_partials(agg_store *s, agg_store_partial **out, size_t *n)
+{
+    pg_store *b = BE(s);
+    if (b->stuck || (PQstatus(b->conn) != CONNECTION_OK && reconnect(s)))
+        return LDPB_EIO;
+    const char *v[1] = {s->node};
+    PGresult *r = run_prepared(s, "partials", 1, v, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading the other nodes' states");
+    size_t rows = err ? 0 : (size_t)PQntuples(r), k = 0;
+    agg_store_partial *p = rows ? calloc(rows, sizeof *p) : NULL;
+    if (rows && !p)
+        err = LDPB_ENOMEM;
+    for (; !err && k < rows; k++) {
+        int i = (int)k;
+        uint64_t age = 0;
+        size_t len = 0;
+        unsigned char *blob = PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 2), &len);
+        if (field_i64(r, i, 0, &p[k].experiment) || field_u64(r, i, 3, &p[k].policy_version) ||
+            field_u64(r, i, 4, &p[k].reports) || field_u64(r, i, 5, &age) || !blob) {
+            PQfreemem(blob);
+            say(s->errmsg, "reading the other nodes' states: a malformed row");
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        p[k].age_ms = age;
+        snprintf(p[k].node, sizeof p[k].node, "%s", PQgetvalue(r, i, 1));
+        p[k].state = malloc(len ? len : 1);
+        if (p[k].state)
+            memcpy(p[k].state, blob, len);
+        p[k].state_len = len;
+        PQfreemem(blob);
+        if (!p[k].state)
+            err = LDPB_ENOMEM;
+    }
+    PQclear(r);
+    if (err) {
+        agg_store_partials_free(p, rows);
+        return err;
+    }
+    *out = p;
+    *n = rows;
+    return LDPB_OK;
+}
+
+static int pg_needs_reload(const agg_store *s)
+{
+    const pg_store *b = s->be;
+    return b && b->stuck;
+}
+
+static void pg_reloaded(agg_store *s)
+{
+    pg_store *b = BE(s);
+    if (!b->stuck)
+        return;
+    b->generation = b->pending_generation = b->stuck_generation;
+    b->stuck = 0;
+}
+
+static int pg_unavailable(const agg_store *s)
+{
+    const pg_store *b = s->be;
+    return b && !b->stuck && PQstatus(b->conn) != CONNECTION_OK;
+}
+
 PGconn *agg_pg_conn(agg_store *s)
 {
     return s->be ? BE(s)->conn : NULL;
@@ -1202,6 +1485,10 @@ const agg_store_ops agg_store_pg_ops = {
     .prune_expired = pg_prune_expired,
     .prune_oldest = pg_prune_oldest,
     .put_state = pg_put_state,
+    .partials = pg_partials,
+    .unavailable = pg_unavailable,
+    .needs_reload = pg_needs_reload,
+    .reloaded = pg_reloaded,
     .arm_counts = pg_arm_counts,
     .export_csv = pg_export_csv,
     /* PostgreSQL's tools do this better than a copy by us could: pg_dump takes a consistent

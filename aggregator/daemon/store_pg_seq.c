@@ -174,10 +174,13 @@ static ldpb_err pg_seq_acquire(agg_store *s, int64_t exp, int *got, agg_store_se
     }
     /* The bump waits for a transaction of the previous sequencer still holding the row, then
      * returns the state that transaction committed: the new sequencer continues from there. */
+    /* The row becomes this node's too (experiments.node): its state is the sequencer's to write
+     * (store_pg.c's put_state writes only a row that is this node's). */
+    const char *vn[2] = {id, agg_store_node_name(s)};
     r = exec_params(s,
-                    "UPDATE experiments SET seq_epoch = seq_epoch + 1 WHERE id = $1::bigint"
-                    " RETURNING " ROW_COLUMNS ", state",
-                    1, v, NULL, NULL);
+                    "UPDATE experiments SET seq_epoch = seq_epoch + 1, node = $2 WHERE id ="
+                    " $1::bigint RETURNING " ROW_COLUMNS ", state",
+                    2, vn, NULL, NULL);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         err = PQresultStatus(r) == PGRES_TUPLES_OK ? LDPB_ENOEXPERIMENT
                                                    : seq_fail(s, "bumping the fencing version");
@@ -410,6 +413,29 @@ static ldpb_err pg_seq_read(agg_store *s, int64_t exp, uint64_t have_version,
     return err;
 }
 
+static ldpb_err pg_seq_waiting(agg_store *s, int64_t *ids, size_t max, size_t *n)
+{
+    *n = 0;
+    char lim[24];
+    snprintf(lim, sizeof lim, "%zu", max);
+    ldpb_err err = agg_store_begin(s);
+    if (err)
+        return err;
+    const char *v[1] = {lim};
+    PGresult *r = exec_params(s,
+                              "SELECT DISTINCT experiment FROM reports WHERE NOT observed"
+                              " ORDER BY experiment LIMIT $1::bigint",
+                              1, v, NULL, NULL);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        err = seq_fail(s, "looking for unobserved reports");
+    for (int i = 0; !err && i < PQntuples(r) && *n < max; i++)
+        if (field_i64(r, i, 0, &ids[*n]) == 0)
+            (*n)++;
+    PQclear(r);
+    agg_store_rollback(s); /* read only */
+    return err;
+}
+
 const agg_store_seq_ops agg_store_pg_seq_ops = {
     .acquire = pg_seq_acquire,
     .release = pg_seq_release,
@@ -418,6 +444,7 @@ const agg_store_seq_ops agg_store_pg_seq_ops = {
     .pending = pg_seq_pending,
     .mark = pg_seq_mark,
     .read = pg_seq_read,
+    .waiting = pg_seq_waiting,
 };
 
 /* ---- the seam: a backend without these operations is a sole node ------------------------- */
@@ -470,6 +497,12 @@ ldpb_err agg_store_seq_pending(agg_store *s, int64_t exp, size_t max, agg_store_
 ldpb_err agg_store_seq_mark(agg_store *s, int64_t exp, const agg_store_pending *v, size_t n)
 {
     return s->ops->seq ? s->ops->seq->mark(s, exp, v, n) : LDPB_OK;
+}
+
+ldpb_err agg_store_seq_waiting(agg_store *s, int64_t *ids, size_t max, size_t *n)
+{
+    *n = 0;
+    return s->ops->seq ? s->ops->seq->waiting(s, ids, max, n) : LDPB_OK;
 }
 
 ldpb_err agg_store_seq_read(agg_store *s, int64_t exp, uint64_t have_version,

@@ -76,6 +76,11 @@ ldpb_err agg_store_seq_pending(agg_store *s, int64_t exp, size_t max, agg_store_
                                size_t *n);
 void agg_store_seq_pending_free(agg_store_pending *v, size_t n);
 
+/* Outside a transaction: the experiments that have unobserved reports (ids ascending, at most
+ * `max` of them, into ids[]): one read of the partial index for every experiment, so an idle
+ * sequencer's poll costs one query. *n gets how many. LDPB_EIO. */
+ldpb_err agg_store_seq_waiting(agg_store *s, int64_t *ids, size_t max, size_t *n);
+
 /* Inside the open transaction: the `n` reports of `v` marked observed. LDPB_EIO; LDPB_ECORRUPT
  * when fewer rows were still unobserved (another sequencer marked them: impossible while the
  * fence holds). */
@@ -95,6 +100,7 @@ typedef struct agg_store_seq_ops {
     ldpb_err (*pending)(agg_store *s, int64_t exp, size_t max, agg_store_pending **out, size_t *n);
     ldpb_err (*mark)(agg_store *s, int64_t exp, const agg_store_pending *v, size_t n);
     ldpb_err (*read)(agg_store *s, int64_t exp, uint64_t have_version, agg_store_seq_state *st);
+    ldpb_err (*waiting)(agg_store *s, int64_t *ids, size_t max, size_t *n);
 } agg_store_seq_ops;
 
 extern const agg_store_seq_ops agg_store_pg_seq_ops;

@@ -26,8 +26,24 @@ typedef struct sq_store {
 #define say   agg_store_say
 #define BE(s) ((sq_store *)(s)->be)
 
-/* Version 2. The indexes serve one experiment's arm counts and export (reports and decisions by
- * experiment) and retention (one ordered delete across experiments, by retain_until_ms). */
+/* The tables version 3 adds (store.h). */
+#define NODE_TABLES_SQL                                                                            \
+    "CREATE TABLE IF NOT EXISTS nodes("                                                            \
+    " id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, started_at_ms INTEGER NOT NULL,"          \
+    " last_seen_ms INTEGER NOT NULL, generation INTEGER NOT NULL DEFAULT 0);"                      \
+    "CREATE TABLE IF NOT EXISTS exp_node_state("                                                   \
+    " experiment INTEGER NOT NULL, node TEXT NOT NULL, state BLOB NOT NULL,"                       \
+    " policy_version INTEGER NOT NULL, reports INTEGER NOT NULL, duplicates INTEGER NOT NULL,"     \
+    " assignments INTEGER NOT NULL, committed_at_ms INTEGER NOT NULL,"                             \
+    " PRIMARY KEY (experiment, node)) WITHOUT ROWID;"                                              \
+    "CREATE TABLE IF NOT EXISTS node_key("                                                         \
+    " id INTEGER PRIMARY KEY CHECK (id = 1), public_key BLOB NOT NULL,"                            \
+    " created_at_ms INTEGER NOT NULL);"
+
+/* Version 3 (the node tables are PostgreSQL's, kept here so that one schema describes both
+ * backends; SQLite is one node and leaves them empty). The indexes serve one experiment's arm
+ * counts and export (reports and decisions by experiment) and retention (one ordered delete across
+ * experiments, by retain_until_ms). */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
@@ -37,7 +53,7 @@ static const char schema_sql[] =
     " running INTEGER NOT NULL, state BLOB, policy_version INTEGER NOT NULL DEFAULT 0,"
     " reports INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,"
     " assignments INTEGER NOT NULL DEFAULT 0, created_at_ms INTEGER NOT NULL,"
-    " updated_at_ms INTEGER NOT NULL);"
+    " updated_at_ms INTEGER NOT NULL, node TEXT);"
     "CREATE TABLE IF NOT EXISTS reports("
     " assignment_id BLOB PRIMARY KEY, experiment INTEGER NOT NULL, arm INTEGER NOT NULL,"
     " mechanism TEXT NOT NULL, epsilon REAL NOT NULL, propensity REAL NOT NULL,"
@@ -57,7 +73,7 @@ static const char schema_sql[] =
      * at its first open here and an identity by migration. */
     "CREATE TABLE IF NOT EXISTS identity("
     " id INTEGER PRIMARY KEY CHECK (id = 1), state_id BLOB NOT NULL,"
-    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);";
+    " legacy_tokens INTEGER NOT NULL, created_at_ms INTEGER NOT NULL);" NODE_TABLES_SQL;
 
 /* Version 1 to 2, in the open transaction (agg_meta_reader.migrate): the old tables renamed, the
  * new ones created, the rows copied with the experiment `default` (id 1), the old ones dropped.
@@ -235,7 +251,15 @@ static int sq_shape(agg_store *s)
         sql_fail(s, "reading the schema");
         return -1;
     }
-    return n >= 2 ? 2 : (int)n;
+    if (n < 2)
+        return (int)n;
+    int64_t v3 = query_count(s, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
+                                " name = 'nodes'");
+    if (v3 < 0) {
+        sql_fail(s, "reading the schema");
+        return -1;
+    }
+    return v3 ? 3 : 2;
 }
 
 static ldpb_err sq_create(agg_store *s)
@@ -323,8 +347,23 @@ static ldpb_err sq_migrate(agg_store *s, const char *settings, uint64_t retentio
     return err;
 }
 
-static const agg_meta_reader sq_meta_reader = {sq_shape,    sq_create, sq_count_meta, sq_count_data,
-                                               sq_get_meta, sq_find,   sq_next_id,    sq_migrate};
+/* Version 2 to 3: the column and the tables (empty: one node, whose name SQLite never needs). */
+static ldpb_err sq_migrate_v2(agg_store *s, const char *node)
+{
+    (void)node;
+    int64_t has = query_count(s, "SELECT count(*) FROM pragma_table_info('experiments')"
+                                 " WHERE name = 'node'");
+    if (has < 0)
+        return sql_fail(s, "migrating");
+    ldpb_err err = has ? LDPB_OK : exec(s, "ALTER TABLE experiments ADD COLUMN node TEXT");
+    if (!err)
+        err = exec(s, NODE_TABLES_SQL);
+    return err;
+}
+
+static const agg_meta_reader sq_meta_reader = {sq_shape,      sq_create,   sq_count_meta,
+                                               sq_count_data, sq_get_meta, sq_find,
+                                               sq_next_id,    sq_migrate,  sq_migrate_v2};
 
 /* The statements of the batches, prepared once. */
 static ldpb_err prepare_all(agg_store *s)
@@ -751,8 +790,9 @@ static ldpb_err sq_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
 }
 
 static ldpb_err sq_put_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
-                             const agg_store_counters *c, int *found)
+                             const agg_store_counters *c, int exclusive, int *found)
 {
+    (void)exclusive; /* one node: every state is its own */
     sqlite3_stmt *st = BE(s)->put_state;
     sqlite3_bind_int64(st, 1, exp);
     sqlite3_bind_blob64(st, 2, blob, len, SQLITE_STATIC);

@@ -86,6 +86,28 @@ ldpb_err agg_ts_observe(agg_policy *p, agg_policy_env *env, uint32_t a, double o
     return LDPB_OK;
 }
 
+ldpb_err agg_ts_merge(agg_policy *dst, const agg_policy *src)
+{
+    ts *d = (ts *)dst;
+    const ts *s = (const ts *)src;
+    const uint64_t count_max = (uint64_t)1 << 53; /* as decode() accepts */
+    for (uint32_t a = 0; a < dst->cfg.k; a++)
+        if (s->s[a] > count_max - d->s[a] || s->f[a] > count_max - d->f[a] ||
+            d->s[a] + s->s[a] > count_max - (d->f[a] + s->f[a]))
+            return LDPB_ERANGE;
+    for (uint32_t a = 0; a < dst->cfg.k; a++) {
+        if (s->s[a]) {
+            d->s[a] += s->s[a];
+            agg_gamma_shape_init(&d->gs[a], (double)d->s[a] + 1.0);
+        }
+        if (s->f[a]) {
+            d->f[a] += s->f[a];
+            agg_gamma_shape_init(&d->gf[a], (double)d->f[a] + 1.0);
+        }
+    }
+    return LDPB_OK;
+}
+
 ldpb_err agg_ts_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len)
 {
     const ts *x = (const ts *)p;

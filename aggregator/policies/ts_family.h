@@ -39,11 +39,14 @@ ldpb_err agg_ts_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len)
 ldpb_err agg_ts_restore(agg_policy *p, const uint8_t *buf, size_t len);
 ldpb_err agg_ts_describe(const agg_policy *p, agg_arm_status *arms, uint32_t k);
 void agg_ts_free(agg_policy *p);
+/* Adds src's per-arm successes and failures into dst: the posterior is those counts. */
+ldpb_err agg_ts_merge(agg_policy *dst, const agg_policy *src);
 
 /* The ops table entries every variant shares, after its own name, model, mergeable and
  * create: `.create = create, AGG_TS_OPS_SHARED,`. */
 #define AGG_TS_OPS_SHARED                                                                          \
     .choose = agg_ts_choose, .observe = agg_ts_observe, .save = agg_ts_save,                       \
-    .restore = agg_ts_restore, .describe = agg_ts_describe, .free = agg_ts_free
+    .restore = agg_ts_restore, .describe = agg_ts_describe, .free = agg_ts_free,                   \
+    .merge = agg_ts_merge
 
 #endif

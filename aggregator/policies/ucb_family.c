@@ -112,6 +112,32 @@ ldpb_err agg_ucb_observe(agg_policy *p, agg_policy_env *env, uint32_t arm, doubl
     return LDPB_OK;
 }
 
+ldpb_err agg_ucb_merge(agg_policy *dst, const agg_policy *src)
+{
+    ucb *d = (ucb *)dst;
+    const ucb *s = (const ucb *)src;
+    const uint64_t n_max = (uint64_t)1 << 53; /* what restore accepts of a count */
+    for (uint32_t a = 0; a < dst->cfg.k; a++)
+        if (d->arms[a].n > n_max || s->arms[a].n > n_max - d->arms[a].n ||
+            !isfinite(d->arms[a].sum + s->arms[a].sum))
+            return LDPB_ERANGE;
+    if (s->t > UINT64_MAX - d->t)
+        return LDPB_ERANGE;
+    uint32_t unpulled = 0;
+    for (uint32_t a = 0; a < dst->cfg.k; a++) {
+        ucb_arm *x = &d->arms[a];
+        if (s->arms[a].n) {
+            x->n += s->arms[a].n;
+            x->sum += s->arms[a].sum;
+            arm_refresh(x);
+        }
+        unpulled += x->n == 0;
+    }
+    d->unpulled = unpulled;
+    d->t += s->t;
+    return LDPB_OK;
+}
+
 ldpb_err agg_ucb_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len)
 {
     const ucb *u = (const ucb *)p;

@@ -56,11 +56,14 @@ ldpb_err agg_ucb_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *len
 ldpb_err agg_ucb_restore(agg_policy *p, const uint8_t *buf, size_t len);
 ldpb_err agg_ucb_describe(const agg_policy *p, agg_arm_status *arms, uint32_t k);
 void agg_ucb_free(agg_policy *p);
+/* Adds src's per-arm counts and sums (and rounds) into dst: the UCB state is those sums. */
+ldpb_err agg_ucb_merge(agg_policy *dst, const agg_policy *src);
 
 /* The ops table entries every variant shares, after its own name, model, mergeable and
  * create: `.create = create, AGG_UCB_OPS_SHARED,`. */
 #define AGG_UCB_OPS_SHARED                                                                         \
     .choose = agg_ucb_choose, .observe = agg_ucb_observe, .save = agg_ucb_save,                    \
-    .restore = agg_ucb_restore, .describe = agg_ucb_describe, .free = agg_ucb_free
+    .restore = agg_ucb_restore, .describe = agg_ucb_describe, .free = agg_ucb_free,                \
+    .merge = agg_ucb_merge
 
 #endif

@@ -366,3 +366,17 @@ ldpb_err agg_policy_propensity(const agg_policy *p, double *prob)
         return LDPB_ESTATE;
     return p->ops->propensity(p, prob);
 }
+
+ldpb_err agg_policy_merge(agg_policy *dst, const agg_policy *src)
+{
+    if (!dst || !src || dst->ops != src->ops || dst->cfg.k != src->cfg.k)
+        return LDPB_EINVAL;
+    size_t n = 0;
+    const agg_param_info *pi = agg_policy_params(&n);
+    for (size_t i = 0; i < n; i++)
+        if (!agg_policy_param_same(&pi[i], &dst->cfg, &src->cfg))
+            return LDPB_EINVAL;
+    if (!dst->ops->merge)
+        return LDPB_ENOTSUP;
+    return dst->ops->merge(dst, src);
+}

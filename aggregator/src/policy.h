@@ -168,6 +168,13 @@ typedef struct agg_policy_ops {
      * the probability of its own choice, not the current one. prob is in (0, 1]. */
     ldpb_err (*observe_with_propensity)(agg_policy *p, agg_policy_env *env, uint32_t arm,
                                         double obs, double prob);
+    /* Optional (NULL: the statistics do not add): adds the statistics of `src`, a policy created
+     * with the same config, into `dst`, so that dst is as if it had observed both sets of
+     * reports (in any order). Only for a state that is a sum of per-report terms with no noise
+     * and no order: several nodes each keep the partial state of their own reports and serve
+     * the merge (docs/aggregator.md, "Several nodes"). LDPB_ERANGE where a sum would leave the
+     * range the state format accepts; dst is then unchanged. */
+    ldpb_err (*merge)(agg_policy *dst, const agg_policy *src);
 } agg_policy_ops;
 
 /* Every implementation starts with this header so the generic wrappers can dispatch. */
@@ -267,6 +274,9 @@ ldpb_err agg_policy_save(const agg_policy *p, uint8_t *buf, size_t cap, size_t *
 ldpb_err agg_policy_restore(agg_policy *p, const uint8_t *buf, size_t len);
 ldpb_err agg_policy_describe(const agg_policy *p, agg_arm_status *arms, uint32_t k);
 void agg_policy_free(agg_policy *p);
+/* The merge op: LDPB_ENOTSUP where the policy has none, LDPB_EINVAL for policies of different
+ * ops or configs (k, or any parameter). */
+ldpb_err agg_policy_merge(agg_policy *dst, const agg_policy *src);
 /* The probability of the last choice (the optional op); LDPB_ESTATE when the policy has no such
  * op or has not chosen yet. */
 ldpb_err agg_policy_propensity(const agg_policy *p, double *prob);

@@ -97,7 +97,8 @@ static void make_state(const fixture *f, const char *const *kv)
                            0,        NULL,
                            NULL,     0,
                            NULL,     NULL,
-                           0};
+                           NULL,     NULL,
+                           0,        0};
     agg_store *st = NULL;
     char smsg[AGG_STORE_ERRMAX];
     assert_int_equal(agg_store_open(&st, f->state, &meta, smsg), LDPB_OK);
@@ -340,7 +341,7 @@ static void version_1_state_migrates_at_start(void **state)
     char *v2 = meta_text(f);
     /* the same rows but the version */
     char *at = strstr(v1, "schema_version=1;");
-    at[strlen("schema_version=")] = '2';
+    at[strlen("schema_version=")] = (char)('0' + AGG_STORE_SCHEMA_VERSION);
     assert_string_equal(v2, v1);
     free(v1);
     free(v2);

@@ -1,28 +1,29 @@
-/* Sequenced experiments on the PostgreSQL store (issue 19; docs/aggregator.md, "Sequenced
- * experiments"), end to end with the real ldpb-aggregator on the fixture's throwaway PostgreSQL
- * (label postgres). A central-DP experiment (dp-ucb) is sequenced: the test itself plays the other
- * node where one is needed, through its own libpq sessions, holding or taking the experiment's
+/* Sequenced experiments on the PostgreSQL store (issue 19; docs/aggregator.md,
+ * "Sequenced experiments"), end to end with the real ldpb-aggregator on the
+ * fixture's throwaway PostgreSQL (label postgres). A central-DP experiment
+ * (dp-ucb) is sequenced: the test itself plays the other node where one is
+ * needed, through its own libpq sessions, holding or taking the experiment's
  * sequencer lock (AGG_SEQ_LOCK_NS, id) as a node would.
  *
- *   follower, takeover  the lock is held by another process: the daemon commits its acked reports
- *                       as unobserved rows; that process is killed with -9 under load, the daemon
- *                       takes the lock over (the time from the kill to the new epoch's COMMIT is
- *                       printed), observes every waiting row once, and every acked report is
- *                       counted exactly once.
- *   fenced out          the daemon is the sequencer; its session is ended and another session
- *                       takes the lock and bumps the epoch under it (the test hook): the daemon's
- *                       next transaction is refused by the fence, the committed state is the one
- *                       before (nothing it computed is published), and it goes on as a follower.
+ *   follower, takeover  the lock is held by another process: the daemon commits
+ * its acked reports as unobserved rows; that process is killed with -9 under
+ * load, the daemon takes the lock over (the time from the kill to the new
+ * epoch's COMMIT is printed), observes every waiting row once, and every acked
+ * report is counted exactly once. fenced out          the daemon is the
+ * sequencer; its session is ended and another session takes the lock and bumps
+ * the epoch under it (the test hook): the daemon's next transaction is refused
+ * by the fence, the committed state is the one before (nothing it computed is
+ * published), and it goes on as a follower.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,10 +43,12 @@
 
 #define LOCK_NS "1818522481" /* store_seq.h: AGG_SEQ_LOCK_NS */
 #define CONF                                                                                       \
-    "arms = 4\nmode = central\npolicy = dp-ucb\nhorizon = 1000000\nepsilon = 1\n"                  \
+    "arms = 4\nmode = central\npolicy = dp-ucb\nhorizon = 1000000\nepsilon = "                     \
+    "1\n"                                                                                          \
     "log_level = info\nmetrics = 127.0.0.1:%d\n"
 
-/* The value of the metric line that starts with `name ` in GET /metrics; -1 if absent. */
+/* The value of the metric line that starts with `name ` in GET /metrics; -1 if
+ * absent. */
 static double metric(int port, const char *name)
 {
     static char buf[65536];
@@ -132,8 +135,9 @@ static char *db_state(PGconn *c)
     return s;
 }
 
-/* A process of its own holding the sequencer lock of experiment 1 (as a sequencer node's session
- * does) until it is killed; returns its pid once the lock is held. */
+/* A process of its own holding the sequencer lock of experiment 1 (as a
+ * sequencer node's session does) until it is killed; returns its pid once the
+ * lock is held. */
 static pid_t hold_lock(const char *url)
 {
     int p[2];
@@ -171,7 +175,8 @@ static int log_has(const dt_daemon *d, const char *needle)
     return strstr(buf, needle) != NULL;
 }
 
-/* ---- a sender: assign + report in a loop, counting what was acked and what failed ---------- */
+/* ---- a sender: assign + report in a loop, counting what was acked and what
+ * failed ---------- */
 
 typedef struct sender {
     const dt_daemon *d;
@@ -180,8 +185,9 @@ typedef struct sender {
     pthread_t th;
 } sender;
 
-/* One report until it is acked (resent on a refusal, as a client does), or `tries` failures. */
-static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries)
+/* One report until it is acked (resent on a refusal, as a client does), or
+ * `tries` failures. */
+static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries, atomic_int *stop)
 {
     uint32_t arm;
     int mech;
@@ -191,7 +197,7 @@ static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries)
     for (int t = 0; t < tries; t++) {
         if (dt_assign(c, &arm, &mech, &eps, id, &id_len) == 0)
             break;
-        if (t + 1 == tries)
+        if (t + 1 == tries || (stop && atomic_load(stop)))
             return -1;
         sleep_ms(20);
     }
@@ -206,6 +212,8 @@ static int send_one(dt_client *c, uint64_t *failed, uint64_t *dups, int tries)
             return 0;
         }
         (*failed)++;
+        if (stop && atomic_load(stop))
+            return -1;
         sleep_ms(20);
     }
     return -1;
@@ -215,10 +223,10 @@ static void *sender_main(void *arg)
 {
     sender *sd = arg;
     dt_client c;
-    if (dt_client_open(&c, sd->d->ipc_url, sd->d->server.pk, 5000) != 0)
+    if (dt_client_open(&c, sd->d->ipc_url, sd->d->server.pk, 2000) != 0)
         return NULL;
     while (!atomic_load(&sd->stop))
-        if (send_one(&c, &sd->failed, &sd->duplicates, 100) == 0)
+        if (send_one(&c, &sd->failed, &sd->duplicates, 100, &sd->stop) == 0)
             sd->acked++;
     dt_client_close(&c);
     return NULL;
@@ -246,7 +254,8 @@ static void test_follower_takeover(void **state)
     (void)state;
     char url[512];
     assert_int_equal(dt_pg_database("seq_takeover", url, sizeof url), 0);
-    /* the "other node" holds the lock before the daemon starts: the daemon is a follower */
+    /* the "other node" holds the lock before the daemon starts: the daemon is a
+     * follower */
     pid_t holder = hold_lock(url);
     dt_daemon d;
     assert_int_equal(dt_daemon_init(&d), 0);
@@ -260,9 +269,10 @@ static void test_follower_takeover(void **state)
     assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
     uint64_t failed = 0, dups = 0;
     for (int i = 0; i < 50; i++)
-        assert_int_equal(send_one(&c, &failed, &dups, 50), 0);
+        assert_int_equal(send_one(&c, &failed, &dups, 50, NULL), 0);
     dt_client_close(&c);
-    /* acked after their COMMIT, left to the sequencer: durable, not yet counted by its state */
+    /* acked after their COMMIT, left to the sequencer: durable, not yet counted
+     * by its state */
     assert_int_equal(db_int(db, "SELECT count(*) FROM reports WHERE NOT observed"), 50);
     assert_int_equal(db_int(db, "SELECT reports FROM experiments WHERE name = 'default'"), 0);
     assert_true(log_has(&d, "another node is its sequencer"));
@@ -283,7 +293,8 @@ static void test_follower_takeover(void **state)
         sleep_ms(2);
     }
     assert_true(t1 > 0);
-    printf("takeover: the standby's new epoch committed %.1f ms after the sequencer's kill -9\n",
+    printf("takeover: the standby's new epoch committed %.1f ms after the "
+           "sequencer's kill -9\n",
            (double)(t1 - t0) / 1000.0);
     assert_true(t1 - t0 <= 2000000u); /* the goal: <= 2 s */
     sleep_ms(700);
@@ -291,7 +302,8 @@ static void test_follower_takeover(void **state)
     pthread_join(sd.th, NULL);
     wait_observed(db);
 
-    /* every acked report counted exactly once: rows, the state's counter, the daemon's status */
+    /* every acked report counted exactly once: rows, the state's counter, the
+     * daemon's status */
     uint64_t acked = 50 + sd.acked;
     int64_t rows = db_int(db, "SELECT count(*) FROM reports");
     int64_t counted = db_int(db, "SELECT reports FROM experiments WHERE name = 'default'");
@@ -316,11 +328,12 @@ static void test_follower_takeover(void **state)
     dt_daemon_cleanup(&d);
 }
 
-/* The daemon's backend pid that holds experiment 1's sequencer lock; -1 if none. */
+/* The daemon's backend pid that holds experiment 1's sequencer lock; -1 if
+ * none. */
 static int64_t sequencer_backend(PGconn *db)
 {
-    return db_int(db, "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = " LOCK_NS
-                      " AND objid = 1 AND objsubid = 2 AND granted");
+    return db_int(db, "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND "
+                      "classid = " LOCK_NS " AND objid = 1 AND objsubid = 2 AND granted");
 }
 
 static void test_fenced_out(void **state)
@@ -333,15 +346,16 @@ static void test_fenced_out(void **state)
     assert_int_equal(dt_client_open(&c, d.ipc_url, d.server.pk, 5000), 0);
     uint64_t failed = 0, dups = 0;
     for (int i = 0; i < 30; i++)
-        assert_int_equal(send_one(&c, &failed, &dups, 50), 0);
+        assert_int_equal(send_one(&c, &failed, &dups, 50, NULL), 0);
     assert_int_equal(failed, 0);
     assert_int_equal(db_int(db, "SELECT reports FROM experiments WHERE name = 'default'"), 30);
     int64_t epoch = db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'");
     assert_true(epoch >= 1);
     char *before = db_state(db);
 
-    /* The test hook: the daemon's session is ended and another session takes the lock and bumps
-     * the epoch under it, as a standby does when it believes the sequencer gone. */
+    /* The test hook: the daemon's session is ended and another session takes the
+     * lock and bumps the epoch under it, as a standby does when it believes the
+     * sequencer gone. */
     int64_t pid = sequencer_backend(db);
     assert_true(pid > 0);
     assert_int_equal(db_int(db, "SELECT pg_terminate_backend(%" PRId64 ")::int", pid), 1);
@@ -357,15 +371,16 @@ static void test_fenced_out(void **state)
                                    " 'default' RETURNING seq_epoch"),
                      epoch + 1);
 
-    /* the deposed sequencer's next transactions are refused; reports resent until acked */
+    /* the deposed sequencer's next transactions are refused; reports resent until
+     * acked */
     for (int i = 0; i < 20; i++)
-        assert_int_equal(send_one(&c, &failed, &dups, 100), 0);
+        assert_int_equal(send_one(&c, &failed, &dups, 100, NULL), 0);
     for (int i = 0; i < 500 && !log_has(&d, "fenced out as its sequencer"); i++)
         sleep_ms(10);
     assert_true(log_has(&d, "fenced out as its sequencer"));
     assert_true(metric(mport, "ldpb_seq_fenced_total") >= 1.0);
-    /* nothing it computed was published: the committed state is the one before the bump, and
-     * the 20 reports wait, durable, for the sequencer */
+    /* nothing it computed was published: the committed state is the one before
+     * the bump, and the 20 reports wait, durable, for the sequencer */
     char *after = db_state(db);
     assert_string_equal(before, after);
     free(after);
@@ -373,7 +388,8 @@ static void test_fenced_out(void **state)
     assert_int_equal(db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'"),
                      epoch + 1);
 
-    /* the other session goes away: the daemon takes over again and counts the 20 once */
+    /* the other session goes away: the daemon takes over again and counts the 20
+     * once */
     PQfinish(other);
     wait_observed(db);
     assert_true(db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'") >=
@@ -390,11 +406,86 @@ static void test_fenced_out(void **state)
     dt_daemon_cleanup(&d);
 }
 
+/* A second node on the same database: the same key (operator's job), its own
+ * state_dir. */
+static int start_second(dt_daemon *b, const dt_daemon *a)
+{
+    assert_int_equal(dt_daemon_init(b), 0);
+    snprintf(b->store, sizeof b->store, "%s", a->store);
+    b->server = a->server;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", a->key, b->key);
+    assert_int_equal(system(cmd), 0);
+    int port = write_conf(b);
+    assert_int_equal(dt_daemon_start(b, NULL, NULL), 0);
+    return port;
+}
+
+/* Two real daemons on one database, one central experiment: reports through
+ * both are counted once; the sequencer is killed with -9 under load and the
+ * other takes over from the last committed state: acked <= counted <= acked +
+ * failed, every row counted by the state once. */
+static void test_two_nodes_kill9(void **state)
+{
+    (void)state;
+    dt_daemon a, b;
+    start_daemon(&a);
+    PGconn *db = db_connect(a.store);
+    int64_t epoch0 = db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'");
+    int bport = start_second(&b, &a);
+    assert_true(log_has(&a, "this node is its sequencer"));
+    assert_true(log_has(&b, "another node is its sequencer"));
+    sender sa = {.d = &a}, sb = {.d = &b};
+    assert_int_equal(pthread_create(&sa.th, NULL, sender_main, &sa), 0);
+    assert_int_equal(pthread_create(&sb.th, NULL, sender_main, &sb), 0);
+    sleep_ms(1500);
+    /* reports through both nodes, the follower's observed by the sequencer */
+    assert_true(db_int(db, "SELECT reports FROM experiments WHERE name = 'default'") > 0);
+    uint64_t t0 = now_us();
+    assert_int_equal(dt_daemon_signal_wait(&a, SIGKILL), 128 + SIGKILL);
+    atomic_store(&sa.stop, 1);
+    uint64_t t1 = 0;
+    while (now_us() - t0 < 10000000u) {
+        if (db_int(db, "SELECT seq_epoch FROM experiments WHERE name = 'default'") > epoch0) {
+            t1 = now_us();
+            break;
+        }
+        sleep_ms(2);
+    }
+    assert_true(t1 > 0);
+    printf("takeover (two daemons): the standby's new epoch committed %.1f ms "
+           "after the "
+           "sequencer's kill -9\n",
+           (double)(t1 - t0) / 1000.0);
+    assert_true(t1 - t0 <= 2000000u);
+    sleep_ms(700);
+    atomic_store(&sb.stop, 1);
+    pthread_join(sa.th, NULL);
+    pthread_join(sb.th, NULL);
+    wait_observed(db);
+    uint64_t acked = sa.acked + sb.acked, failed = sa.failed + sb.failed;
+    int64_t rows = db_int(db, "SELECT count(*) FROM reports");
+    int64_t counted = db_int(db, "SELECT reports FROM experiments WHERE name = 'default'");
+    printf("acked %" PRIu64 " (%" PRIu64 " through the sequencer), rows %" PRId64
+           ", counted by the state %" PRId64 ", failed tries %" PRIu64 "\n",
+           acked, sa.acked, rows, counted, failed);
+    assert_true(rows >= (int64_t)acked);
+    assert_true(rows <= (int64_t)(acked + failed));
+    assert_int_equal(counted, rows);
+    assert_true(log_has(&b, "took over as its sequencer"));
+    assert_true(metric(bport, "ldpb_seq_takeovers_total") == 1.0);
+    PQfinish(db);
+    assert_int_equal(dt_daemon_signal_wait(&b, SIGTERM), 0);
+    dt_daemon_cleanup(&a);
+    dt_daemon_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_follower_takeover),
         cmocka_unit_test(test_fenced_out),
+        cmocka_unit_test(test_two_nodes_kill9),
     };
     return cmocka_run_group_tests_name("sequenced experiments", tests, NULL, NULL);
 }

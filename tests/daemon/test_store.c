@@ -17,6 +17,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -215,9 +217,16 @@ static void test_rollback(void **state)
     agg_store_rollback(s);
     assert_int_equal(agg_store_decision_rows(s), 0);
     agg_store_close(s);
-    /* No meta was written: another configuration is a fresh state. */
+    /* No meta was written: another configuration is a fresh state. PostgreSQL writes the meta
+     * of a fresh state with the open (the next node to open finds it), not with the first
+     * transaction: there, the state is the first configuration's. */
     agg_store_meta m = meta_of(f, K + 1);
     char msg[AGG_STORE_ERRMAX];
+    if (f->url[0]) {
+        assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
+        remove_tree(f->dir);
+        return;
+    }
     assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
     uint8_t *blob = NULL;
     size_t len = 0;
@@ -311,7 +320,8 @@ static void test_lost_database(void **state)
         PGconn *c = PQconnectdb(f->url);
         assert_int_equal(PQstatus(c), CONNECTION_OK);
         PGresult *r = PQexec(
-            c, "DROP TABLE meta, experiments, commit_generation, reports, decisions, identity");
+            c, "DROP TABLE meta, experiments, commit_generation, reports, decisions, identity,"
+               " nodes, exp_node_state, node_key");
         assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
         PQclear(r);
         PQfinish(c);
@@ -414,7 +424,8 @@ static void test_pg_wrong_schema(void **state)
     assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_ESTATE);
     assert_non_null(strstr(msg, "schema version 99"));
     assert_int_equal(count(c, "SELECT count(*) FROM reports"), 4);
-    assert_int_equal(count(c, "SELECT generation FROM commit_generation"), 1);
+    /* the open (writing `default`) and the batch */
+    assert_int_equal(count(c, "SELECT generation FROM nodes"), 2);
     PQfinish(c);
     remove_tree(f->dir);
 
@@ -429,8 +440,8 @@ static void test_pg_wrong_schema(void **state)
     remove_tree(f->dir);
 }
 
-/* One node per database: a second daemon with another state_dir is refused while the first
- * runs, and starts once it is gone. */
+/* One process per node name and database: a second daemon of the same name with another
+ * state_dir is refused while the first runs. */
 static void test_pg_one_node(void **state)
 {
     fixture *f = *state;
@@ -445,6 +456,147 @@ static void test_pg_one_node(void **state)
     assert_int_equal(agg_store_open(&t, g.state, &m, msg), LDPB_ESTATE);
     assert_non_null(strstr(msg, "in use by another ldpb-aggregator"));
     agg_store_close(s);
+    remove_tree(f->dir);
+}
+
+/* A node of the database `f` with another state directory, name and key. */
+static ldpb_err open_node(const fixture *f, const char *sub, const char *name, uint8_t key_byte,
+                          agg_store **out, char *msg)
+{
+    static uint8_t keys[256][32];
+    memset(keys[key_byte], key_byte, sizeof keys[key_byte]);
+    fixture g = *f;
+    snprintf(g.state, sizeof g.state, "%s/%s", f->dir, sub);
+    agg_store_meta m = meta_of(&g, K);
+    m.node_name = name;
+    m.public_key = keys[key_byte];
+    m.public_key_len = sizeof keys[key_byte];
+    return agg_store_open(out, g.state, &m, msg);
+}
+
+/* One report `tag` and this node's partial of `default` (`n` reports) in one transaction: the
+ * report's is_new, or -1 if the transaction failed. */
+static int node_report(agg_store *s, uint8_t tag, uint64_t n)
+{
+    agg_store_row r = row(tag, 1, 5, 1);
+    int is_new = -1;
+    agg_store_counters c = {n, n, 0, 0};
+    if (agg_store_begin(s) || agg_store_add_report(s, &r, &is_new) ||
+        agg_store_put_exp_partial(s, 0, (const uint8_t *)"p", 1, &c, 0) || agg_store_commit(s)) {
+        agg_store_rollback(s);
+        return -1;
+    }
+    return is_new;
+}
+
+typedef struct racer {
+    agg_store *s;
+    uint8_t tag;
+    uint64_t n;
+    atomic_int done;
+    int is_new;
+} racer;
+
+static void *race_main(void *arg)
+{
+    racer *r = arg;
+    r->is_new = node_report(r->s, r->tag, r->n);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+/* Several nodes on one database: distinct names open together and share the identity; a report
+ * counted by one is a duplicate on another, also when both insert it at once (the second waits
+ * for the first's COMMIT); the experiments row is the first writer's and the other's partial is
+ * its own row; each reads the other's partial; a statistic that does not add is refused to the
+ * second node; another key is refused. */
+static void test_pg_nodes(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    char msg[AGG_STORE_ERRMAX];
+    agg_store *a = NULL, *b = NULL, *x = NULL;
+    assert_int_equal(open_node(f, "a", "node-a", 1, &a, msg), LDPB_OK);
+    write_batch(a); /* reports 1..4, the state "abc", 4 reports: node-a's */
+    assert_int_equal(open_node(f, "x", "node-a", 1, &x, msg), LDPB_ESTATE);
+    assert_non_null(strstr(msg, "node name 'node-a' is in use by another ldpb-aggregator"));
+    assert_int_equal(open_node(f, "x", "node-x", 2, &x, msg), LDPB_ESTATE);
+    assert_non_null(strstr(msg, "uses the same key file"));
+    assert_int_equal(open_node(f, "b", "node-b", 1, &b, msg), LDPB_OK);
+    assert_memory_equal(agg_store_state_id(a), agg_store_state_id(b), AGG_STATE_ID_BYTES);
+    assert_string_equal(agg_store_node_name(b), "node-b");
+
+    assert_int_equal(node_report(b, 2, 0), 0); /* acked by node-a: a duplicate here */
+    assert_int_equal(node_report(b, 7, 1), 1);
+    PGconn *c = admin(f);
+    assert_int_equal(count(c, "SELECT count(*) FROM reports"), 5);
+    assert_int_equal(count(c, "SELECT count(*) FROM experiments WHERE node = 'node-a'"), 1);
+    assert_int_equal(count(c, "SELECT reports FROM exp_node_state WHERE node = 'node-b'"), 1);
+    assert_int_equal(count(c, "SELECT count(*) FROM nodes"), 2);
+
+    /* Both insert report 9 at once: node-b's transaction is open with it when node-a's insert
+     * comes; node-a's waits, and finds it counted once node-b commits. */
+    agg_store_row r9 = row(9, 1, 5, 1);
+    int is_new = -1;
+    agg_store_counters c2 = {2, 2, 0, 0};
+    assert_int_equal(agg_store_begin(b), LDPB_OK);
+    assert_int_equal(agg_store_add_report(b, &r9, &is_new), LDPB_OK);
+    assert_int_equal(is_new, 1);
+    racer ra = {.s = a, .tag = 9, .n = 4};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, race_main, &ra), 0);
+    usleep(300 * 1000);
+    assert_int_equal(atomic_load(&ra.done), 0); /* waiting on node-b's row */
+    assert_int_equal(agg_store_put_exp_partial(b, 0, (const uint8_t *)"q", 1, &c2, 0), LDPB_OK);
+    assert_int_equal(agg_store_commit(b), LDPB_OK);
+    pthread_join(th, NULL);
+    assert_int_equal(ra.is_new, 0);
+    assert_int_equal(count(c, "SELECT count(*) FROM reports"), 6);
+
+    /* Each node reads the other's partial. */
+    agg_store_partial *pv = NULL;
+    size_t n = 0;
+    assert_int_equal(agg_store_partials(a, &pv, &n), LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(pv[0].node, "node-b");
+    assert_int_equal(pv[0].reports, 2);
+    assert_memory_equal(pv[0].state, "q", 1);
+    assert_true(pv[0].age_ms < 60000);
+    agg_store_partials_free(pv, n);
+    assert_int_equal(agg_store_partials(b, &pv, &n), LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(pv[0].node, "node-a");
+    assert_int_equal(pv[0].reports, 4);
+    agg_store_partials_free(pv, n);
+
+    /* What node-b restores: its own partial; the sums over nodes match the reports. */
+    agg_store_exp *ev = NULL;
+    assert_int_equal(agg_store_experiments(b, &ev, &n), LDPB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].counters.reports, 2);
+    assert_memory_equal(ev[0].state, "q", 1);
+    assert_string_equal(ev[0].owner, "node-a");
+    assert_int_equal(ev[0].others, 1);
+    agg_store_experiments_free(ev, n);
+    assert_int_equal(agg_store_experiments(a, &ev, &n), LDPB_OK);
+    assert_int_equal(ev[0].counters.reports, 4);
+    assert_memory_equal(ev[0].state, "p", 1); /* node-a's, last written by the race */
+    assert_string_equal(ev[0].owner, "node-a");
+    agg_store_experiments_free(ev, n);
+
+    /* A state that does not add: node-b may not write node-a's row. */
+    agg_store_counters c3 = {3, 3, 0, 0};
+    assert_int_equal(agg_store_begin(b), LDPB_OK);
+    assert_int_equal(agg_store_put_exp_state(b, 0, (const uint8_t *)"z", 1, &c3), LDPB_ESTATE);
+    assert_non_null(strstr(agg_store_errmsg(b), "node 'node-a''s"));
+    agg_store_rollback(b);
+
+    /* A count that does not match the reports is still found, across the nodes. */
+    sql(c, "UPDATE exp_node_state SET reports = 3, policy_version = 3");
+    assert_int_equal(agg_store_experiments(a, &ev, &n), LDPB_ECORRUPT);
+    PQfinish(c);
+    agg_store_close(a);
+    agg_store_close(b);
     remove_tree(f->dir);
 }
 
@@ -551,10 +703,20 @@ static void test_pg_commit_in_doubt(void **state)
     agg_store_counters c6 = {6, 6, 1, 6};
     assert_int_equal(one_report(s, 31, &c6), LDPB_EIO);
     agg_store_set_commit_hook(s, NULL, NULL);
-    sql(killer, "UPDATE commit_generation SET generation = generation + 1");
+    sql(killer, "UPDATE nodes SET generation = generation + 1");
     assert_int_equal(agg_store_begin(s), LDPB_EIO);
-    assert_non_null(strstr(agg_store_errmsg(s), "went through: restart ldpb-aggregator"));
+    assert_non_null(strstr(agg_store_errmsg(s), "went through: the states must be reloaded"));
+    assert_int_equal(agg_store_needs_reload(s), 1);
     assert_int_equal(agg_store_begin(s), LDPB_EIO); /* and stays so */
+    /* until the caller has reloaded its states (as a restart does) */
+    agg_store_exp *ev = NULL;
+    size_t n = 0;
+    assert_int_equal(agg_store_experiments(s, &ev, &n), LDPB_OK);
+    agg_store_experiments_free(ev, n);
+    agg_store_reloaded(s);
+    assert_int_equal(agg_store_needs_reload(s), 0);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    agg_store_rollback(s);
     agg_store_close(s);
     s = open_ok(f);
     uint8_t *blob = NULL;
@@ -847,7 +1009,8 @@ static void check_migrated(const fixture *f, agg_store *s, const char *settings)
     assert_int_equal(v[0].counters.duplicates, 1);
     agg_store_experiments_free(v, n);
     assert_false(has_table(f, "state"));
-    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"), 2);
+    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     AGG_STORE_SCHEMA_VERSION);
     assert_int_equal(db_long(f, "SELECT count(*) FROM decisions WHERE experiment = 1"), 6);
     assert_int_equal(db_long(f, "SELECT count(*) FROM reports WHERE experiment = 1"), 4);
     /* default_retention_ms (1000) after each expiry */
@@ -924,6 +1087,45 @@ static void test_migrate_v1(void **state)
 
 /* The empty tables of version 1 that a first start of version 1 left when it committed nothing:
  * rebuilt as version 2's, a fresh state. */
+/* A state of version 2 (the node tables and column dropped again, its schema_version 2) gets them
+ * at the next open; its stored states become the opening node's; nothing else changes. */
+static void test_migrate_v2(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store *s = open_ok(f);
+    write_batch(s);
+    agg_store_close(s);
+    db_exec(f, "DROP TABLE nodes; DROP TABLE exp_node_state; DROP TABLE node_key;"
+               " ALTER TABLE experiments DROP COLUMN node;"
+               " UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    assert_false(has_table(f, "nodes"));
+    agg_store_meta m = meta_of(f, K);
+    m.node_name = "node-m";
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     AGG_STORE_SCHEMA_VERSION);
+    assert_true(has_table(f, "nodes"));
+    assert_true(has_table(f, "exp_node_state"));
+    assert_true(has_table(f, "node_key"));
+    if (f->url[0])
+        assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE node = 'node-m'"), 1);
+    else /* SQLite is one node: no name recorded */
+        assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE node IS NULL"), 1);
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    agg_store_counters c;
+    assert_int_equal(agg_store_load(s, &blob, &len, &c), LDPB_OK);
+    assert_int_equal(len, 3);
+    assert_memory_equal(blob, "abc", 3);
+    free(blob);
+    assert_int_equal(c.reports, 4);
+    assert_int_equal(one_report(s, 40, &(agg_store_counters){5, 5, 1, 6}), LDPB_OK);
+    agg_store_close(s);
+    remove_tree(f->dir);
+}
+
 static void test_migrate_v1_empty(void **state)
 {
     fixture *f = *state;
@@ -934,7 +1136,8 @@ static void test_migrate_v1_empty(void **state)
     write_batch(s);
     agg_store_close(s);
     assert_false(has_table(f, "state"));
-    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"), 2);
+    assert_int_equal(db_long(f, "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     AGG_STORE_SCHEMA_VERSION);
     char csv[4096];
     export_of(f, csv, sizeof csv);
     if (sqlite_csv[0])
@@ -1154,7 +1357,9 @@ static void test_two_experiments(void **state)
     assert_int_equal(n, 3);
     check_exp(&v[0], 1, "default", "S0 retention changed", 1, 1, "D", 1);
     agg_store_experiments_free(v, n);
-    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE settings = 'S0'"), 1);
+    /* (PostgreSQL: written by the open already) */
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments WHERE settings = 'S0'"),
+                     f->url[0] ? 0 : 1);
     assert_int_equal(agg_store_begin(s), LDPB_OK);
     assert_int_equal(agg_store_commit(s), LDPB_OK);
     agg_store_close(s);
@@ -1245,8 +1450,8 @@ static void test_no_default(void **state)
     assert_int_equal(n, 2);
     assert_string_equal(v[1].name, "default");
     agg_store_experiments_free(v, n);
-    agg_store_close(s); /* nothing committed: `default` not written */
-    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments"), 1);
+    agg_store_close(s); /* nothing committed: `default` not written (PostgreSQL: by the open) */
+    assert_int_equal(db_long(f, "SELECT count(*) FROM experiments"), f->url[0] ? 2 : 1);
     assert_int_equal(agg_store_open(&s, f->state, &none, msg), LDPB_OK);
     agg_store_close(s);
     s = open_ok(f);
@@ -1342,17 +1547,12 @@ static void test_many_experiments(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest common[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_rollback),
-        cmocka_unit_test(test_prune),
-        cmocka_unit_test(test_export),
-        cmocka_unit_test(test_bad_url),
-        cmocka_unit_test(test_lost_database),
-        cmocka_unit_test(test_migrate_v1),
-        cmocka_unit_test(test_migrate_v1_empty),
-        cmocka_unit_test(test_two_experiments),
-        cmocka_unit_test(test_no_default),
-        cmocka_unit_test(test_many_experiments),
+        cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_rollback),
+        cmocka_unit_test(test_prune),      cmocka_unit_test(test_export),
+        cmocka_unit_test(test_bad_url),    cmocka_unit_test(test_lost_database),
+        cmocka_unit_test(test_migrate_v1), cmocka_unit_test(test_migrate_v1_empty),
+        cmocka_unit_test(test_migrate_v2), cmocka_unit_test(test_two_experiments),
+        cmocka_unit_test(test_no_default), cmocka_unit_test(test_many_experiments),
     };
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(test_migrate_v1_file),
@@ -1361,6 +1561,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_wrong_schema),
         cmocka_unit_test(test_pg_one_node),    cmocka_unit_test(test_pg_reconnect),
         cmocka_unit_test(test_pg_backup),      cmocka_unit_test(test_pg_commit_in_doubt),
+        cmocka_unit_test(test_pg_nodes),
     };
     int failed = cmocka_run_group_tests_name("store: sqlite", common, setup_sqlite, NULL);
     failed += cmocka_run_group_tests_name("store: sqlite only", sqlite_only, setup_sqlite, NULL);

@@ -6,8 +6,10 @@
 #   pg_throwaway.sh start STATEFILE   start one; STATEFILE gets the directory's path
 #   pg_throwaway.sh url STATEFILE DB  create database DB (dropped first if it exists) and print
 #                                     its URL (postgresql:///DB?host=SOCKETDIR&user=postgres)
-#   pg_throwaway.sh bounce STATEFILE S  stop it (fast: sessions are ended), wait S seconds, start
-#                                     it again (the tests of a database going away under load)
+#   pg_throwaway.sh bounce STATEFILE S [MODE]  stop it (MODE fast, the default: sessions are
+#                                     ended; immediate: no shutdown, crash recovery at the start),
+#                                     wait S seconds, start it again (the tests of a database
+#                                     going away under load)
 #   pg_throwaway.sh stop STATEFILE    stop it and delete the directory and STATEFILE
 #
 # The binaries are Debian's (/usr/lib/postgresql/VERSION/bin, the newest), or $LDPB_PG_BIN. Their
@@ -57,7 +59,9 @@ start)
 bounce)
   [ -f "$state" ] || die "no throwaway PostgreSQL: $state is missing (start it first)"
   dir=$(cat "$state")
-  as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null
+  mode=${4:-fast}
+  [[ "$mode" == fast || "$mode" == immediate ]] || die "bounce: mode fast or immediate expected"
+  as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m "$mode" stop >/dev/null
   sleep "${3:-1}"
   as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/data/server.log" \
     -o "-c listen_addresses='' -c unix_socket_directories='$dir/sock' -c max_connections=50" \
