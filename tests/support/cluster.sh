@@ -30,6 +30,9 @@
 #                           experiments; service options before any [experiment] section);
 #                           default: 3 arms, ldp-ts-b, linear mechanism, epsilon 1
 #   CLUSTER_NODE_FLAGS      more command-line flags for every node (words)
+#   CLUSTER_PROBE           the experiment whose status tells that a node (or the relay) serves
+#                           (default: none named, i.e. `default`; set it when CLUSTER_CONF
+#                           declares no `default`)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +52,10 @@ free_port() {
 # wait_ready URL PID LOG: until URL answers a status request (30 s), or the process exits.
 wait_ready() {
     local i=0
-    until "$ldpb" status --connect "$1" --server-key "$PUB" --timeout-ms 300 >/dev/null 2>&1; do
+    local probe=()
+    if [ -n "${CLUSTER_PROBE:-}" ]; then probe=(--experiment "$CLUSTER_PROBE"); fi
+    until "$ldpb" status --connect "$1" --server-key "$PUB" --timeout-ms 300 "${probe[@]}" \
+        >/dev/null 2>&1; do
         i=$((i + 1))
         if ! kill -0 "$2" 2>/dev/null || [ $i -gt 100 ]; then
             echo "cluster.sh: $1 did not come up:" >&2
