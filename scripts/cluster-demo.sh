@@ -15,8 +15,8 @@
 # state it serves). It fails (exit 1) when an acked report is missing from the database, more
 # rows are there than acked reports and failed rounds, a node serves other counts than the
 # database's rows (a report counted twice or left out), or a node does not stop within 20 s of
-# SIGTERM. Whatever happens, the
-# processes it started are stopped and the temporary directory removed.
+# SIGTERM. Whatever happens, the processes it started are stopped and the temporary directory
+# removed.
 #
 # Environment: CLIENTS (default 32), REPORTS (default 20000), KILL (default 1; 0: no node killed),
 # BUILD_DIR (default build/release).
