@@ -6,8 +6,8 @@
  * - a state of this version with reports, under a configuration that declares one more
  *   experiment: exit 0, and the state's files (SQLite: byte for byte) or rows (PostgreSQL) are as
  *   before; the experiment is recorded by the next start, not by the check;
- * - a state of schema version 1 (tests/data/store_v1, SQLite): refused, exit 2, saying a start
- *   would migrate it, and the database file is unchanged. */
+ * - a state of schema version 1 or 2 (tests/data/store_v1, store_v2, SQLite): refused, exit 2,
+ *   saying a start would migrate it, and the database file is unchanged; a start migrates it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,25 +132,30 @@ static void test_state_untouched(void **state)
     dt_daemon_cleanup(&d);
 }
 
-static void test_version_1_refused_unmigrated(void **state)
+/* A SQLite state directory of an older version (tests/data/store_vN: ldp-ts-b, 3 arms, linear,
+ * epsilon 1, 20 reports from `ldpb loadgen`, written by the ldpb-aggregator of that schema
+ * version) is refused by --check-config, unchanged, and migrated by a start. */
+static void older_version_refused_unmigrated(int version)
 {
-    (void)state;
     dt_daemon d;
     assert_int_equal(dt_daemon_init(&d), 0);
-    d.store[0] = '\0'; /* a SQLite state directory of version 1, whatever the registration */
-    char cmd[1024];
+    d.store[0] = '\0'; /* SQLite, whatever the registration */
+    char cmd[1024], want[128];
     snprintf(cmd, sizeof cmd,
-             "mkdir -m 0700 '%s' && cp '%s/store_v1/aggregator.db' '%s/store_v1/state_id' '%s' "
+             "mkdir -m 0700 '%s' && cp '%s/store_v%d/aggregator.db' '%s/store_v%d/state_id' '%s' "
              "&& chmod 0600 '%s'/*",
-             d.state_dir, LDPB_TEST_DATA_DIR, LDPB_TEST_DATA_DIR, d.state_dir, d.state_dir);
+             d.state_dir, LDPB_TEST_DATA_DIR, version, LDPB_TEST_DATA_DIR, version, d.state_dir,
+             d.state_dir);
     assert_int_equal(system(cmd), 0);
     assert_int_equal(dt_daemon_write_config(&d, conf), 0);
     static char before[4096], after[4096];
     snapshot(&d, before, sizeof before);
     char err[4096];
     assert_int_equal(check(&d, err, sizeof err), 2);
-    assert_non_null(strstr(err, "the state has schema version 1, which ldpb-aggregator migrates "
-                                "to version"));
+    snprintf(want, sizeof want,
+             "the state has schema version %d, which ldpb-aggregator migrates to version", version);
+    if (!strstr(err, want))
+        fail_msg("--check-config said: %s", err);
     assert_non_null(strstr(err, "--check-config writes nothing"));
     snapshot(&d, after, sizeof after);
     assert_string_equal(after, before);
@@ -161,6 +166,18 @@ static void test_version_1_refused_unmigrated(void **state)
     dt_daemon_cleanup(&d);
 }
 
+static void test_version_1_refused_unmigrated(void **state)
+{
+    (void)state;
+    older_version_refused_unmigrated(1);
+}
+
+static void test_version_2_refused_unmigrated(void **state)
+{
+    (void)state;
+    older_version_refused_unmigrated(2);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -168,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_fresh_state_untouched),
         cmocka_unit_test(test_state_untouched),
         cmocka_unit_test(test_version_1_refused_unmigrated),
+        cmocka_unit_test(test_version_2_refused_unmigrated),
     };
     return cmocka_run_group_tests_name("check-config", tests, NULL, NULL);
 }
