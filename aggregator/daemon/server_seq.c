@@ -202,7 +202,7 @@ static ldpb_err observe_rows(agg_server *s, struct agg_seq *q, agg_experiment *e
     uint8_t *skip = calloc(n ? n : 1, 1);
     if (!skip)
         return LDPB_ENOMEM;
-    agg_policy_env env = {&s->next_rand, s->next_noise};
+    agg_policy_env env = {&s->next_rand, e->ec.mode == AGG_MODE_CENTRAL ? s->next_noise : NULL};
     int again = 1;
     while (!err && again) {
         again = 0;
