@@ -276,6 +276,11 @@ int main(int argc, char **argv)
         goto done;
     }
     if (cfg.check) {
+        /* The store's open left its transaction uncommitted (rolled back by the close); what the
+         * open created in state_dir goes too, as after a refused start. */
+        agg_server_free(srv);
+        srv = NULL;
+        remove_created(cfg.state_dir, &before);
         printf("ldpb-aggregator: configuration OK\n");
         rc = 0;
         goto done;

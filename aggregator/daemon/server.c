@@ -275,6 +275,7 @@ static ldpb_err open_store(agg_server *s, const agg_config *cfg, char *errmsg)
     meta.node_name = node;
     meta.public_key = s->kp.pk;
     meta.public_key_len = sizeof s->kp.pk;
+    meta.check_only = cfg->check;
     char *settings = NULL;
     if (dc) {
         /* The policy refuses its parameters (eps_arm above epsilon, ...) before the state is

@@ -147,6 +147,8 @@ static ldpb_err write_changes(restore_ctx *x, const exp_change *changes, agg_exp
                               size_t n, char *errmsg)
 {
     agg_server *s = x->s;
+    if (x->cfg->check)
+        return LDPB_OK; /* --check-config writes nothing: a start records these */
     ldpb_err err = agg_store_begin(s->store);
     for (size_t i = 0; i < n && !err; i++) {
         agg_experiment *e = which[i];

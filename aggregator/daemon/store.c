@@ -433,6 +433,14 @@ ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const ag
             shape);
         return LDPB_ECORRUPT;
     }
+    if (m->check_only && version != AGG_STORE_SCHEMA_VERSION) {
+        say(errmsg,
+            "the state has schema version %d, which ldpb-aggregator migrates to version %d when "
+            "it starts; --check-config writes nothing, so it stops here (take a backup, then "
+            "start ldpb-aggregator to migrate: docs/aggregator.md)",
+            version, AGG_STORE_SCHEMA_VERSION);
+        return LDPB_ESTATE;
+    }
     if (version == 1)
         return migrate_v1(s, rd, m, rows, n_rows, errmsg);
     if (version == 2) {

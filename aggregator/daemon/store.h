@@ -87,6 +87,10 @@ typedef struct agg_store_meta {
      * others' assignments. */
     const uint8_t *public_key;
     size_t public_key_len;
+    /* --check-config: the open runs every check in its transaction and never commits it (rolled
+     * back when the store is closed), writes no state_id marker, and refuses (LDPB_ESTATE) a
+     * state that a start would migrate, instead of migrating it: the store is left as it was. */
+    int check_only;
 } agg_store_meta;
 
 /* Whether `name` is a node name: 1..AGG_STORE_NODE_NAME_MAX bytes of [A-Za-z0-9._-]. */

@@ -1222,13 +1222,16 @@ static ldpb_err pg_open(agg_store *s, const char *url, const char *dir, const ag
         pg_rollback(s);
         return err;
     }
-    if (run(s, "COMMIT", PGRES_COMMAND_OK, NULL, "COMMIT")) {
+    /* --check-config: the transaction stays open until the close (the session's end) rolls it
+     * back. */
+    if (!meta->check_only && run(s, "COMMIT", PGRES_COMMAND_OK, NULL, "COMMIT")) {
         say(errmsg, "%s", s->errmsg);
         return LDPB_EIO;
     }
     agg_store_pending_done(s);
     /* After the COMMIT: a marker without its database would read as a lost database. */
-    err = agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
+    err =
+        meta->check_only ? LDPB_OK : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
     if (err)
         return err;
     int64_t rows = query_count(s, "SELECT count(*) FROM decisions", "counting decisions");
@@ -1249,6 +1252,8 @@ static void pg_close(agg_store *s)
         return;
     /* Released here, not by the session's end, which the server sees only a moment after the
      * socket closes: a restart right after finds the lock free. */
+    if (PQstatus(b->conn) == CONNECTION_OK && PQtransactionStatus(b->conn) == PQTRANS_INTRANS)
+        PQclear(PQexec(b->conn, "ROLLBACK")); /* --check-config's open, never committed */
     if (PQstatus(b->conn) == CONNECTION_OK && PQtransactionStatus(b->conn) == PQTRANS_IDLE)
         PQclear(PQexec(b->conn, "SELECT pg_advisory_unlock_all()"));
     PQfinish(b->conn);

@@ -289,7 +289,9 @@ static void sq_close(agg_store *s)
     sqlite3_finalize(b->prune_oldest);
     sqlite3_finalize(b->arm_counts);
     sqlite3_finalize(b->add_experiment);
-    sqlite3_close(b->db); /* checkpoints the WAL */
+    if (b->db && !sqlite3_get_autocommit(b->db))
+        sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL); /* --check-config's open */
+    sqlite3_close(b->db);                                  /* checkpoints the WAL */
     free(b);
     s->be = NULL;
 }
@@ -615,12 +617,14 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         exec(s, "ROLLBACK");
         return err;
     }
-    if (exec(s, "COMMIT")) {
+    /* --check-config: the transaction stays open until the close rolls it back. */
+    if (!meta->check_only && exec(s, "COMMIT")) {
         say(errmsg, "%s: %s", path, s->errmsg);
         return LDPB_EIO;
     }
     /* After the COMMIT: a marker without its database would read as a lost database. */
-    err = agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
+    err =
+        meta->check_only ? LDPB_OK : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
     if (err)
         return err;
     err = prepare_all(s);
