@@ -104,6 +104,9 @@ static PGconn *db_connect(const char *url)
 }
 
 /* One integer from `sql` (formatted); -1 for NULL or no row. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
 static int64_t db_int(PGconn *c, const char *fmt, ...)
 {
     char sql[512];
