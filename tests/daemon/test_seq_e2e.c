@@ -107,7 +107,8 @@ static PGconn *db_connect(const char *url)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static int64_t db_int(PGconn *c, const char *fmt, ...)
+static int64_t
+db_int(PGconn *c, const char *fmt, ...)
 {
     char sql[512];
     va_list ap;
