@@ -126,20 +126,48 @@ static void ctx_free(agg_policy *pp)
     free(p);
 }
 
-#define CTX_OPS(nm, mdl, par)                                                                      \
+/* The statistics of `linucb` (the Gram matrix and b vector, as sums of per-round terms) and of
+ * `ldp-linucb-gaussian` (the sum of the devices' privatized statistics) add: several nodes keep
+ * partial states and serve the merge (docs/aggregator.md, "Several nodes on one PostgreSQL").
+ * The JDP variants keep noise trees indexed by the round: no merge, they are sequenced. */
+static ldpb_err ctx_merge(agg_policy *dp, const agg_policy *sp)
+{
+    ctx_policy *d = (ctx_policy *)dp;
+    const ctx_policy *s = (const ctx_policy *)sp;
+    if (d->ldp && s->ldp) {
+        ldpb_err err = agg_ldp_linucb_merge(d->ldp, s->ldp);
+        if (!err)
+            d->model_valid = 0; /* the model handed out is derived from the sum */
+        return err;
+    }
+    if (!d->lin || !s->lin)
+        return LDPB_EINVAL;
+    const uint32_t k = dp->cfg.k;
+    for (uint32_t a = 0; a < k; a++)
+        if (s->pulls[a] > UINT64_MAX - d->pulls[a])
+            return LDPB_ERANGE;
+    ldpb_err err = agg_linucb_merge(d->lin, s->lin);
+    for (uint32_t a = 0; !err && a < k; a++)
+        d->pulls[a] += s->pulls[a];
+    return err;
+}
+
+#define CTX_OPS(nm, mdl, par, adds)                                                                \
     {                                                                                              \
-        .name = nm, .model = mdl, .mergeable = 0, .params = par, .choose_is_draw = 0,              \
+        .name = nm, .model = mdl, .mergeable = adds, .params = par, .choose_is_draw = 0,           \
         .create = NULL, .choose = ctx_choose_refused, .observe = ctx_observe_refused,              \
         .save = ctx_save, .restore = ctx_restore, .describe = ctx_describe, .free = ctx_free,      \
+        .merge = (adds) ? ctx_merge : NULL,                                                        \
     }
 
-static const agg_policy_ops ops_linucb = CTX_OPS("linucb", AGG_MODEL_NONPRIVATE, AGG_PARAM_HORIZON);
+static const agg_policy_ops ops_linucb =
+    CTX_OPS("linucb", AGG_MODEL_NONPRIVATE, AGG_PARAM_HORIZON, 1);
 static const agg_policy_ops ops_wishart =
-    CTX_OPS("jdp-linucb-wishart", AGG_MODEL_CENTRAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON);
+    CTX_OPS("jdp-linucb-wishart", AGG_MODEL_CENTRAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON, 0);
 static const agg_policy_ops ops_gaussian =
-    CTX_OPS("jdp-linucb-gaussian", AGG_MODEL_CENTRAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON);
+    CTX_OPS("jdp-linucb-gaussian", AGG_MODEL_CENTRAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON, 0);
 static const agg_policy_ops ops_ldp_gaussian =
-    CTX_OPS("ldp-linucb-gaussian", AGG_MODEL_LOCAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON);
+    CTX_OPS("ldp-linucb-gaussian", AGG_MODEL_LOCAL, AGG_PARAM_HORIZON | AGG_PARAM_EPSILON, 1);
 
 const agg_policy_ops *agg_ctx_policy_find(const char *name)
 {

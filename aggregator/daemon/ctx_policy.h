@@ -12,6 +12,10 @@
  * observes a report's privatized statistics (agg_ctx_policy_observe with x = the stats). Saved
  * state: version byte 2 | ldp_linucb.h's bytes.
  *
+ * `linucb` and `ldp-linucb-gaussian` have the merge op (policy.h): their statistics are sums (the
+ * Gram matrix and b vector; the privatized (x, y) statistics), so several nodes serve them from
+ * partial states. The jdp-linucb-* keep noise trees indexed by the round: no merge.
+ *
  * Not thread-safe, as every policy. */
 #ifndef LDPB_AGG_CTX_POLICY_H
 #define LDPB_AGG_CTX_POLICY_H

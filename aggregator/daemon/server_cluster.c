@@ -42,7 +42,8 @@ struct agg_cluster {
 
 int agg_cluster_additive(const agg_experiment *e)
 {
-    return !e->contextual && e->policy->ops->merge != NULL;
+    /* the contextual policies too where their statistics add (linucb, ldp-linucb-gaussian) */
+    return e->policy->ops->merge != NULL;
 }
 
 static int shared_store(const agg_server *s)
@@ -97,6 +98,8 @@ static ldpb_err save(agg_cluster *c, const agg_policy *p, size_t *len)
 static ldpb_err new_instance(const agg_experiment *e, agg_policy **out)
 {
     char pmsg[AGG_ERRMSG_MAX] = "";
+    if (e->contextual)
+        return agg_ctx_policy_new(out, e->ec.policy, &e->ec.params, &e->ec.ctx, pmsg);
     return agg_policy_new(out, e->ec.policy, &e->ec.params, pmsg);
 }
 

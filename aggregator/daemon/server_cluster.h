@@ -25,8 +25,8 @@ typedef struct agg_server agg_server;
 typedef struct agg_cluster agg_cluster;
 typedef struct agg_cluster_exp agg_cluster_exp;
 
-/* Whether experiment `e`'s statistics add across nodes: a non-contextual policy with the merge
- * op. */
+/* Whether experiment `e`'s statistics add across nodes: a policy with the merge op, K-armed or
+ * contextual (linucb, ldp-linucb-gaussian). */
 int agg_cluster_additive(const agg_experiment *e);
 
 /* Whether this node may serve the stored experiment `st` (built as `e`): LDPB_OK, or

@@ -35,8 +35,9 @@ static struct agg_seq *seq_of(agg_server *s)
 
 int agg_seq_sequenced(agg_server *s, const agg_experiment *e)
 {
-    /* Whatever does not add (server_cluster.h), except the local contextual mode, whose reports'
-     * statistics have no fixed length to wait in `reports.context`: one node serves it. */
+    /* Whatever does not add (server_cluster.h). The local contextual mode adds (its merge sums
+     * the reports' statistics); the test of local_ctx stays because its reports' statistics have
+     * no fixed length to wait in `reports.context`, should it ever stop adding. */
     return s->store && agg_store_seq_shared(s->store) && !agg_cluster_additive(e) && !e->local_ctx;
 }
 

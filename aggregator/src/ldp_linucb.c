@@ -340,6 +340,37 @@ ldpb_err agg_ldp_linucb_save(const agg_ldp_linucb *p, uint8_t *buf, size_t cap, 
     return agg_wbuf_finish(&w, len);
 }
 
+ldpb_err agg_ldp_linucb_merge(agg_ldp_linucb *dst, const agg_ldp_linucb *src)
+{
+    if (!dst || !src)
+        return LDPB_EINVAL;
+    uint8_t ha[128], hb[128];
+    agg_wbuf wa, wb;
+    agg_wbuf_init(&wa, ha, sizeof ha);
+    agg_wbuf_init(&wb, hb, sizeof hb);
+    put_header(&wa, dst);
+    put_header(&wb, src);
+    if (wa.len > sizeof ha || wa.len != wb.len || memcmp(ha, hb, wa.len) != 0 ||
+        dst->admit != src->admit || dst->nv != src->nv)
+        return LDPB_EINVAL;
+    if (src->n > dst->cfg.horizon - dst->n)
+        return LDPB_ERANGE; /* restore refuses more reports than the horizon */
+    /* each sum stays within n * units_max (restore's bound), so nothing overflows: the horizon
+     * bounds n */
+    for (size_t i = 0; dst->noiseless && i < dst->nv; i++)
+        if (!isfinite(dst->exact[i] + src->exact[i]))
+            return LDPB_ERANGE;
+    for (size_t i = 0; i < dst->nv; i++) {
+        if (dst->noiseless)
+            dst->exact[i] += src->exact[i];
+        else
+            dst->units[i] += src->units[i];
+    }
+    dst->n += src->n;
+    dst->repairs += src->repairs;
+    return LDPB_OK;
+}
+
 ldpb_err agg_ldp_linucb_restore(agg_ldp_linucb *p, const uint8_t *buf, size_t len)
 {
     if (!p || !buf)

@@ -86,6 +86,13 @@ ldpb_err agg_ldp_linucb_new_noiseless(agg_ldp_linucb **out, const agg_ldp_linucb
 ldpb_err agg_ldp_linucb_new_admitting(agg_ldp_linucb **out, const agg_ldp_linucb_config *cfg,
                                       double admit, char errmsg[AGG_ERRMSG_MAX]);
 
+/* Adds the summed reports of `src` (a policy of the same configuration) into `dst`, as if dst
+ * had summed them too: the sums are integers in grid units, so the result is exactly one
+ * instance's that summed every report, in any order. The model is derived from the sum: the
+ * caller recomputes it. LDPB_EINVAL for another configuration, LDPB_ERANGE where the reports
+ * would pass the horizon; dst is then unchanged. */
+ldpb_err agg_ldp_linucb_merge(agg_ldp_linucb *dst, const agg_ldp_linucb *src);
+
 /* Versioned bytes of the state, as agg_linucb_save/restore (restore refuses another
  * configuration, truncated or non-finite data with LDPB_ECORRUPT). */
 ldpb_err agg_ldp_linucb_save(const agg_ldp_linucb *p, uint8_t *buf, size_t cap, size_t *len);

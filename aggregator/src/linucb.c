@@ -1083,6 +1083,40 @@ ldpb_err agg_linucb_save(const agg_linucb *p, uint8_t *buf, size_t cap, size_t *
     return agg_wbuf_finish(&w, len);
 }
 
+/* 1 if a and b were made with the same configuration: their state headers agree byte for byte. */
+static int same_config(const agg_linucb *a, const agg_linucb *b)
+{
+    uint8_t ha[128], hb[128];
+    agg_wbuf wa, wb;
+    agg_wbuf_init(&wa, ha, sizeof ha);
+    agg_wbuf_init(&wb, hb, sizeof hb);
+    put_header(&wa, a);
+    put_header(&wb, b);
+    return wa.len <= sizeof ha && wa.len == wb.len && memcmp(ha, hb, wa.len) == 0;
+}
+
+ldpb_err agg_linucb_merge(agg_linucb *dst, const agg_linucb *src)
+{
+    if (!dst || !src || !same_config(dst, src))
+        return LDPB_EINVAL;
+    /* the noisy variants' state holds a noise tree indexed by the round: no sum of two */
+    if (dst->cfg.variant != AGG_LINUCB_PLAIN)
+        return LDPB_ENOTSUP;
+    const size_t pp = (size_t)dst->p * dst->p;
+    if (src->t > dst->cfg.horizon - dst->t)
+        return LDPB_ERANGE; /* restore refuses more rounds than the horizon */
+    for (size_t i = 0; i < pp; i++)
+        if (!isfinite(dst->M[i] + src->M[i]))
+            return LDPB_ERANGE;
+    for (size_t i = 0; i < pp; i++)
+        dst->M[i] += src->M[i];
+    dst->t += src->t;
+    dst->primed |= src->primed;
+    dst->failures += src->failures;
+    /* choose() factorises V from M on every call: no cached factor to recompute here */
+    return LDPB_OK;
+}
+
 /* An exact state's integers, from untrusted bytes: the float arrays unused (zero), the sums
  * symmetric and within t rounded data (so later sums cannot overflow), every noise entry inside
  * the sampler's support |Z| < 2^62 / (floor(sqrt(2N)) + 1) <= 2^62 / (floor(sqrt(N)) + 1), and

@@ -221,6 +221,14 @@ ldpb_err agg_linucb_release(agg_linucb *p, agg_policy_env *env, double *v, doubl
  * is the noise alone before the first observation. */
 ldpb_err agg_linucb_noise_sum(agg_linucb *p, agg_policy_env *env, double *out);
 
+/* Adds the statistics of `src` (a policy of the same configuration) into `dst`, as if dst had
+ * observed src's rounds too: M and the round count add (in floating point: the sum of the two
+ * partial sums, which may differ from one running sum in its last bits). Only the non-private
+ * variant: LDPB_ENOTSUP for a JDP one (its noise tree is indexed by the round), LDPB_EINVAL for
+ * another configuration, LDPB_ERANGE where the rounds would pass the horizon or a sum would
+ * overflow; dst is then unchanged. */
+ldpb_err agg_linucb_merge(agg_linucb *dst, const agg_linucb *src);
+
 /* Versioned bytes of the whole state (statistics, noise slots, counters), as policy.h's save:
  * LDPB_ERANGE with *len set when buf is NULL or too small. restore refuses (LDPB_ECORRUPT) bytes
  * of another variant or configuration, truncated or non-finite data. */

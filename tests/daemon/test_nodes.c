@@ -3,10 +3,12 @@
  * acked by one node and resent to another is a duplicate; an assignment of one node is honoured
  * by another; two nodes serving one additive experiment count each report once and serve the
  * sum within a merge interval or so; a node with another key, a second process of one node name
- * and a second node of an experiment whose statistics do not add are refused; the database
+ * and a second node of an experiment whose statistics do not add are refused; two nodes serve
+ * one contextual experiment whose statistics add (linucb, ldp-linucb-gaussian); the database
  * stopped (immediate) and restarted under load: reports get LDPB_EBUSY while it is down, no
  * acked report is lost, and the node serves again by itself. */
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -23,6 +25,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "ldpb/client.h"
 #include "ldpb/err.h"
 
 #define K 3
@@ -319,6 +322,150 @@ static void test_non_additive_race(void **state)
     dt_daemon_cleanup(&a);
 }
 
+/* ---- contextual experiments whose statistics add ------------------------------------------ */
+
+#define CX_K 3
+#define CX_D 3
+
+static ldpb_client *cx_client(const dt_daemon *d)
+{
+    ldpb_client_opts o;
+    ldpb_client_opts_init(&o);
+    o.server_url = d->ipc_url;
+    memcpy(o.server_public_key, d->server.pk, LDPB_KEY_BYTES);
+    o.lifetime_budget = 1e6;
+    o.epsilon_cap = 10.0;
+    o.lifetime_delta = 0.5;
+    o.per_report_delta_cap = 0.1;
+    o.timeout_ms = 5000;
+    o.allow_raw = 1;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    return c;
+}
+
+/* Round i's K x d features: unit rows, deterministic. */
+static void cx_features(int i, double x[CX_K * CX_D])
+{
+    for (int a = 0; a < CX_K; a++) {
+        double t = 0.37 * i + 2.1 * a;
+        x[a * CX_D + 0] = 0.6 * cos(t);
+        x[a * CX_D + 1] = 0.6 * sin(t);
+        x[a * CX_D + 2] = 0.8;
+    }
+}
+
+/* One round through the library, on the node of `c`; `local`: the local contextual mode. */
+static void cx_round(ldpb_client *c, int local, int i)
+{
+    double x[CX_K * CX_D];
+    cx_features(i, x);
+    ldpb_assignment a;
+    ldpb_err e = local ? ldpb_client_assign_local(c, x, CX_K, CX_D, &a)
+                       : ldpb_client_assign(c, x, CX_K * CX_D, &a);
+    if (e)
+        print_message("assign: %s\n", ldpb_client_errmsg(c));
+    assert_int_equal(e, LDPB_OK);
+    assert_true(a.arm < CX_K);
+    double y = 0.5 + 0.4 * x[a.arm * CX_D];
+    e = local ? ldpb_client_report_local(c, &a, x + a.arm * CX_D, CX_D, y)
+              : ldpb_client_report_context(c, &a, x + a.arm * CX_D, CX_D, y);
+    if (e)
+        print_message("report: %s\n", ldpb_client_errmsg(c));
+    assert_int_equal(e, LDPB_OK);
+}
+
+/* The reports in the state node `c` serves: the per-arm pulls of linucb's merged state. The
+ * local mode keeps no per-arm count and its status counts this node's reports only; its horizon
+ * is the two nodes' reports together, so its served state holds all of them exactly when the
+ * node refuses to hand out a model for having summed its horizon. */
+static uint64_t cx_served(ldpb_client *c, int local, uint64_t horizon)
+{
+    if (local) {
+        double x[CX_K * CX_D];
+        cx_features(0, x);
+        ldpb_assignment a;
+        ldpb_err e = ldpb_client_assign_local(c, x, CX_K, CX_D, &a);
+        return e && strstr(ldpb_client_errmsg(c), "has summed its horizon") ? horizon : 0;
+    }
+    ldpb_status st;
+    if (ldpb_client_status(c, &st) != LDPB_OK)
+        return 0;
+    uint64_t sum = 0;
+    for (uint32_t a = 0; a < st.n_arms; a++)
+        sum += st.arms[a].pulls;
+    ldpb_status_clear(&st);
+    return sum;
+}
+
+/* Two nodes serve one contextual experiment whose statistics add: each node observes its own
+ * reports into its partial state and serves the merge, so both serve every report within a
+ * merge interval or so. Before the merge op, ldp-linucb-gaussian was refused on the second node
+ * (its reports there failed) and fails this test; linucb was sequenced, which also serves every
+ * report from both nodes, so its half passes either way and guards the merged path only. */
+static void contextual_two_nodes(int local)
+{
+    enum { PER_NODE = 15 };
+    char conf[512];
+    dt_daemon a, b;
+    const char *pol = local ? "mode = local\npolicy = ldp-linucb-gaussian\nepsilon = 10\n"
+                              "delta = 0.01\n"
+                            : "mode = nonprivate\nallow_nonprivate = true\npolicy = linucb\n";
+    assert_int_equal(dt_daemon_init(&a), 0);
+    snprintf(conf, sizeof conf,
+             "arms = %d\nd = %d\nhorizon = %d\n%sassignment_ttl_s = 600\nlog_level = warn\n"
+             "node_name = node-a\nmerge_interval_ms = 100\n",
+             CX_K, CX_D, local ? 2 * PER_NODE : 1000, pol);
+    assert_int_equal(dt_daemon_write_config(&a, conf), 0);
+    assert_int_equal(dt_daemon_start(&a, NULL, NULL), 0);
+    second_node(&a, &b);
+    snprintf(conf, sizeof conf,
+             "arms = %d\nd = %d\nhorizon = %d\n%sassignment_ttl_s = 600\nlog_level = warn\n"
+             "node_name = node-b\nmerge_interval_ms = 100\n",
+             CX_K, CX_D, local ? 2 * PER_NODE : 1000, pol);
+    assert_int_equal(dt_daemon_write_config(&b, conf), 0);
+    assert_int_equal(dt_daemon_start(&b, NULL, NULL), 0);
+    ldpb_client *ca = cx_client(&a), *cb = cx_client(&b);
+    for (int i = 0; i < 2 * PER_NODE; i++)
+        cx_round(i % 2 ? cb : ca, local, i);
+    const uint64_t want = 2 * PER_NODE;
+    uint64_t t0 = now_ms(), got_a = 0, got_b = 0;
+    while (now_ms() - t0 < 5000 && (got_a != want || got_b != want)) {
+        got_a = cx_served(ca, local, want);
+        got_b = cx_served(cb, local, want);
+        sleep_ms(20);
+    }
+    print_message("%s: node-a serves %" PRIu64 ", node-b %" PRIu64 " of %" PRIu64 " reports\n",
+                  local ? "ldp-linucb-gaussian" : "linucb", got_a, got_b, want);
+    assert_int_equal(got_a, want);
+    assert_int_equal(got_b, want);
+    /* both keep serving (linucb: a round more on each; the local mode is at its horizon) */
+    if (!local) {
+        cx_round(ca, local, 100);
+        cx_round(cb, local, 101);
+    }
+    assert_false(log_has(&a, "does not merge") || log_has(&b, "does not merge"));
+    assert_false(log_has(&a, "do not add") || log_has(&b, "do not add"));
+    ldpb_client_free(ca);
+    ldpb_client_free(cb);
+    assert_int_equal(dt_daemon_signal_wait(&a, SIGTERM), 0);
+    assert_int_equal(dt_daemon_signal_wait(&b, SIGTERM), 0);
+    dt_daemon_cleanup(&b);
+    dt_daemon_cleanup(&a);
+}
+
+static void test_linucb_two_nodes(void **state)
+{
+    (void)state;
+    contextual_two_nodes(0);
+}
+
+static void test_ldp_linucb_two_nodes(void **state)
+{
+    (void)state;
+    contextual_two_nodes(1);
+}
+
 /* ---- the database stopped under load ------------------------------------------------------ */
 
 enum { LOADERS = 2, ACKED_MAX = 20000 };
@@ -470,6 +617,8 @@ int main(void)
         cmocka_unit_test(test_two_nodes),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_non_additive_race),
+        cmocka_unit_test(test_linucb_two_nodes),
+        cmocka_unit_test(test_ldp_linucb_two_nodes),
         cmocka_unit_test(test_database_stopped),
     };
     return cmocka_run_group_tests_name("nodes on one PostgreSQL", tests, NULL, NULL);
