@@ -8,7 +8,9 @@
  * time from another node's COMMIT of a partial until this node serves it) is sampled at every
  * refresh that brings a new partial; its p99 is in the stats and /metrics.
  *
- * Any other experiment is one node's: agg_cluster_may_serve refuses it on the other nodes.
+ * Any other experiment is sequenced (server_seq.h): one node, its sequencer, observes it and the
+ * others commit its reports for it; agg_cluster_may_serve keeps the refusal for what can be
+ * neither (a non-additive experiment without a sequencer path).
  *
  * Everything here runs on the committer thread (or before the server starts), except
  * agg_cluster_stats. With a SQLite store nothing of it is active. */
