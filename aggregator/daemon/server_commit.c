@@ -146,12 +146,33 @@ static size_t take_batch(agg_server *s)
     return n;
 }
 
+/* Decisions before reports, each by assignment id, and in batch order for equal ids (so the first
+ * of a report sent twice in one batch is the one counted). */
+static int row_order(const void *pa, const void *pb)
+{
+    const item *a = *(const item *const *)pa, *b = *(const item *const *)pb;
+    if (a->kind != b->kind)
+        return a->kind == ITEM_DECISION ? -1 : 1;
+    int c = memcmp(a->id, b->id, AGG_TOKEN_BYTES);
+    if (c)
+        return c;
+    return a < b ? -1 : a > b;
+}
+
 /* Inside the open transaction: each item's row, and each report's status in batch_status (0 new,
- * 1 duplicate, LDPB_EEXPIRED), counted into its experiment's b_new and b_dup. */
+ * 1 duplicate, LDPB_EEXPIRED), counted into its experiment's b_new and b_dup. The rows go in one
+ * order on every node (row_order): nodes sharing a PostgreSQL database whose batches hold the same
+ * reports (a relay's failover resends a batch) then wait on each other's row locks in that order
+ * and cannot deadlock, where arrival order let two transactions each hold the row the other
+ * needed (PostgreSQL refused one: "deadlock detected", its batch answered "resend"). */
 static ldpb_err write_rows(agg_server *s, size_t n)
 {
     ldpb_err err = LDPB_OK;
-    for (size_t i = 0; i < n && !err; i++) {
+    for (size_t i = 0; i < n; i++)
+        s->batch_order[i] = &s->batch[i];
+    qsort(s->batch_order, n, sizeof *s->batch_order, row_order);
+    for (size_t k = 0; k < n && !err; k++) {
+        size_t i = (size_t)(s->batch_order[k] - s->batch);
         item *it = &s->batch[i];
         uint64_t *n_new = &it->exp->b_new, *n_dup = &it->exp->b_dup;
         agg_store_row row = row_of(it);
