@@ -110,7 +110,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ldpb status --connect URL --server-key FILE [--client-key FILE] [--json]\n"
-            "                   [--experiment NAME] [--timeout-ms MS]\n"
+            "                   [--experiment NAME | --list] [--timeout-ms MS]\n"
             "\n"
             "Asks an ldpb-aggregator for its status with one sealed request and prints the\n"
             "policy, the privacy model, the counted reports and issued assignments, and per arm:\n"
@@ -128,6 +128,10 @@ static void usage(FILE *f)
             "  --json             print one JSON object instead of the table (docs/cli.md)\n"
             "  --experiment NAME  the status of experiment NAME of an aggregator serving many\n"
             "                     (default: the experiment `default`, as before)\n"
+            "  --list             list every experiment (running or stopped) with its policy,\n"
+            "                     privacy settings and counts instead: an operator command, so\n"
+            "                     --client-key must be a key on the aggregator's admin_list\n"
+            "                     (the same as `ldpb experiment list --key FILE`)\n"
             "  --timeout-ms MS    give up after MS milliseconds, in [1, %u] (default %u)\n"
             "  -h, --help         print this help and exit\n"
             "\n"
@@ -144,6 +148,7 @@ struct args {
     const char *timeout;
     const char *experiment;
     int json;
+    int list;
 };
 
 static const tool_option options[] = {
@@ -153,6 +158,7 @@ static const tool_option options[] = {
     {"timeout-ms", TOOL_OPT_VALUE, offsetof(struct args, timeout)},
     {"json", TOOL_OPT_FLAG, offsetof(struct args, json)},
     {"experiment", TOOL_OPT_VALUE, offsetof(struct args, experiment)},
+    {"list", TOOL_OPT_FLAG, offsetof(struct args, list)},
 };
 
 /* Returns -1 to go on, else an exit status (0 after --help). */
@@ -341,6 +347,35 @@ int cmd_status(int argc, char **argv)
     if (a.timeout && parse_uint(PROG, "--timeout-ms", a.timeout, 1, TIMEOUT_MAX_MS, &timeout))
         return EXIT_USAGE;
 
+    if (a.list) {
+        if (a.experiment)
+            return tool_usage_error(PROG, "--list and --experiment exclude each other", NULL);
+        if (!a.client_key)
+            return tool_usage_error(
+                PROG,
+                "--list needs --client-key FILE, an operator key on the aggregator's admin_list",
+                NULL);
+        /* The listing is an operator command: the same request, checks and output as
+         * `ldpb experiment list`. */
+        char *argv2[12];
+        int argc2 = 0;
+        argv2[argc2++] = (char *)"experiment";
+        argv2[argc2++] = (char *)"list";
+        argv2[argc2++] = (char *)"--connect";
+        argv2[argc2++] = (char *)a.connect;
+        argv2[argc2++] = (char *)"--server-key";
+        argv2[argc2++] = (char *)a.server_key;
+        argv2[argc2++] = (char *)"--key";
+        argv2[argc2++] = (char *)a.client_key;
+        if (a.json)
+            argv2[argc2++] = (char *)"--json";
+        if (a.timeout) {
+            argv2[argc2++] = (char *)"--timeout-ms";
+            argv2[argc2++] = (char *)a.timeout;
+        }
+        argv2[argc2] = NULL;
+        return cmd_experiment(argc2, argv2);
+    }
     uint8_t pk[TOOL_KEY_BYTES], sk[TOOL_KEY_BYTES];
     if (tool_load_server_key(PROG, a.server_key, pk))
         return EXIT_RUNTIME;

@@ -55,6 +55,8 @@ CMD=loadgen usage_case "--experiments 0 outside \\[1, 100000\\]" --connect "$IPC
 CMD=loadgen usage_case "--zipf '-1' is not an exponent in \\[0, 100\\]" --connect "$IPC" --server-key "$PUB" --zipf -1
 CMD=loadgen usage_case "a-z, 0-9" --connect "$IPC" --server-key "$PUB" --experiments 2 --experiment-prefix E
 CMD=status usage_case "--experiment: a name is 1 to 64 bytes" --connect "$IPC" --server-key "$PUB" --experiment 'a b'
+CMD=status usage_case "--list needs --client-key FILE" --connect "$IPC" --server-key "$PUB" --list
+CMD=status usage_case "--list and --experiment exclude each other" --connect "$IPC" --server-key "$PUB" --list --experiment x
 
 # --- no daemon: unreachable, exit 1 ----------------------------------------------------------
 run list "${OPTS[@]}" --timeout-ms 300
@@ -112,6 +114,16 @@ check "list: the header" grep -qE '^experiment +state +policy +mode +arms +mecha
 check "list: default running" grep -qE "$(row_re default running 0)" out
 check "list: x0 running" grep -qE "$(row_re x0 running 0)" out
 check "list: two rows" test "$(wc -l <out)" = 3
+
+# `ldpb status --list`: the same listing, an operator command under --client-key.
+CMD=status run --connect "$IPC" --server-key "$PUB" --client-key "$ADMIN" --list
+check "status --list: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+check "status --list: default running" grep -qE "$(row_re default running 0)" out
+check "status --list: x0 running" grep -qE "$(row_re x0 running 0)" out
+check "status --list: two rows" test "$(wc -l <out)" = 3
+CMD=status run --connect "$IPC" --server-key "$PUB" --client-key other/client.key --list
+check "status --list by a non-admin: exit 1 (got $rc)" test "$rc" = 1
+check "status --list by a non-admin: LDPB_EAUTH (got: $(cat err))" grep -q 'LDPB_EAUTH' err
 
 run create x1 "${OPTS[@]}" "${SETTINGS[@]}"
 check "create x1: exit 0 (got $rc: $(cat err))" test "$rc" = 0
