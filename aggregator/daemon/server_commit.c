@@ -425,6 +425,8 @@ size_t agg_server_commit_batch(agg_server *s)
          * touched. */
         note_commit_failure(s, n);
         agg_store_rollback(s->store);
+        /* Asked before a reload, whose own reads clear what the store knows of the outage */
+        int busy = agg_store_unavailable(s->store);
         if (agg_store_needs_reload(s->store))
             reload_states(s); /* a COMMIT in doubt went through: memory from the database */
         pthread_mutex_unlock(&s->store_mu);
@@ -433,7 +435,7 @@ size_t agg_server_commit_batch(agg_server *s)
         s->n_touched = 0;
         atomic_fetch_add(&s->n_commit_failures, 1);
         /* The database out of reach (a restart, a failover): "busy, resend" */
-        answer_batch(s, n, agg_store_unavailable(s->store) ? LDPB_EBUSY : LDPB_EIO);
+        answer_batch(s, n, busy ? LDPB_EBUSY : LDPB_EIO);
         return n;
     }
     if (s->n_touched > 1)

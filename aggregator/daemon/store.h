@@ -100,7 +100,8 @@ int agg_store_node_name_valid(const char *name);
 const char *agg_store_node_name(const agg_store *s);
 
 /* 1 when the last failure was the database being unreachable (its connection lost and not
- * yet taken up again): the daemon answers "busy, resend" rather than an I/O error. */
+ * yet taken up again, or taken up again after a COMMIT in doubt that went through, until the
+ * states are reloaded): the daemon answers "busy, resend" rather than an I/O error. */
 int agg_store_unavailable(const agg_store *s);
 
 /* 1 when a COMMIT whose answer was lost with the connection turned out, at the reconnect, to

@@ -1477,7 +1477,9 @@ static void pg_reloaded(agg_store *s)
 static int pg_unavailable(const agg_store *s)
 {
     const pg_store *b = s->be;
-    return b && !b->stuck && (b->unreachable || PQstatus(b->conn) != CONNECTION_OK);
+    /* stuck: the connection was lost with a COMMIT in doubt, which went through; until the
+     * states are reloaded a batch fails, and its reports are resent like any of an outage */
+    return b && (b->stuck || b->unreachable || PQstatus(b->conn) != CONNECTION_OK);
 }
 
 PGconn *agg_pg_conn(agg_store *s)
