@@ -231,31 +231,16 @@ static char *settings_text(const struct cmdline *cl, int *rc)
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static void json_info(FILE *f, const ldpb_experiment_info *x)
 {
     fputs("{\"name\":", f);
-    json_string(f, x->name);
+    tool_json_string(f, x->name);
     fputs(",\"policy\":", f);
-    json_string(f, x->policy);
+    tool_json_string(f, x->policy);
     fputs(",\"mode\":", f);
-    json_string(f, x->mode);
+    tool_json_string(f, x->mode);
     fprintf(f, ",\"arms\":%" PRIu32 ",\"mechanism\":", x->arms);
-    json_string(f, x->mechanism);
+    tool_json_string(f, x->mechanism);
     fputs(",\"epsilon\":", f);
     if (isfinite(x->epsilon))
         fprintf(f, "%.17g", x->epsilon);

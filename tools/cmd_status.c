@@ -193,7 +193,7 @@ static int parse_uint(const char *prog, const char *opt, const char *text, uint6
 }
 
 /* A JSON string: quotes, backslashes and control bytes escaped (the text is valid UTF-8). */
-static void json_string(FILE *f, const char *s)
+void tool_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -219,15 +219,15 @@ static void json_number(FILE *f, int has, double v)
 static void print_json(FILE *f, const char *url, const char *experiment, const ldpb_status *st)
 {
     fputs("{\"url\":", f);
-    json_string(f, url);
+    tool_json_string(f, url);
     if (experiment) {
         fputs(",\"experiment\":", f);
-        json_string(f, experiment);
+        tool_json_string(f, experiment);
     }
     fputs(",\"policy\":", f);
-    json_string(f, st->policy);
+    tool_json_string(f, st->policy);
     fputs(",\"model\":", f);
-    json_string(f, st->model);
+    tool_json_string(f, st->model);
     fprintf(f, ",\"reports\":%" PRIu64 ",\"assignments\":%" PRIu64 ",\"arms\":[", st->reports,
             st->assignments);
     for (uint32_t i = 0; i < st->n_arms; i++) {

@@ -4,6 +4,7 @@
 #define LDPB_TOOLS_COMMANDS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "cli_text.h"
@@ -47,6 +48,9 @@ int tool_load_client_key(const char *prog, const char *opt, const char *path,
 
 /* 1 if `s` is an experiment name: 1..64 bytes of [a-z0-9._-]. */
 int tool_experiment_name_valid(const char *s);
+
+/* Writes `s` (valid UTF-8) as a JSON string: quotes, backslashes and control bytes escaped. */
+void tool_json_string(FILE *f, const char *s);
 
 /* `ldpb sim --preset shariff2018` (cmd_sim_ctx.c): the contextual experiment, called by cmd_sim
  * with its parsed options. Returns the exit status. */

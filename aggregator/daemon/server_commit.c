@@ -47,7 +47,7 @@ int enqueue(agg_server *s, const item *it, size_t limit)
 /* ---- the committer ----------------------------------------------------------------------- */
 
 /* Saves policy p into *buf (grown as needed). */
-static ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, size_t *len)
+ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, size_t *len)
 {
     ldpb_err err = agg_policy_save(p, *buf, *cap, len);
     if (err == LDPB_ERANGE) {

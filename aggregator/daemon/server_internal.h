@@ -357,6 +357,8 @@ ldpb_err reload_states(agg_server *s);
 void *worker_main(void *arg);
 
 /* server_commit.c: the committer's queue and thread */
+/* Saves policy p into *buf, grown as needed (the committer's and the sequencer's buffers). */
+ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, size_t *len);
 int enqueue(agg_server *s, const item *it, size_t limit);
 /* Counts an assignment that goes out and queues its decision row (best effort). */
 void count_decision(agg_server *s, const item *it);

@@ -48,22 +48,6 @@ static uint64_t wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Grows *buf to hold the save of p; as server_commit.c's save_policy. */
-static ldpb_err save_into(const agg_policy *p, uint8_t **buf, size_t *cap, size_t *len)
-{
-    ldpb_err err = agg_policy_save(p, *buf, *cap, len);
-    if (err == LDPB_ERANGE) {
-        size_t want = *len + *len / 2 + 64;
-        uint8_t *nb = realloc(*buf, want);
-        if (!nb)
-            return LDPB_ENOMEM;
-        *buf = nb;
-        *cap = want;
-        err = agg_policy_save(p, *buf, *cap, len);
-    }
-    return err;
-}
-
 /* Under store_mu: the committed row `st` becomes what `e` serves (its blob restored into `next`,
  * then swapped in as the committer publishes), with its counters. */
 static ldpb_err serve_row(agg_experiment *e, const agg_store_seq_state *st)
@@ -198,7 +182,7 @@ static ldpb_err observe_rows(agg_server *s, struct agg_seq *q, agg_experiment *e
 {
     size_t snap_len = 0;
     pthread_mutex_lock(&e->policy_mu);
-    ldpb_err err = save_into(e->policy, &q->snap, &q->snap_cap, &snap_len);
+    ldpb_err err = save_policy(e->policy, &q->snap, &q->snap_cap, &snap_len);
     pthread_mutex_unlock(&e->policy_mu);
     uint8_t *skip = calloc(n ? n : 1, 1);
     if (!skip)
@@ -283,7 +267,7 @@ static void drain(agg_server *s, struct agg_seq *q, agg_experiment *e)
     if (!err)
         err = agg_store_seq_mark(st, e->store_id, v, n);
     if (!err)
-        err = save_into(e->next, &q->save, &q->save_cap, &len);
+        err = save_policy(e->next, &q->save, &q->save_cap, &len);
     if (!err)
         err = agg_store_put_exp_state(st, e->store_id, q->save, len, &c);
     if (!err)
