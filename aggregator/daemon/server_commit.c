@@ -103,7 +103,7 @@ void check_space(agg_server *s)
 
 /* A rolled-back transaction: pauses assignments (the next successful commit resumes them) and
  * logs, at most once per error_log_interval_s (a full disk fails every commit). */
-static void note_commit_failure(agg_server *s, size_t n)
+static void note_commit_failure(agg_server *s, size_t n, ldpb_err answer)
 {
     if (!atomic_exchange(&s->commits_failing, 1))
         logf_(s, AGG_LOG_WARN,
@@ -117,7 +117,8 @@ static void note_commit_failure(agg_server *s, size_t n)
     if (suppressed)
         snprintf(more, sizeof more, " (%" PRIu64 " more failures not logged since the last line)",
                  suppressed);
-    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back: %s%s", n,
+    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back, reports answered %s: %s%s",
+          n, answer == LDPB_EBUSY ? "'busy, resend' (the store is out of reach)" : "'I/O error'",
           agg_store_errmsg(s->store), more);
 }
 
@@ -423,10 +424,10 @@ size_t agg_server_commit_batch(agg_server *s)
     if (err) {
         /* Each `next` and its noise are dropped unreleased; the served states were never
          * touched. */
-        note_commit_failure(s, n);
         agg_store_rollback(s->store);
         /* Asked before a reload, whose own reads clear what the store knows of the outage */
         int busy = agg_store_unavailable(s->store);
+        note_commit_failure(s, n, busy ? LDPB_EBUSY : LDPB_EIO);
         if (agg_store_needs_reload(s->store))
             reload_states(s); /* a COMMIT in doubt went through: memory from the database */
         pthread_mutex_unlock(&s->store_mu);

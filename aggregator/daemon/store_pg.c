@@ -262,12 +262,20 @@ static void pg_reason(PGconn *conn, char *out, size_t cap)
 }
 
 /* SQLSTATE class 08 (connection exception) and 57P01..57P03 (the server shutting down, crashed,
- * or not yet accepting connections) mean the database went away, not that the statement failed. */
+ * or not yet accepting connections) mean the database went away, not that the statement failed.
+ * So does an error libpq made itself (no result, or none with a SQLSTATE): a statement it could
+ * not send. A write to a socket the server closed fails with "server closed the connection
+ * unexpectedly" while PQstatus still says CONNECTION_OK, until a read meets the end of the
+ * stream (libpq keeps the socket to read the server's last message). */
 static int sqlstate_unreachable(const PGresult *r)
 {
-    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    return st && (!strncmp(st, "08", 2) || !strcmp(st, "57P01") || !strcmp(st, "57P02") ||
-                  !strcmp(st, "57P03"));
+    if (!r)
+        return 1;
+    if (PQresultStatus(r) != PGRES_FATAL_ERROR)
+        return 0;
+    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    return !st || !strncmp(st, "08", 2) || !strcmp(st, "57P01") || !strcmp(st, "57P02") ||
+           !strcmp(st, "57P03");
 }
 
 static ldpb_err pg_fail(agg_store *s, const char *what)
@@ -435,13 +443,16 @@ static ldpb_err reconnect(agg_store *s)
             b->stuck_generation = (uint64_t)g;
         }
     }
+    b->unreachable = 0;
     return LDPB_OK;
 }
 
 static ldpb_err pg_begin(agg_store *s)
 {
     pg_store *b = BE(s);
-    if (!b->stuck && PQstatus(b->conn) != CONNECTION_OK && reconnect(s))
+    /* A connection that failed a statement as unreachable is taken up again even while
+     * PQstatus still says CONNECTION_OK (see sqlstate_unreachable). */
+    if (!b->stuck && (PQstatus(b->conn) != CONNECTION_OK || b->unreachable) && reconnect(s))
         return LDPB_EIO;
     if (b->stuck) {
         say(s->errmsg,
@@ -451,7 +462,7 @@ static ldpb_err pg_begin(agg_store *s)
         return LDPB_EIO;
     }
     ldpb_err err = run(s, "BEGIN", PGRES_COMMAND_OK, NULL, "BEGIN");
-    if (err && PQstatus(b->conn) != CONNECTION_OK) {
+    if (err && (PQstatus(b->conn) != CONNECTION_OK || b->unreachable)) {
         /* The server went away while the connection was idle: once more on a new one. */
         if (reconnect(s) || b->stuck)
             return LDPB_EIO;
@@ -475,7 +486,7 @@ static ldpb_err pg_commit(agg_store *s)
         b->generation = b->pending_generation;
         return LDPB_OK;
     }
-    if (PQstatus(b->conn) != CONNECTION_OK)
+    if (PQstatus(b->conn) != CONNECTION_OK || b->unreachable)
         b->in_doubt = b->pending_generation != b->generation;
     return pg_fail(s, "COMMIT");
 }
@@ -484,8 +495,9 @@ static void pg_rollback(agg_store *s)
 {
     pg_store *b = BE(s);
     b->pending_generation = b->generation;
-    if (PQstatus(b->conn) != CONNECTION_OK || PQtransactionStatus(b->conn) == PQTRANS_IDLE)
-        return;
+    if (PQstatus(b->conn) != CONNECTION_OK || b->unreachable ||
+        PQtransactionStatus(b->conn) == PQTRANS_IDLE)
+        return; /* the next BEGIN takes up a new connection */
     PQclear(PQexec(b->conn, "ROLLBACK"));
 }
 
@@ -1418,7 +1430,7 @@ done:
 static ldpb_err pg_partials(agg_store *s, agg_store_partial **out, size_t *n)
 {
     pg_store *b = BE(s);
-    if (b->stuck || (PQstatus(b->conn) != CONNECTION_OK && reconnect(s)))
+    if (b->stuck || ((PQstatus(b->conn) != CONNECTION_OK || b->unreachable) && reconnect(s)))
         return LDPB_EIO;
     const char *v[1] = {s->node};
     PGresult *r = run_prepared(s, "partials", 1, v, NULL, NULL);

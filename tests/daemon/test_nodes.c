@@ -108,6 +108,19 @@ static int log_has(const dt_daemon *d, const char *text)
     return strstr(buf, text) != NULL;
 }
 
+/* Prints the lines of `d`'s log that hold `text` (a failing test says why). */
+static void print_log_lines(const dt_daemon *d, const char *text)
+{
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return;
+    char line[2048];
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, text))
+            print_message("log: %s", line);
+    fclose(f);
+}
+
 /* Two nodes: a report acked by one, resent to the other, is a duplicate; an assignment of one
  * is reported to the other; each node's reports are counted once and both serve the sum within
  * about one merge interval (staleness figures printed). */
@@ -545,7 +558,7 @@ static void test_database_stopped(void **state)
     static double acked_eps[LOADERS][ACKED_MAX];
     dt_daemon a;
     assert_int_equal(dt_daemon_init(&a), 0);
-    write_conf(&a, "node-a", NULL);
+    write_conf(&a, "node-a", "error_log_interval_s = 0\n"); /* every failure's reason logged */
     assert_int_equal(dt_daemon_start(&a, NULL, NULL), 0);
     atomic_int stop = 0;
     loader l[LOADERS];
@@ -586,6 +599,8 @@ static void test_database_stopped(void **state)
                   " ms: %zu reports acked, %zu answered "
                   "LDPB_EBUSY, %zu LDPB_EIO, %zu other, %zu unanswered, %zu assignments refused\n",
                   up - down, n_acked, busy, eio, other, timeouts, refused);
+    if (eio || other)
+        print_log_lines(&a, "answered 'I/O error'");
     assert_true(busy > 0);
     assert_int_equal(eio, 0);
     assert_int_equal(other, 0);
