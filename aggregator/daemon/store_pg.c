@@ -506,21 +506,46 @@ static void u64_text(char *buf, size_t cap, uint64_t v)
     snprintf(buf, cap, "%" PRIu64, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v);
 }
 
+/* The text parameters of add_report and add_decision ($1, the id, is binary). */
+typedef struct row_params {
+    char exp[24], arm[24], eps[32], prop[32], ver[24], val[32], at[24], expires[24], keep[24];
+    const char *v[10];
+    int len[10], fmt[10];
+} row_params;
+
+static void report_params(row_params *p, const agg_store_row *r)
+{
+    snprintf(p->exp, sizeof p->exp, "%" PRId64, r->experiment);
+    snprintf(p->arm, sizeof p->arm, "%" PRIu32, r->arm);
+    snprintf(p->eps, sizeof p->eps, "%.17g", r->epsilon);
+    snprintf(p->prop, sizeof p->prop, "%.17g", r->propensity);
+    u64_text(p->ver, sizeof p->ver, r->policy_version);
+    snprintf(p->val, sizeof p->val, "%.17g", r->value);
+    u64_text(p->expires, sizeof p->expires, r->expires_at_ms);
+    u64_text(p->at, sizeof p->at, r->at_ms);
+    const char *v[10] = {(const char *)r->id, p->exp, p->arm, r->mechanism, p->eps,
+                         p->prop,             p->ver, p->val, p->expires,   p->at};
+    memcpy(p->v, v, sizeof v);
+    memset(p->len, 0, sizeof p->len);
+    memset(p->fmt, 0, sizeof p->fmt);
+    p->len[0] = (int)r->id_len;
+    p->fmt[0] = 1;
+}
+
+static void decision_params(row_params *p, const agg_store_row *d)
+{
+    report_params(p, d);
+    u64_text(p->keep, sizeof p->keep, d->retain_until_ms);
+    p->v[7] = p->at; /* issued_at_ms, expires_at_ms, retain_until_ms */
+    p->v[8] = p->expires;
+    p->v[9] = p->keep;
+}
+
 static ldpb_err pg_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 {
-    char exp[24], arm[24], eps[32], prop[32], ver[24], val[32], expires[24], at[24];
-    snprintf(exp, sizeof exp, "%" PRId64, r->experiment);
-    snprintf(arm, sizeof arm, "%" PRIu32, r->arm);
-    snprintf(eps, sizeof eps, "%.17g", r->epsilon);
-    snprintf(prop, sizeof prop, "%.17g", r->propensity);
-    u64_text(ver, sizeof ver, r->policy_version);
-    snprintf(val, sizeof val, "%.17g", r->value);
-    u64_text(expires, sizeof expires, r->expires_at_ms);
-    u64_text(at, sizeof at, r->at_ms);
-    const char *v[10] = {
-        (const char *)r->id, exp, arm, r->mechanism, eps, prop, ver, val, expires, at};
-    int len[10] = {(int)r->id_len}, fmt[10] = {1};
-    PGresult *res = run_prepared(s, "add_report", 10, v, len, fmt);
+    row_params p;
+    report_params(&p, r);
+    PGresult *res = run_prepared(s, "add_report", 10, p.v, p.len, p.fmt);
     ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "inserting a report");
     *is_new = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
@@ -550,22 +575,135 @@ static ldpb_err pg_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
 
 static ldpb_err pg_add_decision(agg_store *s, const agg_store_row *d, uint64_t *added)
 {
-    char exp[24], arm[24], eps[32], prop[32], ver[24], at[24], expires[24], keep[24];
-    snprintf(exp, sizeof exp, "%" PRId64, d->experiment);
-    snprintf(arm, sizeof arm, "%" PRIu32, d->arm);
-    snprintf(eps, sizeof eps, "%.17g", d->epsilon);
-    snprintf(prop, sizeof prop, "%.17g", d->propensity);
-    u64_text(ver, sizeof ver, d->policy_version);
-    u64_text(at, sizeof at, d->at_ms);
-    u64_text(expires, sizeof expires, d->expires_at_ms);
-    u64_text(keep, sizeof keep, d->retain_until_ms);
-    const char *v[10] = {
-        (const char *)d->id, exp, arm, d->mechanism, eps, prop, ver, at, expires, keep};
-    int len[10] = {(int)d->id_len}, fmt[10] = {1};
-    PGresult *res = run_prepared(s, "add_decision", 10, v, len, fmt);
+    row_params p;
+    decision_params(&p, d);
+    PGresult *res = run_prepared(s, "add_decision", 10, p.v, p.len, p.fmt);
     ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "logging a decision");
     *added = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
+    return err;
+}
+
+/* ---- a batch's rows in pipeline mode (agg_store_write_batch) ---------------------------------- */
+
+/* What each kind of row sends and expects, and the words of its failure. */
+static const struct {
+    const char *stmt;
+    ExecStatusType want;
+    const char *what;
+} batch_kinds[] = {
+    [AGG_BATCH_DECISION] = {"add_decision", PGRES_COMMAND_OK, "logging a decision"},
+    [AGG_BATCH_REPORT] = {"add_report", PGRES_COMMAND_OK, "inserting a report"},
+    [AGG_BATCH_LOOKUP] = {"has_report", PGRES_TUPLES_OK, "looking up a report"},
+};
+
+/* Queues one row's statement; 0 when libpq refused it. */
+static int send_batch_row(PGconn *c, const agg_store_batch_row *b)
+{
+    row_params p;
+    if (b->kind == AGG_BATCH_DECISION)
+        decision_params(&p, &b->row);
+    else
+        report_params(&p, &b->row);
+    int n = b->kind == AGG_BATCH_LOOKUP ? 1 : 10;
+    return PQsendQueryPrepared(c, batch_kinds[b->kind].stmt, n, p.v, p.len, p.fmt, 0);
+}
+
+/* Row i's result into its `found`; the first failure's reason into s->errmsg (the statements
+ * after it answer PGRES_PIPELINE_ABORTED, which says nothing more). */
+static void read_batch_row(agg_store *s, agg_store_batch_row *b, PGresult *r, ldpb_err *err)
+{
+    if (*err)
+        return;
+    if (PQresultStatus(r) != batch_kinds[b->kind].want) {
+        if (sqlstate_unreachable(r))
+            BE(s)->unreachable = 1;
+        char why[AGG_STORE_ERRMAX];
+        snprintf(why, sizeof why, "%s", PQresultErrorMessage(r));
+        size_t k = strlen(why);
+        while (k > 0 && (why[k - 1] == '\n' || why[k - 1] == ' '))
+            why[--k] = '\0';
+        if (PQstatus(BE(s)->conn) != CONNECTION_OK)
+            BE(s)->unreachable = 1;
+        say(s->errmsg, "%s: %s", batch_kinds[b->kind].what,
+            why[0] ? why : "the database connection is lost");
+        *err = LDPB_EIO;
+        return;
+    }
+    b->found = b->kind == AGG_BATCH_LOOKUP ? PQntuples(r) > 0 : strcmp(PQcmdTuples(r), "1") == 0;
+}
+
+/* Reads the answers of `sent` statements and the sync after them. Every result is read, also
+ * after a failure, so that the connection leaves pipeline mode clean; it stops early only when
+ * the connection is gone (libpq then has no more to give). */
+static ldpb_err read_batch(agg_store *s, agg_store_batch_row *rows, size_t sent)
+{
+    PGconn *c = BE(s)->conn;
+    ldpb_err err = LDPB_OK;
+    size_t i = 0;
+    int nulls = 0;
+    for (;;) {
+        PGresult *r = PQgetResult(c);
+        if (!r) {
+            /* one NULL ends each statement's results; two in a row: nothing more will come */
+            if (++nulls > 1 || PQstatus(c) != CONNECTION_OK)
+                break;
+            continue;
+        }
+        nulls = 0;
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            break;
+        }
+        if (i < sent)
+            read_batch_row(s, &rows[i], r, &err);
+        else if (!err)
+            err = pg_fail(s, "a batch of rows: an answer too many");
+        i++;
+        PQclear(r);
+    }
+    if (!err && i < sent) {
+        BE(s)->unreachable = 1; /* the answers stopped: the connection is gone */
+        err = pg_fail(s, "a batch of rows");
+    }
+    return err;
+}
+
+/* store.h's agg_store_write_batch: every row's statement sent, then one sync, then the answers,
+ * in one round trip, where one statement each made as many. The statements are the per-row
+ * ones in the same order, so every rule holds as it did (the rows lock in row_order; a report
+ * sees the rows before it). The first failing statement aborts the ones after it; the
+ * transaction is then rolled back by the caller, on a connection back out of pipeline mode so
+ * that ROLLBACK and every other statement run as ever. */
+static ldpb_err pg_write_batch(agg_store *s, agg_store_batch_row *rows, size_t n)
+{
+    pg_store *b = BE(s);
+    PGconn *c = b->conn;
+    if (n == 0)
+        return LDPB_OK;
+    if (!PQenterPipelineMode(c))
+        return pg_fail(s, "a batch of rows: entering pipeline mode");
+    size_t sent = 0;
+    while (sent < n && send_batch_row(c, &rows[sent]))
+        sent++;
+    ldpb_err err = LDPB_OK;
+    if (sent < n)
+        err = pg_fail(s, "a batch of rows: sending");
+    /* The sync flushes what was queued; the answers of what was sent are read in any case */
+    int synced = PQpipelineSync(c);
+    ldpb_err rerr = synced ? read_batch(s, rows, sent) : pg_fail(s, "a batch of rows: sending");
+    if (!err)
+        err = rerr;
+    if (!PQexitPipelineMode(c) && !err) {
+        err = pg_fail(s, "a batch of rows: leaving pipeline mode");
+    }
+    if (PQpipelineStatus(c) != PQ_PIPELINE_OFF || PQstatus(c) != CONNECTION_OK) {
+        /* Still in pipeline mode (a connection gone mid-batch): only a new connection helps. */
+        b->unreachable = 1;
+        if (!err)
+            err = pg_fail(s, "a batch of rows");
+    }
     return err;
 }
 
@@ -1518,6 +1656,7 @@ const agg_store_ops agg_store_pg_ops = {
     .has_report = pg_has_report,
     .remove_report = pg_remove_report,
     .add_decision = pg_add_decision,
+    .write_batch = pg_write_batch,
     .prune_expired = pg_prune_expired,
     .prune_oldest = pg_prune_oldest,
     .put_state = pg_put_state,
