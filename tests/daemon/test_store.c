@@ -342,6 +342,12 @@ static void test_batch(void **state)
     agg_store_rollback(s);
     assert_int_equal(agg_store_decision_rows(s), 8);
     assert_int_equal(stored(s, 20), 0);
+    /* A state or partial of no experiment: none written (PostgreSQL: one pipeline each) */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    for (int exclusive = 0; exclusive <= 2; exclusive++)
+        assert_int_equal(agg_store_put_exp_partial(s, 999, (const uint8_t *)"z", 1, &c, exclusive),
+                         LDPB_ENOEXPERIMENT);
+    agg_store_rollback(s);
     agg_store_close(s);
     remove_tree(f->dir);
 }
