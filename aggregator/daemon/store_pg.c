@@ -525,8 +525,9 @@ static void report_params(row_params *p, const agg_store_row *r)
     snprintf(p->val, sizeof p->val, "%.17g", r->value);
     u64_text(p->expires, sizeof p->expires, r->expires_at_ms);
     u64_text(p->at, sizeof p->at, r->at_ms);
-    const char *v[10] = {(const char *)r->id, p->exp, p->arm, r->mechanism, p->eps,
-                         p->prop,             p->ver, p->val, p->expires,   p->at};
+    const char *v[10] = {
+        (const char *)r->id, p->exp, p->arm, r->mechanism, p->eps, p->prop, p->ver, p->val,
+        p->expires,          p->at};
     memcpy(p->v, v, sizeof v);
     memset(p->len, 0, sizeof p->len);
     memset(p->fmt, 0, sizeof p->fmt);
@@ -598,8 +599,7 @@ typedef struct pipe_reader {
 
 /* One answer: the first failure's reason into s->errmsg (the statements after it answer
  * PGRES_PIPELINE_ABORTED, which says nothing more), a success to the reader. */
-static void pipe_answer(agg_store *s, const pipe_reader *rd, size_t i, PGresult *r,
-                        ldpb_err *err)
+static void pipe_answer(agg_store *s, const pipe_reader *rd, size_t i, PGresult *r, ldpb_err *err)
 {
     if (*err)
         return;
@@ -679,7 +679,8 @@ static ldpb_err pipe_end(agg_store *s, size_t sent, int all, const pipe_reader *
     return err;
 }
 
-/* ---- a batch's rows (agg_store_write_batch) --------------------------------------------------- */
+/* ---- a batch's rows (agg_store_write_batch) ---------------------------------------------------
+ */
 
 /* What each kind of row sends and expects, and the words of its failure. */
 static const struct {
@@ -804,7 +805,7 @@ static int row_of_other(agg_store *s, const char *id, char *owner, size_t cap)
  * put_partial]; the rows each wrote. */
 typedef struct state_pipe {
     const char *what[3];
-    int bump;   /* put_generation is the first */
+    int bump; /* put_generation is the first */
     int wrote[3];
 } state_pipe;
 
@@ -851,8 +852,8 @@ static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
     int ok = !sp.bump || PQsendQueryPrepared(b->conn, "put_generation", 3, gv, NULL, NULL, 0);
     n += ok && sp.bump;
     sp.what[n] = "writing the policy state";
-    ok = ok && PQsendQueryPrepared(b->conn, exclusive == 2 ? "take_state" : "put_state", 7, v,
-                                   lens, fmt, 0);
+    ok = ok && PQsendQueryPrepared(b->conn, exclusive == 2 ? "take_state" : "put_state", 7, v, lens,
+                                   fmt, 0);
     n += ok;
     sp.what[n] = "writing the node's partial state";
     ok = ok && (exclusive || PQsendQueryPrepared(b->conn, "put_partial", 7, v, lens, fmt, 0));
