@@ -117,8 +117,8 @@ static void note_commit_failure(agg_server *s, size_t n, ldpb_err answer)
     if (suppressed)
         snprintf(more, sizeof more, " (%" PRIu64 " more failures not logged since the last line)",
                  suppressed);
-    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back, reports answered %s: %s%s",
-          n, answer == LDPB_EBUSY ? "'busy, resend' (the store is out of reach)" : "'I/O error'",
+    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back, reports answered %s: %s%s", n,
+          answer == LDPB_EBUSY ? "'busy, resend' (the store is out of reach)" : "'I/O error'",
           agg_store_errmsg(s->store), more);
 }
 
