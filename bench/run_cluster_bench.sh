@@ -14,7 +14,10 @@
 # the nodes' CPU per report (utime + stime of every node from /proc/PID/stat over the run, summed,
 # over the reports); the relays' CPU per report; the PostgreSQL server's CPU per report (its
 # postmaster's utime + stime + cutime + cstime, which holds the exited backends, plus every live
-# child's utime + stime); reports counted (the database's rows, or the SQLite node's status).
+# child's utime + stime); reports counted (the database's rows, or the SQLite node's status);
+# reports per PostgreSQL transaction (the acked reports over the database's xact_commit during the
+# load: the batches' transactions, and every statement a node runs outside one, such as the
+# refresh of the other nodes' partials; a measure of the batch size).
 # Prints a table and the machine's load average before and after; never a verdict.
 #
 # Usage: bench/run_cluster_bench.sh [SECONDS]     (default 10)
@@ -74,12 +77,18 @@ pg_cpu_us() {
     echo $((t * 1000000 / tck))
 }
 now_ms() { date +%s%3N; }
+# xacts: the row's database's committed transactions so far (its sessions report them to the
+# statistics at least once a second: read after a second's pause).
+xacts() {
+    sleep 1
+    psql -Atq "$STORE" -c 'SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()'
+}
 
 printf '# bench/run_cluster_bench.sh %s, CLIENTS=%s, %s, %s cores, load average before: %s\n' \
     "$seconds" "$clients" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(nproc)" \
     "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-10s %6s %12s %14s %14s %14s %10s\n' row nodes "reports/s" "nodes us/rep" \
-    "relays us/rep" "postgres us/rep" counted
+printf '%-10s %6s %12s %14s %14s %14s %10s %9s\n' row nodes "reports/s" "nodes us/rep" \
+    "relays us/rep" "postgres us/rep" counted "rep/xact"
 
 # run_row NAME NODES RELAYS: a fresh cluster of NODES on a new database (NODES 0: the SQLite
 # node), RELAYS 0 or 1 per node, then the loads and the table's row.
@@ -127,7 +136,8 @@ run_row() {
             done
         fi
     fi
-    local per=$((clients / ${#targets[@]})) c0 r0 p0 t0 t1 c1 r1 p1 lpids=() k acked=0
+    local per=$((clients / ${#targets[@]})) c0 r0 p0 t0 t1 c1 r1 p1 lpids=() k acked=0 x0=0 x1=0
+    [ "$n" = 0 ] || x0=$(xacts)
     c0=$(cpu_us "${node_pids[@]}")
     r0=0
     [ ${#relay_pids[@]} = 0 ] || r0=$(cpu_us "${relay_pids[@]}")
@@ -144,6 +154,7 @@ run_row() {
     r1=0
     [ ${#relay_pids[@]} = 0 ] || r1=$(cpu_us "${relay_pids[@]}")
     p1=$(pg_cpu_us)
+    [ "$n" = 0 ] || x1=$(xacts)
     for k in "${!targets[@]}"; do
         acked=$((acked + $(awk '/^reports acked/ { print $3; exit }' "$d/loadgen$k.out")))
     done
@@ -160,10 +171,11 @@ run_row() {
     fi
     awk -v name="$name" -v n="${n/#0/1}" -v a="$acked" -v ms="$((t1 - t0))" -v c="$((c1 - c0))" \
         -v r="$((r1 - r0))" -v p="$((p1 - p0))" -v rl="${#relay_pids[@]}" -v cnt="$counted" \
-        -v sq="$([ "$n" = 0 ] && echo 1 || echo 0)" 'BEGIN {
+        -v sq="$([ "$n" = 0 ] && echo 1 || echo 0)" -v x="$((x1 - x0))" 'BEGIN {
         rel = rl > 0 ? sprintf("%.1f", r / a) : "-"
         pg = sq ? sprintf("(%.1f)", p / a) : sprintf("%.1f", p / a)
-        printf "%-10s %6s %12.0f %14.1f %14s %14s %10s\n", name, n, a * 1000 / ms, c / a, rel, pg, cnt
+        xa = x > 0 ? sprintf("%.1f", a / x) : "-"
+        printf "%-10s %6s %12.0f %14.1f %14s %14s %10s %9s\n", name, n, a * 1000 / ms, c / a, rel, pg, cnt, xa
     }'
     if [ "$counted" -lt "$acked" ]; then
         echo "run_cluster_bench: $name counted $counted of $acked acked reports" >&2

@@ -436,8 +436,10 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     s->batch = calloc(cfg->batch_max, sizeof *s->batch);
     s->batch_status = calloc(cfg->batch_max, sizeof *s->batch_status);
     s->batch_order = calloc(cfg->batch_max, sizeof *s->batch_order);
+    s->batch_rows = calloc(cfg->batch_max, sizeof *s->batch_rows);
     s->touched = calloc(cfg->batch_max + 1, sizeof *s->touched);
-    if (!s->q || !s->batch || !s->batch_status || !s->batch_order || !s->touched) {
+    if (!s->q || !s->batch || !s->batch_status || !s->batch_order || !s->batch_rows ||
+        !s->touched) {
         err = LDPB_ENOMEM;
         say(errmsg, "out of memory for a queue of %zu", s->q_cap);
         goto fail;
@@ -802,6 +804,7 @@ void agg_server_free(agg_server *s)
     free(s->batch);
     free(s->batch_status);
     free(s->batch_order);
+    free(s->batch_rows);
     free(s->touched);
     free(s->save_buf);
     free(s->snap_buf);

@@ -168,29 +168,32 @@ static int row_order(const void *pa, const void *pb)
  * needed (PostgreSQL refused one: "deadlock detected", its batch answered "resend"). */
 static ldpb_err write_rows(agg_server *s, size_t n)
 {
-    ldpb_err err = LDPB_OK;
     for (size_t i = 0; i < n; i++)
         s->batch_order[i] = &s->batch[i];
     qsort(s->batch_order, n, sizeof *s->batch_order, row_order);
+    /* One call for the batch's rows: a database server gets them in one round trip */
+    for (size_t k = 0; k < n; k++) {
+        const item *it = s->batch_order[k];
+        agg_store_batch_row *b = &s->batch_rows[k];
+        b->row = row_of(it);
+        b->kind = it->kind == ITEM_DECISION ? AGG_BATCH_DECISION
+                  : it->expired             ? AGG_BATCH_LOOKUP
+                                            : AGG_BATCH_REPORT;
+    }
+    ldpb_err err = agg_store_write_batch(s->store, s->batch_rows, n);
     for (size_t k = 0; k < n && !err; k++) {
         size_t i = (size_t)(s->batch_order[k] - s->batch);
         item *it = &s->batch[i];
+        const agg_store_batch_row *b = &s->batch_rows[k];
         uint64_t *n_new = &it->exp->b_new, *n_dup = &it->exp->b_dup;
-        agg_store_row row = row_of(it);
         s->batch_status[i] = 0;
-        if (it->kind == ITEM_DECISION) {
-            err = agg_store_add_decision(s->store, &row);
-        } else if (it->expired) {
-            int exists = 0;
-            err = agg_store_has_report(s->store, it->id, AGG_TOKEN_BYTES, &exists);
-            s->batch_status[i] = exists ? 1 : LDPB_EEXPIRED;
-            *n_dup += exists;
-        } else {
-            int is_new = 0;
-            err = agg_store_add_report(s->store, &row, &is_new);
-            s->batch_status[i] = is_new ? 0 : 1;
-            *n_new += is_new;
-            *n_dup += !is_new;
+        if (b->kind == AGG_BATCH_LOOKUP) {
+            s->batch_status[i] = b->found ? 1 : LDPB_EEXPIRED;
+            *n_dup += b->found != 0;
+        } else if (b->kind == AGG_BATCH_REPORT) {
+            s->batch_status[i] = b->found ? 0 : 1;
+            *n_new += b->found != 0;
+            *n_dup += !b->found;
         }
     }
     return err;

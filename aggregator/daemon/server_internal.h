@@ -169,6 +169,7 @@ struct agg_server {
     int *batch_status; /* per item: 0 new, 1 duplicate, else an ldpb_err to answer */
     /* The order in which a batch's rows are written: by table, then assignment id (write_rows) */
     const item **batch_order;
+    agg_store_batch_row *batch_rows; /* the batch's rows in that order (agg_store_write_batch) */
     uint8_t *save_buf, *snap_buf;
     size_t save_cap, snap_cap;
     agg_worker *cw;

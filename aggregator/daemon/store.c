@@ -678,6 +678,55 @@ ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d)
     return err;
 }
 
+/* The per-row path of agg_store_write_batch: a backend without write_batch (SQLite, where a
+ * row costs no round trip). */
+static ldpb_err write_rows_one_by_one(agg_store *s, agg_store_batch_row *rows, size_t n)
+{
+    ldpb_err err = LDPB_OK;
+    for (size_t i = 0; i < n && !err; i++) {
+        agg_store_batch_row *b = &rows[i];
+        uint64_t added = 0;
+        switch (b->kind) {
+        case AGG_BATCH_DECISION:
+            err = s->ops->add_decision(s, &b->row, &added);
+            s->decision_delta += (int64_t)added;
+            b->found = added != 0;
+            break;
+        case AGG_BATCH_REPORT:
+            err = s->ops->add_report(s, &b->row, &b->found);
+            break;
+        case AGG_BATCH_LOOKUP:
+            err = s->ops->has_report(s, b->row.id, b->row.id_len, &b->found);
+            break;
+        }
+    }
+    return err;
+}
+
+ldpb_err agg_store_write_batch(agg_store *s, agg_store_batch_row *rows, size_t n)
+{
+    /* Resolved as the row-by-row calls resolve them (experiment 0 is `default`; a decision's
+     * retain_until_ms 0 is its expiry), before any row goes out. */
+    for (size_t i = 0; i < n; i++) {
+        agg_store_batch_row *b = &rows[i];
+        b->found = 0;
+        if (b->kind == AGG_BATCH_LOOKUP)
+            continue;
+        ldpb_err err = resolve(s, b->row.experiment, &b->row.experiment);
+        if (err)
+            return err;
+        if (b->kind == AGG_BATCH_DECISION && !b->row.retain_until_ms)
+            b->row.retain_until_ms = b->row.expires_at_ms;
+    }
+    if (!s->ops->write_batch)
+        return write_rows_one_by_one(s, rows, n);
+    ldpb_err err = s->ops->write_batch(s, rows, n);
+    for (size_t i = 0; !err && i < n; i++)
+        if (rows[i].kind == AGG_BATCH_DECISION)
+            s->decision_delta += rows[i].found;
+    return err;
+}
+
 ldpb_err agg_store_prune_decisions(agg_store *s, uint64_t expired_before_ms, uint64_t max_rows,
                                    uint64_t limit, uint64_t *deleted)
 {

@@ -198,6 +198,26 @@ ldpb_err agg_store_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
 /* Logs an issued assignment (ignored if already logged). */
 ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d);
 
+/* One row of agg_store_write_batch: what the row is, and what writing it found. */
+typedef enum agg_batch_kind {
+    AGG_BATCH_DECISION, /* agg_store_add_decision; found: 1 logged now, 0 already logged */
+    AGG_BATCH_REPORT,   /* agg_store_add_report; found: 1 new, 0 already counted */
+    AGG_BATCH_LOOKUP,   /* agg_store_has_report (an expired report); found: 1 counted, 0 not */
+} agg_batch_kind;
+
+typedef struct agg_store_batch_row {
+    agg_batch_kind kind;
+    agg_store_row row; /* for AGG_BATCH_LOOKUP only id and id_len are read */
+    int found;         /* out */
+} agg_store_batch_row;
+
+/* Inside the open transaction: rows[0..n) written in their order, each exactly as its
+ * agg_store_add_decision, agg_store_add_report or agg_store_has_report would (a row sees the rows
+ * before it: the first of two reports of one id is the new one), in one round trip to a database
+ * server. On failure (LDPB_EIO, LDPB_ENOEXPERIMENT) the `found` values are undefined and the
+ * transaction is to be rolled back: none of the rows is written. */
+ldpb_err agg_store_write_batch(agg_store *s, agg_store_batch_row *rows, size_t n);
+
 /* Retention of the propensity log, inside the open transaction: deletes decisions whose
  * retain_until_ms is before `expired_before_ms` (one ordered delete across every experiment),
  * then, while more than `max_rows` remain, the ones whose retain_until_ms comes first; `limit` rows

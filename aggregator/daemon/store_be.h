@@ -53,6 +53,9 @@ typedef struct agg_store_ops {
     ldpb_err (*remove_report)(agg_store *s, const uint8_t *id, size_t id_len);
     /* *added: rows inserted (0 for a decision already logged). */
     ldpb_err (*add_decision)(agg_store *s, const agg_store_row *d, uint64_t *added);
+    /* store.h's agg_store_write_batch, rows resolved as for add_report and add_decision; NULL:
+     * store.c writes them one by one through those three. */
+    ldpb_err (*write_batch)(agg_store *s, agg_store_batch_row *rows, size_t n);
     /* Deletes up to `limit` decisions whose retain_until_ms is before `before_ms`, earliest
      * first. */
     ldpb_err (*prune_expired)(agg_store *s, uint64_t before_ms, uint64_t limit, uint64_t *n);

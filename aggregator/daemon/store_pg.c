@@ -204,17 +204,19 @@ static const struct {
      "UPDATE experiments SET state = $2, policy_version = $3, reports = $4, duplicates = $5,"
      " assignments = $6, updated_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
      " node = $7 WHERE id = $1"},
-    /* The other nodes' partials, where the row is another's (and the experiment exists). */
+    {"row_node", "SELECT coalesce(node, '') FROM experiments WHERE id = $1"},
+    /* This node's partial where the experiments row is another node's: the statement after
+     * put_state in one pipeline, writing nothing where put_state just made the row this
+     * node's ($7) or where there is no such experiment. */
     {"put_partial",
      "INSERT INTO exp_node_state(experiment, node, state, policy_version, reports, duplicates,"
      " assignments, committed_at_ms) SELECT $1, $7, $2, $3, $4, $5, $6,"
      " (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-     " WHERE EXISTS (SELECT 1 FROM experiments WHERE id = $1)"
+     " WHERE EXISTS (SELECT 1 FROM experiments WHERE id = $1 AND node <> $7)"
      " ON CONFLICT (experiment, node) DO UPDATE SET state = EXCLUDED.state,"
      " policy_version = EXCLUDED.policy_version, reports = EXCLUDED.reports,"
      " duplicates = EXCLUDED.duplicates, assignments = EXCLUDED.assignments,"
      " committed_at_ms = EXCLUDED.committed_at_ms"},
-    {"row_node", "SELECT coalesce(node, '') FROM experiments WHERE id = $1"},
     /* Each node's generation is its own (the file's header): nodes never wait on each other's
      * rows. */
     {"put_generation",
@@ -506,21 +508,47 @@ static void u64_text(char *buf, size_t cap, uint64_t v)
     snprintf(buf, cap, "%" PRIu64, v > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : v);
 }
 
+/* The text parameters of add_report and add_decision ($1, the id, is binary). */
+typedef struct row_params {
+    char exp[24], arm[24], eps[32], prop[32], ver[24], val[32], at[24], expires[24], keep[24];
+    const char *v[10];
+    int len[10], fmt[10];
+} row_params;
+
+static void report_params(row_params *p, const agg_store_row *r)
+{
+    snprintf(p->exp, sizeof p->exp, "%" PRId64, r->experiment);
+    snprintf(p->arm, sizeof p->arm, "%" PRIu32, r->arm);
+    snprintf(p->eps, sizeof p->eps, "%.17g", r->epsilon);
+    snprintf(p->prop, sizeof p->prop, "%.17g", r->propensity);
+    u64_text(p->ver, sizeof p->ver, r->policy_version);
+    snprintf(p->val, sizeof p->val, "%.17g", r->value);
+    u64_text(p->expires, sizeof p->expires, r->expires_at_ms);
+    u64_text(p->at, sizeof p->at, r->at_ms);
+    const char *v[10] = {
+        (const char *)r->id, p->exp, p->arm, r->mechanism, p->eps, p->prop, p->ver, p->val,
+        p->expires,          p->at};
+    memcpy(p->v, v, sizeof v);
+    memset(p->len, 0, sizeof p->len);
+    memset(p->fmt, 0, sizeof p->fmt);
+    p->len[0] = (int)r->id_len;
+    p->fmt[0] = 1;
+}
+
+static void decision_params(row_params *p, const agg_store_row *d)
+{
+    report_params(p, d);
+    u64_text(p->keep, sizeof p->keep, d->retain_until_ms);
+    p->v[7] = p->at; /* issued_at_ms, expires_at_ms, retain_until_ms */
+    p->v[8] = p->expires;
+    p->v[9] = p->keep;
+}
+
 static ldpb_err pg_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 {
-    char exp[24], arm[24], eps[32], prop[32], ver[24], val[32], expires[24], at[24];
-    snprintf(exp, sizeof exp, "%" PRId64, r->experiment);
-    snprintf(arm, sizeof arm, "%" PRIu32, r->arm);
-    snprintf(eps, sizeof eps, "%.17g", r->epsilon);
-    snprintf(prop, sizeof prop, "%.17g", r->propensity);
-    u64_text(ver, sizeof ver, r->policy_version);
-    snprintf(val, sizeof val, "%.17g", r->value);
-    u64_text(expires, sizeof expires, r->expires_at_ms);
-    u64_text(at, sizeof at, r->at_ms);
-    const char *v[10] = {
-        (const char *)r->id, exp, arm, r->mechanism, eps, prop, ver, val, expires, at};
-    int len[10] = {(int)r->id_len}, fmt[10] = {1};
-    PGresult *res = run_prepared(s, "add_report", 10, v, len, fmt);
+    row_params p;
+    report_params(&p, r);
+    PGresult *res = run_prepared(s, "add_report", 10, p.v, p.len, p.fmt);
     ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "inserting a report");
     *is_new = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
@@ -550,23 +578,162 @@ static ldpb_err pg_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
 
 static ldpb_err pg_add_decision(agg_store *s, const agg_store_row *d, uint64_t *added)
 {
-    char exp[24], arm[24], eps[32], prop[32], ver[24], at[24], expires[24], keep[24];
-    snprintf(exp, sizeof exp, "%" PRId64, d->experiment);
-    snprintf(arm, sizeof arm, "%" PRIu32, d->arm);
-    snprintf(eps, sizeof eps, "%.17g", d->epsilon);
-    snprintf(prop, sizeof prop, "%.17g", d->propensity);
-    u64_text(ver, sizeof ver, d->policy_version);
-    u64_text(at, sizeof at, d->at_ms);
-    u64_text(expires, sizeof expires, d->expires_at_ms);
-    u64_text(keep, sizeof keep, d->retain_until_ms);
-    const char *v[10] = {
-        (const char *)d->id, exp, arm, d->mechanism, eps, prop, ver, at, expires, keep};
-    int len[10] = {(int)d->id_len}, fmt[10] = {1};
-    PGresult *res = run_prepared(s, "add_decision", 10, v, len, fmt);
+    row_params p;
+    decision_params(&p, d);
+    PGresult *res = run_prepared(s, "add_decision", 10, p.v, p.len, p.fmt);
     ldpb_err err = check_result(s, res, PGRES_COMMAND_OK, "logging a decision");
     *added = !err && strcmp(PQcmdTuples(res), "1") == 0;
     PQclear(res);
     return err;
+}
+
+/* ---- pipelines: several statements in one round trip ---------------------------------------- */
+
+/* How the answers of a pipeline are read: statement i's expected status and the words of its
+ * failure, and what a success gives. */
+typedef struct pipe_reader {
+    void (*expect)(void *ctx, size_t i, ExecStatusType *want, const char **what);
+    void (*answer)(void *ctx, size_t i, PGresult *r); /* PQcmdTuples takes no const */
+    void *ctx;
+} pipe_reader;
+
+/* One answer: the first failure's reason into s->errmsg (the statements after it answer
+ * PGRES_PIPELINE_ABORTED, which says nothing more), a success to the reader. */
+static void pipe_answer(agg_store *s, const pipe_reader *rd, size_t i, PGresult *r, ldpb_err *err)
+{
+    if (*err)
+        return;
+    ExecStatusType want;
+    const char *what;
+    rd->expect(rd->ctx, i, &want, &what);
+    if (PQresultStatus(r) == want) {
+        rd->answer(rd->ctx, i, r);
+        return;
+    }
+    if (sqlstate_unreachable(r) || PQstatus(BE(s)->conn) != CONNECTION_OK)
+        BE(s)->unreachable = 1;
+    char why[AGG_STORE_ERRMAX];
+    snprintf(why, sizeof why, "%s", PQresultErrorMessage(r));
+    size_t k = strlen(why);
+    while (k > 0 && (why[k - 1] == '\n' || why[k - 1] == ' '))
+        why[--k] = '\0';
+    say(s->errmsg, "%s: %s", what, why[0] ? why : "the database connection is lost");
+    *err = LDPB_EIO;
+}
+
+/* Reads the answers of `sent` statements and the sync after them. Every answer is read, also
+ * after a failure, so that the connection leaves pipeline mode clean; it stops early only when
+ * the connection is gone (libpq then has no more to give). */
+static ldpb_err pipe_read(agg_store *s, size_t sent, const pipe_reader *rd)
+{
+    PGconn *c = BE(s)->conn;
+    ldpb_err err = LDPB_OK;
+    size_t i = 0;
+    int nulls = 0;
+    for (;;) {
+        PGresult *r = PQgetResult(c);
+        if (!r) {
+            /* one NULL ends each statement's answers; two in a row: nothing more will come */
+            if (++nulls > 1 || PQstatus(c) != CONNECTION_OK)
+                break;
+            continue;
+        }
+        nulls = 0;
+        int sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        if (!sync && i < sent)
+            pipe_answer(s, rd, i, r, &err);
+        i += !sync;
+        PQclear(r);
+        if (sync)
+            break;
+    }
+    if (!err && i != sent) {
+        if (i < sent)
+            BE(s)->unreachable = 1; /* the answers stopped: the connection is gone */
+        err = pg_fail(s, i < sent ? "a pipeline of statements" : "a pipeline: an answer too many");
+    }
+    return err;
+}
+
+/* Ends a pipeline of which `sent` statements were queued (`all`: every one the caller meant):
+ * one sync flushes them, the answers are read, the connection leaves pipeline mode, so that
+ * ROLLBACK and every other statement run as ever. The first failing statement aborts the ones
+ * after it, and the transaction is the caller's to roll back. */
+static ldpb_err pipe_end(agg_store *s, size_t sent, int all, const pipe_reader *rd)
+{
+    pg_store *b = BE(s);
+    PGconn *c = b->conn;
+    ldpb_err err = all ? LDPB_OK : pg_fail(s, "a pipeline of statements: sending");
+    ldpb_err rerr = PQpipelineSync(c) ? pipe_read(s, sent, rd)
+                                      : pg_fail(s, "a pipeline of statements: sending");
+    if (!err)
+        err = rerr;
+    if (!PQexitPipelineMode(c) && !err)
+        err = pg_fail(s, "a pipeline of statements: leaving pipeline mode");
+    if (PQpipelineStatus(c) != PQ_PIPELINE_OFF) {
+        /* Answers left unread (a connection gone mid-pipeline): only a new one helps. */
+        b->unreachable = 1;
+        if (!err)
+            err = pg_fail(s, "a pipeline of statements");
+    }
+    return err;
+}
+
+/* ---- a batch's rows (agg_store_write_batch) ---------------------------------------------------
+ */
+
+/* What each kind of row sends and expects, and the words of its failure. */
+static const struct {
+    const char *stmt;
+    ExecStatusType want;
+    const char *what;
+} batch_kinds[] = {
+    [AGG_BATCH_DECISION] = {"add_decision", PGRES_COMMAND_OK, "logging a decision"},
+    [AGG_BATCH_REPORT] = {"add_report", PGRES_COMMAND_OK, "inserting a report"},
+    [AGG_BATCH_LOOKUP] = {"has_report", PGRES_TUPLES_OK, "looking up a report"},
+};
+
+/* Queues one row's statement; 0 when libpq refused it. */
+static int send_batch_row(PGconn *c, const agg_store_batch_row *b)
+{
+    row_params p;
+    if (b->kind == AGG_BATCH_DECISION)
+        decision_params(&p, &b->row);
+    else
+        report_params(&p, &b->row);
+    int n = b->kind == AGG_BATCH_LOOKUP ? 1 : 10;
+    return PQsendQueryPrepared(c, batch_kinds[b->kind].stmt, n, p.v, p.len, p.fmt, 0);
+}
+
+static void batch_expect(void *ctx, size_t i, ExecStatusType *want, const char **what)
+{
+    const agg_store_batch_row *b = &((const agg_store_batch_row *)ctx)[i];
+    *want = batch_kinds[b->kind].want;
+    *what = batch_kinds[b->kind].what;
+}
+
+static void batch_answer(void *ctx, size_t i, PGresult *r)
+{
+    agg_store_batch_row *b = &((agg_store_batch_row *)ctx)[i];
+    b->found = b->kind == AGG_BATCH_LOOKUP ? PQntuples(r) > 0 : strcmp(PQcmdTuples(r), "1") == 0;
+}
+
+/* store.h's agg_store_write_batch: every row's statement, then one sync, then the answers, in
+ * one round trip, where one statement each made as many. The statements are the per-row ones
+ * in the same order, so every rule holds as it did (the rows lock in the caller's order; a
+ * report sees the rows before it). */
+static ldpb_err pg_write_batch(agg_store *s, agg_store_batch_row *rows, size_t n)
+{
+    PGconn *c = BE(s)->conn;
+    if (n == 0)
+        return LDPB_OK;
+    if (!PQenterPipelineMode(c))
+        return pg_fail(s, "a batch of rows: entering pipeline mode");
+    size_t sent = 0;
+    while (sent < n && send_batch_row(c, &rows[sent]))
+        sent++;
+    pipe_reader rd = {batch_expect, batch_answer, rows};
+    return pipe_end(s, sent, sent == n, &rd);
 }
 
 /* Runs a prepared DELETE of decisions and returns the rows it removed in *n. */
@@ -634,6 +801,30 @@ static int row_of_other(agg_store *s, const char *id, char *owner, size_t cap)
     return got;
 }
 
+/* The statements of pg_put_state's pipeline: [put_generation,] put_state or take_state[,
+ * put_partial]; the rows each wrote. */
+typedef struct state_pipe {
+    const char *what[3];
+    int bump; /* put_generation is the first */
+    int wrote[3];
+} state_pipe;
+
+static void state_expect(void *ctx, size_t i, ExecStatusType *want, const char **what)
+{
+    *want = PGRES_COMMAND_OK;
+    *what = ((state_pipe *)ctx)->what[i];
+}
+
+static void state_answer(void *ctx, size_t i, PGresult *r)
+{
+    ((state_pipe *)ctx)->wrote[i] = strcmp(PQcmdTuples(r), "1") == 0;
+}
+
+/* One round trip: the generation (the transaction's first write of an experiment's row), the
+ * experiments row where it is this node's or none's, and, for an additive experiment
+ * (!exclusive), this node's partial where the row is another's, by a statement that writes
+ * nothing where the row just became this node's. Only an exclusive write that found no row of
+ * its own asks again, whose that row is. */
 static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, size_t len,
                              const agg_store_counters *c, int exclusive, int *found)
 {
@@ -642,42 +833,51 @@ static ldpb_err pg_put_state(agg_store *s, int64_t exp, const uint8_t *blob, siz
         say(s->errmsg, "the policy state (%zu bytes) is too large", len);
         return LDPB_EIO;
     }
-    ldpb_err err = bump_generation(s);
-    if (err)
-        return err;
-    char id[24], ver[24], rep[24], dup[24], asg[24];
+    pg_store *b = BE(s);
+    char id[24], ver[24], rep[24], dup[24], asg[24], gen[24], started[24];
     snprintf(id, sizeof id, "%" PRId64, exp);
     u64_text(ver, sizeof ver, c->policy_version);
     u64_text(rep, sizeof rep, c->reports);
     u64_text(dup, sizeof dup, c->duplicates);
     u64_text(asg, sizeof asg, c->assignments);
+    u64_text(gen, sizeof gen, b->generation + 1);
+    snprintf(started, sizeof started, "%" PRId64, b->started_ms);
     const char *v[7] = {id, (const char *)blob, ver, rep, dup, asg, s->node};
     int lens[7] = {0, (int)len}, fmt[7] = {0, 1};
-    PGresult *res = run_prepared(s, exclusive == 2 ? "take_state" : "put_state", 7, v, lens, fmt);
-    err = check_result(s, res, PGRES_COMMAND_OK, "writing the policy state");
-    *found = !err && strcmp(PQcmdTuples(res), "1") == 0;
-    PQclear(res);
-    if (err || *found)
+    const char *gv[3] = {s->node, started, gen};
+    state_pipe sp = {{"writing the generation"}, b->pending_generation == b->generation, {0}};
+    if (!PQenterPipelineMode(b->conn))
+        return pg_fail(s, "writing the policy state: entering pipeline mode");
+    size_t n = 0, want = (size_t)sp.bump + 1 + !exclusive;
+    int ok = !sp.bump || PQsendQueryPrepared(b->conn, "put_generation", 3, gv, NULL, NULL, 0);
+    n += ok && sp.bump;
+    sp.what[n] = "writing the policy state";
+    ok = ok && PQsendQueryPrepared(b->conn, exclusive == 2 ? "take_state" : "put_state", 7, v, lens,
+                                   fmt, 0);
+    n += ok;
+    sp.what[n] = "writing the node's partial state";
+    ok = ok && (exclusive || PQsendQueryPrepared(b->conn, "put_partial", 7, v, lens, fmt, 0));
+    n += ok && !exclusive;
+    pipe_reader rd = {state_expect, state_answer, &sp};
+    ldpb_err err = pipe_end(s, n, n == want, &rd);
+    if (err)
         return err;
+    if (sp.bump)
+        b->pending_generation = b->generation + 1;
+    *found = sp.wrote[sp.bump] || (!exclusive && sp.wrote[sp.bump + 1]);
+    if (*found || !exclusive)
+        return LDPB_OK; /* not written: no such experiment (*found = 0) */
     /* Not written: no such experiment, or its row is another node's state. */
     char owner[AGG_STORE_NODE_NAME_MAX + 1] = "";
     int other = row_of_other(s, id, owner, sizeof owner);
     if (other < 0)
         return LDPB_EIO;
-    if (!other)
-        return LDPB_OK; /* no such experiment: *found = 0 */
-    if (exclusive) {
+    if (other)
         say(s->errmsg,
             "experiment %s: its state is node '%s''s, and its statistics do not add across "
             "nodes: this node ('%s') cannot write it",
             id, owner, s->node);
-        return LDPB_ESTATE;
-    }
-    res = run_prepared(s, "put_partial", 7, v, lens, fmt);
-    err = check_result(s, res, PGRES_COMMAND_OK, "writing the node's partial state");
-    *found = !err && strcmp(PQcmdTuples(res), "1") == 0;
-    PQclear(res);
-    return err;
+    return other ? LDPB_ESTATE : LDPB_OK;
 }
 
 /* Meta rows in the open transaction; a row that is there (schema_version, by the migration) is
@@ -1518,6 +1718,7 @@ const agg_store_ops agg_store_pg_ops = {
     .has_report = pg_has_report,
     .remove_report = pg_remove_report,
     .add_decision = pg_add_decision,
+    .write_batch = pg_write_batch,
     .prune_expired = pg_prune_expired,
     .prune_oldest = pg_prune_oldest,
     .put_state = pg_put_state,

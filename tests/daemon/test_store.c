@@ -268,6 +268,90 @@ static void test_prune(void **state)
     remove_tree(f->dir);
 }
 
+static agg_store_batch_row batch_row(agg_batch_kind kind, uint8_t tag, uint32_t arm)
+{
+    agg_store_batch_row b = {kind, row(tag, arm, 7000000u + tag, 0.5), -1};
+    return b;
+}
+
+static int stored(agg_store *s, uint8_t tag)
+{
+    agg_store_row r = row(tag, 0, 0, 0);
+    int exists = -1;
+    assert_int_equal(agg_store_has_report(s, r.id, r.id_len, &exists), LDPB_OK);
+    return exists;
+}
+
+/* agg_store_write_batch: each row's answer is the one its own call gives, a row seeing the rows
+ * before it (PostgreSQL: one pipeline; SQLite: row by row). */
+static void test_batch(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store *s = open_ok(f);
+    write_batch(s); /* decisions 1..6, reports 1..4 */
+    agg_store_batch_row rows[] = {
+        batch_row(AGG_BATCH_DECISION, 7, 0),  /* 1: new */
+        batch_row(AGG_BATCH_DECISION, 1, 1),  /* 0: logged before */
+        batch_row(AGG_BATCH_REPORT, 10, 2),   /* 1: new */
+        batch_row(AGG_BATCH_REPORT, 10, 2),   /* 0: its copy in this batch came first */
+        batch_row(AGG_BATCH_REPORT, 3, 1),    /* 0: in the database */
+        batch_row(AGG_BATCH_LOOKUP, 4, 2),    /* 1: an expired report counted before */
+        batch_row(AGG_BATCH_LOOKUP, 11, 0),   /* 0: an expired report never counted */
+        batch_row(AGG_BATCH_LOOKUP, 10, 2),   /* 1: counted earlier in this batch */
+        batch_row(AGG_BATCH_LOOKUP, 13, 0),   /* 0: its report comes after it */
+        batch_row(AGG_BATCH_REPORT, 13, 0),   /* 1 */
+        batch_row(AGG_BATCH_DECISION, 10, 2), /* 1: the decisions are another table */
+    };
+    static const int want[] = {1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 1};
+    size_t n = sizeof rows / sizeof rows[0];
+    rows[3].row.value = -7; /* the duplicate's value is not the one stored */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_write_batch(s, rows, n), LDPB_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].found != want[i])
+            print_error("row %zu: found %d, want %d\n", i, rows[i].found, want[i]);
+        assert_int_equal(rows[i].found, want[i]);
+    }
+    assert_int_equal(agg_store_decision_rows(s), 8);
+    assert_int_equal(agg_store_write_batch(s, rows, 0), LDPB_OK); /* nothing: no round trip */
+    agg_store_counters c = {6, 6, 2, 8};
+    assert_int_equal(agg_store_put_state(s, (const uint8_t *)"abcd", 4, &c), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    agg_store_close(s);
+
+    s = open_ok(f);
+    assert_int_equal(agg_store_decision_rows(s), 8);
+    assert_int_equal(stored(s, 10), 1);
+    assert_int_equal(stored(s, 13), 1);
+    assert_int_equal(stored(s, 11), 0);
+    uint64_t counts[K];
+    assert_int_equal(agg_store_arm_counts(s, counts, K), LDPB_OK);
+    assert_int_equal(counts[0], 2); /* 1, 13 */
+    assert_int_equal(counts[1], 2); /* 2, 3 */
+    assert_int_equal(counts[2], 2); /* 4, 10 */
+    /* A batch rolled back leaves nothing. */
+    agg_store_batch_row more[] = {
+        batch_row(AGG_BATCH_DECISION, 20, 0),
+        batch_row(AGG_BATCH_REPORT, 20, 0),
+    };
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_write_batch(s, more, 2), LDPB_OK);
+    assert_int_equal(more[0].found + more[1].found, 2);
+    assert_int_equal(agg_store_decision_rows(s), 9);
+    agg_store_rollback(s);
+    assert_int_equal(agg_store_decision_rows(s), 8);
+    assert_int_equal(stored(s, 20), 0);
+    /* A state or partial of no experiment: none written (PostgreSQL: one pipeline each) */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    for (int exclusive = 0; exclusive <= 2; exclusive++)
+        assert_int_equal(agg_store_put_exp_partial(s, 999, (const uint8_t *)"z", 1, &c, exclusive),
+                         LDPB_ENOEXPERIMENT);
+    agg_store_rollback(s);
+    agg_store_close(s);
+    remove_tree(f->dir);
+}
+
 /* The CSV of the batch above: the same text from either backend (checked against SQLite's). */
 static void export_of(const fixture *f, char *out, size_t cap)
 {
@@ -656,6 +740,74 @@ static void test_pg_reconnect(void **state)
     assert_int_equal(agg_store_load(s, &blob, &len, &got), LDPB_OK);
     free(blob);
     assert_int_equal(got.reports, 6);
+    agg_store_close(s);
+    PQfinish(c);
+    remove_tree(f->dir);
+}
+
+/* The batch of test_pg_batch_fails: a decision and three reports, the second of arm 2. */
+static ldpb_err fail_batch(agg_store *s, agg_store_batch_row *rows)
+{
+    rows[0] = batch_row(AGG_BATCH_DECISION, 40, 0);
+    rows[1] = batch_row(AGG_BATCH_REPORT, 41, 0);
+    rows[2] = batch_row(AGG_BATCH_REPORT, 42, 2);
+    rows[3] = batch_row(AGG_BATCH_REPORT, 43, 1);
+    return agg_store_write_batch(s, rows, 4);
+}
+
+/* A batch that fails mid-way (one statement refused, or the server ending the session) writes
+ * nothing; a refused statement is an I/O error on a connection that serves on (out of pipeline
+ * mode), a session ended is the database out of reach (the daemon answers "busy, resend"), and
+ * the next transaction takes a new connection. */
+static void test_pg_batch_fails(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store *s = open_ok(f);
+    write_batch(s);
+    PGconn *c = admin(f);
+    /* NOT VALID: the rows there (one of arm 2) are not checked, new ones are */
+    sql(c, "ALTER TABLE reports ADD CONSTRAINT test_no_arm_2 CHECK (arm <> 2) NOT VALID");
+    agg_store_batch_row rows[4];
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(fail_batch(s, rows), LDPB_EIO);
+    assert_non_null(strstr(agg_store_errmsg(s), "inserting a report"));
+    assert_non_null(strstr(agg_store_errmsg(s), "test_no_arm_2"));
+    assert_int_equal(agg_store_unavailable(s), 0);
+    agg_store_rollback(s);
+    assert_int_equal(agg_store_decision_rows(s), 6);
+    assert_int_equal(count(c, "SELECT count(*) FROM reports"), 4);
+    assert_int_equal(count(c, "SELECT count(*) FROM decisions"), 6);
+    /* The same connection serves statements outside a pipeline */
+    agg_store_partial *pv = NULL;
+    size_t np = 0;
+    assert_int_equal(agg_store_partials(s, &pv, &np), LDPB_OK);
+    agg_store_partials_free(pv, np);
+    assert_int_equal(stored(s, 41), 0);
+    sql(c, "ALTER TABLE reports DROP CONSTRAINT test_no_arm_2");
+
+    /* The session ended by the server inside the transaction */
+    static const char kill_others[] =
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(count(c, kill_others), 1);
+    assert_int_equal(fail_batch(s, rows), LDPB_EIO);
+    assert_int_equal(agg_store_unavailable(s), 1);
+    agg_store_rollback(s);
+    assert_int_equal(count(c, "SELECT count(*) FROM reports"), 4);
+
+    /* The next transaction: a new connection, the whole batch */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_unavailable(s), 0);
+    assert_int_equal(fail_batch(s, rows), LDPB_OK);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rows[i].found, 1);
+    agg_store_counters ct = {7, 7, 1, 7};
+    assert_int_equal(agg_store_put_state(s, (const uint8_t *)"abc7", 4, &ct), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(count(c, "SELECT count(*) FROM reports"), 7);
+    assert_int_equal(count(c, "SELECT count(*) FROM decisions"), 7);
     agg_store_close(s);
     PQfinish(c);
     remove_tree(f->dir);
@@ -1564,6 +1716,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_migrate_v1), cmocka_unit_test(test_migrate_v1_empty),
         cmocka_unit_test(test_migrate_v2), cmocka_unit_test(test_two_experiments),
         cmocka_unit_test(test_no_default), cmocka_unit_test(test_many_experiments),
+        cmocka_unit_test(test_batch),
     };
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(test_migrate_v1_file),
@@ -1572,7 +1725,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_wrong_schema),
         cmocka_unit_test(test_pg_one_node),    cmocka_unit_test(test_pg_reconnect),
         cmocka_unit_test(test_pg_backup),      cmocka_unit_test(test_pg_commit_in_doubt),
-        cmocka_unit_test(test_pg_nodes),
+        cmocka_unit_test(test_pg_nodes),       cmocka_unit_test(test_pg_batch_fails),
     };
     int failed = cmocka_run_group_tests_name("store: sqlite", common, setup_sqlite, NULL);
     failed += cmocka_run_group_tests_name("store: sqlite only", sqlite_only, setup_sqlite, NULL);
