@@ -267,6 +267,7 @@ static ldpb_err open_store(agg_server *s, const agg_config *cfg, char *errmsg)
     memset(&meta, 0, sizeof meta);
     meta.new_state = cfg->new_state;
     meta.store_url = cfg->store;
+    meta.row_shards = (unsigned)cfg->row_shards;
     char node[AGG_STORE_NODE_NAME_MAX + 1];
     if (cfg->node_name)
         snprintf(node, sizeof node, "%s", cfg->node_name);
@@ -437,6 +438,12 @@ ldpb_err agg_server_new(agg_server **out, const agg_config *cfg, agg_log_fn log,
     s->batch_status = calloc(cfg->batch_max, sizeof *s->batch_status);
     s->batch_order = calloc(cfg->batch_max, sizeof *s->batch_order);
     s->touched = calloc(cfg->batch_max + 1, sizeof *s->touched);
+    if (agg_store_row_shards(s->store) > 1) {
+        s->batch_rows = calloc(cfg->batch_max, sizeof *s->batch_rows);
+        s->batch_kind = calloc(cfg->batch_max, sizeof *s->batch_kind);
+        if (!s->batch_rows || !s->batch_kind)
+            s->touched = (free(s->touched), NULL);
+    }
     if (!s->q || !s->batch || !s->batch_status || !s->batch_order || !s->touched) {
         err = LDPB_ENOMEM;
         say(errmsg, "out of memory for a queue of %zu", s->q_cap);
@@ -802,6 +809,8 @@ void agg_server_free(agg_server *s)
     free(s->batch);
     free(s->batch_status);
     free(s->batch_order);
+    free(s->batch_rows);
+    free(s->batch_kind);
     free(s->touched);
     free(s->save_buf);
     free(s->snap_buf);

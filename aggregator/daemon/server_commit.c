@@ -16,6 +16,7 @@
 
 #include "server_internal.h"
 #include "server_seq.h"
+#include "store_shard.h"
 
 /* The commit duration histogram's bounds (server.h). */
 const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS] = {
@@ -192,6 +193,31 @@ static ldpb_err write_rows(agg_server *s, size_t n)
             *n_new += is_new;
             *n_dup += !is_new;
         }
+    }
+    return err;
+}
+
+/* write_rows for a state whose rows are split over row shards (store_shard.h): the batch's
+ * rows handed over at once, each shard inserting its own in parallel (in the order of
+ * write_rows within it), then the statuses counted as write_rows counts them. */
+static ldpb_err write_rows_sharded(agg_server *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const item *it = &s->batch[i];
+        s->batch_rows[i] = row_of(it);
+        s->batch_kind[i] = it->kind == ITEM_DECISION ? AGG_ROW_DECISION
+                           : it->expired            ? AGG_ROW_EXPIRED
+                                                    : AGG_ROW_REPORT;
+        s->batch_status[i] = 0;
+    }
+    ldpb_err err = agg_store_shard_rows(s->store, s->batch_rows, s->batch_kind, n, s->batch_status);
+    for (size_t i = 0; i < n && !err; i++) {
+        item *it = &s->batch[i];
+        if (it->kind == ITEM_DECISION)
+            continue;
+        int st = s->batch_status[i];
+        it->exp->b_new += st == 0;
+        it->exp->b_dup += st == 1;
     }
     return err;
 }
@@ -411,7 +437,7 @@ size_t agg_server_commit_batch(agg_server *s)
     pthread_mutex_lock(&s->store_mu);
     ldpb_err err = agg_store_begin(s->store);
     if (!err)
-        err = write_rows(s, n);
+        err = agg_store_row_shards(s->store) > 1 ? write_rows_sharded(s, n) : write_rows(s, n);
     /* One transaction for the batch, whichever experiments it holds: each observes into its
      * own `next` and writes its own state; the COMMIT makes all of them durable at once. */
     for (size_t i = 0; i < s->n_touched && !err; i++)

@@ -169,6 +169,9 @@ struct agg_server {
     int *batch_status; /* per item: 0 new, 1 duplicate, else an ldpb_err to answer */
     /* The order in which a batch's rows are written: by table, then assignment id (write_rows) */
     const item **batch_order;
+    /* Row shards (store_shard.h): the batch's rows and their kinds, written at once */
+    agg_store_row *batch_rows;
+    uint8_t *batch_kind;
     uint8_t *save_buf, *snap_buf;
     size_t save_cap, snap_cap;
     agg_worker *cw;

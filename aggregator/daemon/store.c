@@ -57,6 +57,24 @@ ldpb_err agg_store_check_url(const char *url, char *errmsg)
     return LDPB_OK;
 }
 
+const char *agg_store_scheme_of(const char *url)
+{
+    char errmsg[AGG_STORE_ERRMAX];
+    const agg_store_ops *ops = backend_of(url, errmsg);
+    return ops ? ops->scheme : "";
+}
+
+unsigned agg_store_row_shards(const agg_store *s)
+{
+    return s->row_shards > 1 ? s->row_shards : 1;
+}
+
+void agg_store_set_shard_hook(agg_store *s, agg_store_commit_hook fn, void *ctx)
+{
+    s->shard_hook = fn;
+    s->shard_hook_ctx = ctx;
+}
+
 const char *agg_store_backend(const agg_store *s)
 {
     return s->ops->scheme;
@@ -674,6 +692,26 @@ ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d)
         row.retain_until_ms = row.expires_at_ms;
     uint64_t added = 0;
     err = s->ops->add_decision(s, &row, &added);
+    s->decision_delta += (int64_t)added;
+    return err;
+}
+
+ldpb_err agg_store_shard_rows(agg_store *s, agg_store_row *rows, const uint8_t *kind, size_t n,
+                              int *status)
+{
+    if (!s->ops->shard_rows || agg_store_row_shards(s) < 2) {
+        say(s->errmsg, "this store keeps its rows in one database");
+        return LDPB_ENOTSUP;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ldpb_err err = resolve(s, rows[i].experiment, &rows[i].experiment);
+        if (err)
+            return err;
+        if (kind[i] == 0 && !rows[i].retain_until_ms) /* AGG_ROW_DECISION */
+            rows[i].retain_until_ms = rows[i].expires_at_ms;
+    }
+    uint64_t added = 0;
+    ldpb_err err = s->ops->shard_rows(s, rows, kind, n, status, &added);
     s->decision_delta += (int64_t)added;
     return err;
 }

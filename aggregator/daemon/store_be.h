@@ -79,6 +79,10 @@ typedef struct agg_store_ops {
     /* NULL where the backend's own tools back it up: `no_backup` says which. */
     ldpb_err (*backup)(const char *url, const char *dir, const char *dest, char *errmsg);
     const char *no_backup;
+    /* Row shards (store_shard.h): a batch's rows at once, as agg_store_shard_rows; NULL where
+     * the backend has none (every row through add_report and add_decision). */
+    ldpb_err (*shard_rows)(agg_store *s, const agg_store_row *rows, const uint8_t *kind, size_t n,
+                           int *status, uint64_t *added);
     /* issue 19: sequenced experiments (store_seq.h); NULL: a sole node, the sequencer of all */
     const struct agg_store_seq_ops *seq;
 } agg_store_ops;
@@ -106,6 +110,9 @@ struct agg_store {
     char *pending_settings;
     int64_t default_id; /* 0: no `default` (nor a pending one) */
     char errmsg[AGG_STORE_ERRMAX];
+    unsigned row_shards;               /* 1, or the SQLite row shards (store_shard.h) */
+    agg_store_commit_hook shard_hook;  /* tests only: agg_store_set_shard_hook */
+    void *shard_hook_ctx;
     agg_store_commit_hook commit_hook; /* tests only */
     void *commit_hook_ctx;
     agg_state_ident ident;                  /* state_id.h */
