@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -298,6 +299,9 @@ static ldpb_err run_cmd(shard *h, int cmd)
 static void *writer_main(void *p)
 {
     shard *h = p;
+    char name[16];
+    snprintf(name, sizeof name, "ldpb-rows%u", h->idx);
+    prctl(PR_SET_NAME, name, 0, 0, 0); /* its CPU time by name (bench/run_shard_bench.sh) */
     pthread_mutex_lock(&h->mu);
     for (;;) {
         while (h->cmd == CMD_IDLE)
