@@ -180,7 +180,7 @@ static const option options[] = {
      "worker threads receiving and answering requests", SVC},
     {"repliers", OPT_U64, OFF(repliers), "0", 0, 64, 0, NULL, "N",
      "threads sealing and sending the answers of committed reports (0: the committer does)", SVC},
-    {"row_shards", OPT_U64, OFF(row_shards), "1", 1, 64, 0, NULL, "S",
+    {"row_shards", OPT_U64, OFF(row_shards), "1", 1, 8, 0, NULL, "S",
      "SQLite: report and decision rows split by assignment id over S databases beside "
      "aggregator.db, each written and synced by its own thread (1: every row in aggregator.db); "
      "fixed when the state is created", SVC},

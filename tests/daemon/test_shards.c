@@ -334,6 +334,42 @@ static void test_failed_commit_and_export(void **state_)
     remove_tree();
 }
 
+/* Retention across the shards: the expired decisions of every shard, then decision_rows_max
+ * spread evenly (the earliest of each shard). */
+static void test_retention(void **state_)
+{
+    (void)state_;
+    new_state();
+    static int st[2048];
+    agg_store *s = open_ok(SHARDS);
+    assert_int_equal(batch(s, 0, 100, NULL, 0, 100, st), LDPB_OK);
+    assert_int_equal(agg_store_decision_rows(s), 100);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    uint64_t deleted = 0;
+    /* retained until 60000 + 1000 t: those of t < 20 */
+    assert_int_equal(agg_store_prune_decisions(s, 60000 + 1000 * 20, 1000, 1000, &deleted),
+                     LDPB_OK);
+    assert_int_equal(deleted, 20);
+    assert_int_equal(agg_store_prune_decisions(s, 0, 40, 1000, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 40);
+    agg_store_counters c = {100, 100, 0, 100};
+    assert_int_equal(agg_store_put_state(s, (const uint8_t *)"abc", 3, &c), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_decision_rows(s), 40);
+    agg_store_close(s);
+    s = open_ok(SHARDS);
+    assert_int_equal(agg_store_decision_rows(s), 40);
+    assert_int_equal(counted(s), 100);
+    int64_t left = 0;
+    for (unsigned i = 0; i < SHARDS; i++) {
+        assert_true(shard_rows(i, "decisions", 0) >= 5); /* 10 went from each */
+        left += shard_rows(i, "decisions", 0);
+    }
+    assert_int_equal(left, 40);
+    agg_store_close(s);
+    remove_tree();
+}
+
 /* The number of shards belongs to the state; --backup refuses a sharded state. */
 static void test_fixed_and_backup(void **state_)
 {
@@ -378,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_exact_statuses),
         cmocka_unit_test(test_crash_between_commits),
         cmocka_unit_test(test_failed_commit_and_export),
+        cmocka_unit_test(test_retention),
         cmocka_unit_test(test_fixed_and_backup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
