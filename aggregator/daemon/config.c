@@ -1547,8 +1547,9 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
         return LDPB_EINVAL;
     }
     if (cfg->row_shards > 1 && strcmp(agg_store_scheme_of(cfg->store), "sqlite") != 0) {
-        say(err, "row_shards = %" PRIu64 " needs the SQLite store: PostgreSQL keeps every row in "
-                 "its own database (give row_shards = 1, or leave it out)",
+        say(err,
+            "row_shards = %" PRIu64 " needs the SQLite store: PostgreSQL keeps every row in "
+            "its own database (give row_shards = 1, or leave it out)",
             cfg->row_shards);
         return LDPB_EINVAL;
     }

@@ -119,8 +119,8 @@ static void note_commit_failure(agg_server *s, size_t n, ldpb_err answer)
     if (suppressed)
         snprintf(more, sizeof more, " (%" PRIu64 " more failures not logged since the last line)",
                  suppressed);
-    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back, reports answered %s: %s%s",
-          n, answer == LDPB_EBUSY ? "'busy, resend' (the store is out of reach)" : "'I/O error'",
+    logf_(s, AGG_LOG_ERROR, "commit of %zu items failed, rolled back, reports answered %s: %s%s", n,
+          answer == LDPB_EBUSY ? "'busy, resend' (the store is out of reach)" : "'I/O error'",
           agg_store_errmsg(s->store), more);
 }
 
@@ -207,8 +207,8 @@ static ldpb_err write_rows_sharded(agg_server *s, size_t n)
         const item *it = &s->batch[i];
         s->batch_rows[i] = row_of(it);
         s->batch_kind[i] = it->kind == ITEM_DECISION ? AGG_ROW_DECISION
-                           : it->expired            ? AGG_ROW_EXPIRED
-                                                    : AGG_ROW_REPORT;
+                           : it->expired             ? AGG_ROW_EXPIRED
+                                                     : AGG_ROW_REPORT;
         s->batch_status[i] = 0;
     }
     ldpb_err err = agg_store_shard_rows(s->store, s->batch_rows, s->batch_kind, n, s->batch_status);
@@ -485,7 +485,8 @@ static int commit_due(const agg_server *s)
 void *committer_main(void *arg)
 {
     agg_server *s = arg;
-    prctl(PR_SET_NAME, "ldpb-commit", 0, 0, 0); /* its CPU time by name (bench/run_shard_bench.sh) */
+    prctl(PR_SET_NAME, "ldpb-commit", 0, 0,
+          0); /* its CPU time by name (bench/run_shard_bench.sh) */
     /* issue 19 hook: the sequencer thread lives as long as the committer (server_seq.h) */
     if (agg_seq_start(s))
         logf_(s, AGG_LOG_ERROR, "cannot start the sequencer thread: sequenced experiments wait");

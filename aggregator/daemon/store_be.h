@@ -110,8 +110,8 @@ struct agg_store {
     char *pending_settings;
     int64_t default_id; /* 0: no `default` (nor a pending one) */
     char errmsg[AGG_STORE_ERRMAX];
-    unsigned row_shards;               /* 1, or the SQLite row shards (store_shard.h) */
-    agg_store_commit_hook shard_hook;  /* tests only: agg_store_set_shard_hook */
+    unsigned row_shards;              /* 1, or the SQLite row shards (store_shard.h) */
+    agg_store_commit_hook shard_hook; /* tests only: agg_store_set_shard_hook */
     void *shard_hook_ctx;
     agg_store_commit_hook commit_hook; /* tests only */
     void *commit_hook_ctx;

@@ -38,8 +38,16 @@ static const char shard_schema_sql[] =
     " batch INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS decisions_by_retention ON decisions(retain_until_ms);";
 
-enum { CMD_IDLE, CMD_ROWS, CMD_PRUNE_EXPIRED, CMD_PRUNE_OLDEST, CMD_COMMIT, CMD_ROLLBACK,
-       CMD_CLEAN, CMD_STOP };
+enum {
+    CMD_IDLE,
+    CMD_ROWS,
+    CMD_PRUNE_EXPIRED,
+    CMD_PRUNE_OLDEST,
+    CMD_COMMIT,
+    CMD_ROLLBACK,
+    CMD_CLEAN,
+    CMD_STOP
+};
 
 /* One row of a shard's part of a batch, in the order it is written. */
 typedef struct sel_row {
@@ -467,8 +475,8 @@ static ldpb_err open_shard(shard *h, const char *dir, unsigned n, uint64_t appli
                                                      " (SELECT count(*) FROM decisions)")
                                      : 0;
     if (idx != (int64_t)h->idx || of != (int64_t)n) {
-        say(errmsg, "%s: holds rows database %lld of %lld, expected %u of %u", path,
-            (long long)idx, (long long)of, h->idx, n);
+        say(errmsg, "%s: holds rows database %lld of %lld, expected %u of %u", path, (long long)idx,
+            (long long)of, h->idx, n);
         err = LDPB_ESTATE;
     } else if (create && existed && rows != 0) {
         say(errmsg,
@@ -595,8 +603,8 @@ static ldpb_err settle_dirty(agg_shards *set, char *errmsg)
     return LDPB_OK;
 }
 
-ldpb_err agg_shards_rows(agg_shards *set, const agg_store_row *rows, const uint8_t *kind,
-                         size_t n, int *status, uint64_t *added, char *errmsg)
+ldpb_err agg_shards_rows(agg_shards *set, const agg_store_row *rows, const uint8_t *kind, size_t n,
+                         int *status, uint64_t *added, char *errmsg)
 {
     *added = 0;
     ldpb_err err = settle_dirty(set, errmsg);

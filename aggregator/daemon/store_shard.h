@@ -53,8 +53,8 @@ enum { AGG_ROW_DECISION = 0, AGG_ROW_REPORT = 1, AGG_ROW_EXPIRED = 2 };
  * transaction (begun as needed): a report's status[i] 0 new, 1 duplicate; an expired report's 1
  * (counted before) or LDPB_EEXPIRED; decisions leave status alone and add to *added. A report
  * sent twice in one batch: the first in batch order is the new one. */
-ldpb_err agg_shards_rows(agg_shards *sh, const agg_store_row *rows, const uint8_t *kind,
-                         size_t n, int *status, uint64_t *added, char *errmsg);
+ldpb_err agg_shards_rows(agg_shards *sh, const agg_store_row *rows, const uint8_t *kind, size_t n,
+                         int *status, uint64_t *added, char *errmsg);
 
 /* One row at a time, on the calling thread (the writers idle): the store's single-row calls. */
 ldpb_err agg_shards_add_report(agg_shards *sh, const agg_store_row *r, int *is_new, char *errmsg);

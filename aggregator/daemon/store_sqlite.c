@@ -543,8 +543,8 @@ static ldpb_err attach_shards(sqlite3 *db, const char *dir, unsigned n, char *er
         return LDPB_ENOMEM;
     }
     for (int t = 0; t < 2; t++) {
-        size_t len = (size_t)snprintf(sql, cap, "CREATE TEMP VIEW %s AS ",
-                                      t ? "decisions" : "reports");
+        size_t len =
+            (size_t)snprintf(sql, cap, "CREATE TEMP VIEW %s AS ", t ? "decisions" : "reports");
         for (unsigned i = 0; i < n; i++)
             len += (size_t)snprintf(sql + len, cap - len,
                                     "%sSELECT %s FROM rows%u.%s WHERE batch <= (SELECT"
@@ -580,8 +580,8 @@ static int64_t stored_shards(sqlite3 *db, uint64_t *applied)
     if (n != 1)
         return n < 0 ? -1 : 1;
     n = -1;
-    if (sqlite3_prepare_v2(db, "SELECT shards, applied_batch FROM row_shards WHERE id = 1", -1,
-                           &st, NULL) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(db, "SELECT shards, applied_batch FROM row_shards WHERE id = 1", -1, &st,
+                           NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 1) >= 0) {
         n = sqlite3_column_int64(st, 0);
         *applied = (uint64_t)sqlite3_column_int64(st, 1);
@@ -617,8 +617,9 @@ static ldpb_err settle_shards(agg_store *s, unsigned want, const char *path, cha
     char sql[256];
     if (want > 1)
         snprintf(sql, sizeof sql,
-                 ROW_SHARDS_SQL "DELETE FROM row_shards;"
-                                " INSERT INTO row_shards(id, shards, applied_batch) VALUES (1, %u, 0);",
+                 ROW_SHARDS_SQL
+                 "DELETE FROM row_shards;"
+                 " INSERT INTO row_shards(id, shards, applied_batch) VALUES (1, %u, 0);",
                  want);
     else
         snprintf(sql, sizeof sql, "DROP TABLE row_shards;");
@@ -639,17 +640,19 @@ static ldpb_err prepare_all(agg_store *s)
     if (!err)
         err = prepare(s, &b->rollback, "ROLLBACK");
     if (!err)
-        err = prepare(s, &b->add_report,
-                      "INSERT OR IGNORE INTO main.reports(assignment_id, experiment, arm, mechanism,"
-                      " epsilon, propensity, policy_version, value, expires_at_ms, reported_at_ms)"
-                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+        err =
+            prepare(s, &b->add_report,
+                    "INSERT OR IGNORE INTO main.reports(assignment_id, experiment, arm, mechanism,"
+                    " epsilon, propensity, policy_version, value, expires_at_ms, reported_at_ms)"
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
         err = prepare(s, &b->has_report, "SELECT 1 FROM main.reports WHERE assignment_id = ?1");
     if (!err)
-        err = prepare(s, &b->add_decision,
-                      "INSERT OR IGNORE INTO main.decisions(assignment_id, experiment, arm, mechanism,"
-                      " epsilon, propensity, policy_version, issued_at_ms, expires_at_ms,"
-                      " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+        err = prepare(
+            s, &b->add_decision,
+            "INSERT OR IGNORE INTO main.decisions(assignment_id, experiment, arm, mechanism,"
+            " epsilon, propensity, policy_version, issued_at_ms, expires_at_ms,"
+            " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
         err = prepare(s, &b->has_experiment, "SELECT 1 FROM experiments WHERE id = ?1");
     if (!err)
@@ -772,8 +775,8 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         err = agg_shards_open(&b->shards, dir, want_shards, applied, create_shards, errmsg);
         if (!err)
             err = attach_shards(b->db, dir, want_shards, errmsg);
-        if (!err && prepare(s, &b->put_applied,
-                            "UPDATE row_shards SET applied_batch = ?1 WHERE id = 1")) {
+        if (!err &&
+            prepare(s, &b->put_applied, "UPDATE row_shards SET applied_batch = ?1 WHERE id = 1")) {
             say(errmsg, "%s: %s", path, s->errmsg);
             err = LDPB_EIO;
         }

@@ -84,9 +84,9 @@ static uint64_t db_counts(const dt_daemon *d, uint64_t *counts)
         sqlite3 *db = NULL;
         assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
         sqlite3_stmt *st = NULL;
-        assert_int_equal(sqlite3_prepare_v2(db, "SELECT arm, count(*) FROM reports GROUP BY arm",
-                                            -1, &st, NULL),
-                         SQLITE_OK);
+        assert_int_equal(
+            sqlite3_prepare_v2(db, "SELECT arm, count(*) FROM reports GROUP BY arm", -1, &st, NULL),
+            SQLITE_OK);
         while (sqlite3_step(st) == SQLITE_ROW) {
             int64_t arm = sqlite3_column_int64(st, 0);
             assert_true(arm >= 0 && arm < K);

@@ -73,8 +73,8 @@ static agg_store_row row(unsigned tag, uint64_t at)
     memset(ids[tag], 0x5a, sizeof ids[tag]);
     ids[tag][0] = (uint8_t)(tag >> 8);
     ids[tag][1] = (uint8_t)tag;
-    agg_store_row r = {ids[tag], sizeof ids[tag], tag % K, "linear", 1.0, 1.0 / 3, 7,
-                       at + 60000, at, (double)tag / 8, 0, 0};
+    agg_store_row r = {ids[tag], sizeof ids[tag], tag % K, "linear",        1.0, 1.0 / 3,
+                       7,        at + 60000,      at,      (double)tag / 8, 0,   0};
     return r;
 }
 
