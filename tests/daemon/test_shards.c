@@ -186,8 +186,17 @@ static void test_exact_statuses(void **state_)
     assert_int_equal(st[201], LDPB_EEXPIRED); /* never counted */
     assert_int_equal(st[202], 1);             /* counted earlier in the batch */
     assert_int_equal(agg_store_decision_rows(s), 100);
-    for (unsigned i = 0; i < SHARDS; i++)
+    for (unsigned i = 0; i < SHARDS; i++) {
         assert_true(shard_rows(i, "reports", 1) > 0);
+        char path[256], wal[300];
+        struct stat sb;
+        assert_true(agg_shard_path(path, sizeof path, state, i));
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        assert_int_equal(stat(path, &sb), 0);
+        assert_int_equal(sb.st_mode & 0777, 0600);
+        assert_int_equal(stat(wal, &sb), 0);
+        assert_int_equal(sb.st_mode & 0777, 0600);
+    }
     extra x2[] = {{AGG_ROW_EXPIRED, 3}, {AGG_ROW_REPORT, 150}};
     assert_int_equal(batch(s, 100, 120, x2, 2, 121, st), LDPB_OK);
     assert_int_equal(st[40], 1);
