@@ -485,8 +485,8 @@ static int commit_due(const agg_server *s)
 void *committer_main(void *arg)
 {
     agg_server *s = arg;
-    prctl(PR_SET_NAME, "ldpb-commit", 0, 0,
-          0); /* its CPU time by name (bench/run_shard_bench.sh) */
+    /* named, for its CPU time per thread (bench/run_shard_bench.sh) */
+    prctl(PR_SET_NAME, "ldpb-commit", 0, 0, 0);
     /* issue 19 hook: the sequencer thread lives as long as the committer (server_seq.h) */
     if (agg_seq_start(s))
         logf_(s, AGG_LOG_ERROR, "cannot start the sequencer thread: sequenced experiments wait");

@@ -707,7 +707,7 @@ ldpb_err agg_store_shard_rows(agg_store *s, agg_store_row *rows, const uint8_t *
         ldpb_err err = resolve(s, rows[i].experiment, &rows[i].experiment);
         if (err)
             return err;
-        if (kind[i] == 0 && !rows[i].retain_until_ms) /* AGG_ROW_DECISION */
+        if (kind[i] == AGG_ROW_DECISION && !rows[i].retain_until_ms)
             rows[i].retain_until_ms = rows[i].expires_at_ms;
     }
     uint64_t added = 0;

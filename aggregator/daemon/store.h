@@ -195,9 +195,12 @@ void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx
  * state (agg_store_meta.row_shards, store_shard.h). */
 unsigned agg_store_row_shards(const agg_store *s);
 
+/* The kinds of agg_store_shard_rows' rows. */
+enum { AGG_ROW_DECISION = 0, AGG_ROW_REPORT = 1, AGG_ROW_EXPIRED = 2 };
+
 /* Inside the open transaction, a batch's rows at once where agg_store_row_shards > 1 (the shards
- * write theirs in parallel): kind[i] AGG_ROW_DECISION, AGG_ROW_REPORT or AGG_ROW_EXPIRED
- * (store_shard.h); status[i] for reports as agg_store_add_report's is_new gives it (0 new, 1
+ * write theirs in parallel): kind[i] AGG_ROW_DECISION, AGG_ROW_REPORT or AGG_ROW_EXPIRED;
+ * status[i] for reports as agg_store_add_report's is_new gives it (0 new, 1
  * counted before), for expired reports 1 (counted before) or LDPB_EEXPIRED. rows[] get their
  * experiment resolved (0: `default`) and decisions their retain_until_ms. LDPB_ENOTSUP for a
  * store without shards. */

@@ -46,9 +46,6 @@ uint64_t agg_shards_batch(const agg_shards *sh);
 /* Whether any shard holds rows of the open batch (begun and not yet committed). */
 int agg_shards_active(const agg_shards *sh);
 
-/* The kinds of agg_shards_rows' rows. */
-enum { AGG_ROW_DECISION = 0, AGG_ROW_REPORT = 1, AGG_ROW_EXPIRED = 2 };
-
 /* Each shard's rows of rows[0..n) inserted by its writer, in parallel, inside the shard's open
  * transaction (begun as needed): a report's status[i] 0 new, 1 duplicate; an expired report's 1
  * (counted before) or LDPB_EEXPIRED; decisions leave status alone and add to *added. A report
