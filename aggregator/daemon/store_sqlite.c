@@ -511,15 +511,10 @@ static const agg_meta_reader sq_meta_reader = {sq_shape,      sq_create,   sq_co
     "CREATE TABLE IF NOT EXISTS row_shards(id INTEGER PRIMARY KEY CHECK (id = 1),"                 \
     " shards INTEGER NOT NULL, applied_batch INTEGER NOT NULL);"
 
-/* The shards' tables attached to `db` (rows0 ...), and temporary views `reports` and `decisions`
- * over them, which the queries of one database read unchanged (an unqualified name is looked up
- * in the temporary schema first): the rows of applied batches only. */
-static ldpb_err attach_shards(sqlite3 *db, const char *dir, unsigned n, char *errmsg)
+/* The shards' databases attached to `db` as rows0 ... (outside a transaction: SQLite attaches
+ * nothing inside one). */
+static ldpb_err attach_files(sqlite3 *db, const char *dir, unsigned n, char *errmsg)
 {
-    static const char rcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
-                                " policy_version, value, expires_at_ms, reported_at_ms";
-    static const char dcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
-                                " policy_version, issued_at_ms, expires_at_ms, retain_until_ms";
     char path[4096], name[16];
     for (unsigned i = 0; i < n; i++) {
         sqlite3_stmt *st = NULL;
@@ -536,6 +531,19 @@ static ldpb_err attach_shards(sqlite3 *db, const char *dir, unsigned n, char *er
             return LDPB_EIO;
         }
     }
+    return LDPB_OK;
+}
+
+/* Temporary views `reports` and `decisions` over the attached shards, which the queries of one
+ * database read unchanged (an unqualified name is looked up in the temporary schema first): the
+ * rows of applied batches only. After the schema's creation, whose unqualified names they would
+ * take. */
+static ldpb_err shard_views(sqlite3 *db, unsigned n, char *errmsg)
+{
+    static const char rcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+                                " policy_version, value, expires_at_ms, reported_at_ms";
+    static const char dcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+                                " policy_version, issued_at_ms, expires_at_ms, retain_until_ms";
     size_t cap = 1024 + (size_t)n * 512;
     char *sql = malloc(cap);
     if (!sql) {
@@ -561,6 +569,12 @@ static ldpb_err attach_shards(sqlite3 *db, const char *dir, unsigned n, char *er
     }
     free(sql);
     return LDPB_OK;
+}
+
+static ldpb_err attach_shards(sqlite3 *db, const char *dir, unsigned n, char *errmsg)
+{
+    ldpb_err err = attach_files(db, dir, n, errmsg);
+    return err ? err : shard_views(db, n, errmsg);
 }
 
 /* The state's row shards (1: none), from its row_shards table; -1 on failure. */
@@ -628,6 +642,28 @@ static ldpb_err settle_shards(agg_store *s, unsigned want, const char *path, cha
         return LDPB_EIO;
     }
     return LDPB_OK;
+}
+
+/* --check-config of a sharded state: its shards attached before the open's transaction, so that
+ * the restore's checks count their rows (the views, shard_views, come after the schema's
+ * creation); no writer starts and nothing is deleted (the views read the applied batches only).
+ * A shard file missing is refused here, not created. *n: the state's shards. */
+static ldpb_err check_shards(agg_store *s, const char *dir, int64_t *n, char *errmsg)
+{
+    uint64_t applied = 0;
+    *n = stored_shards(BE(s)->db, &applied);
+    if (*n <= 1)
+        return LDPB_OK; /* none, or a table the open's checks report */
+    char path[4096];
+    struct stat st;
+    for (unsigned i = 0; i < (unsigned)*n; i++) {
+        if (!agg_shard_path(path, sizeof path, dir, i) || stat(path, &st) != 0) {
+            say(errmsg, "%s: missing: the state keeps its rows in %lld databases", path,
+                (long long)*n);
+            return LDPB_ESTATE;
+        }
+    }
+    return attach_files(BE(s)->db, dir, (unsigned)*n, errmsg);
 }
 
 /* The statements of the batches, prepared once. */
@@ -719,7 +755,14 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         return LDPB_EIO;
     }
     if (exec(s, "PRAGMA journal_mode=WAL") || exec(s, "PRAGMA synchronous=FULL") ||
-        exec(s, "PRAGMA busy_timeout=5000") || exec(s, "BEGIN IMMEDIATE")) {
+        exec(s, "PRAGMA busy_timeout=5000")) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        return LDPB_EIO;
+    }
+    int64_t checked_shards = 0;
+    if (meta->check_only && (err = check_shards(s, dir, &checked_shards, errmsg)) != LDPB_OK)
+        return err;
+    if (exec(s, "BEGIN IMMEDIATE")) {
         say(errmsg, "%s: %s", path, s->errmsg);
         return LDPB_EIO;
     }
@@ -752,6 +795,8 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
     }
     if (!err)
         err = settle_shards(s, want_shards, path, errmsg, &applied, &create_shards);
+    if (!err && checked_shards > 1)
+        err = shard_views(b->db, (unsigned)checked_shards, errmsg);
     if (!err && meta->open_hook && meta->open_hook(meta->open_hook_ctx)) {
         say(errmsg, "%s: the open failed by the test hook", path);
         err = LDPB_EIO;

@@ -399,6 +399,26 @@ static void test_fixed_and_backup(void **state_)
     s = open_ok(SHARDS);
     assert_int_equal(counted(s), 10);
     agg_store_close(s);
+    /* --check-config reads the shards' rows too, and writes nothing */
+    agg_store_meta m = {
+        .policy = "ldp-ts-b",
+        .mode = "local",
+        .params = {.k = K, .mechanism = LDPB_MECH_LINEAR, .epsilon = 1.0, .kappa = 0.5},
+        .reads = AGG_PARAM_EPSILON | AGG_PARAM_MECHANISM,
+        .row_shards = SHARDS,
+        .check_only = 1,
+    };
+    ldpb_err e = agg_store_open(&s, state, &m, msg);
+    if (e)
+        print_error("check: %s\n", msg);
+    assert_int_equal(e, LDPB_OK);
+    agg_store_exp *v = NULL;
+    size_t nv = 0;
+    assert_int_equal(agg_store_experiments(s, &v, &nv), LDPB_OK);
+    assert_int_equal(nv, 1);
+    assert_int_equal(v[0].counters.reports, 10);
+    agg_store_experiments_free(v, nv);
+    agg_store_close(s);
     remove_tree();
 
     /* a state without shards that holds rows keeps them in aggregator.db */
