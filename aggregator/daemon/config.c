@@ -180,6 +180,10 @@ static const option options[] = {
      "worker threads receiving and answering requests", SVC},
     {"repliers", OPT_U64, OFF(repliers), "0", 0, 64, 0, NULL, "N",
      "threads sealing and sending the answers of committed reports (0: the committer does)", SVC},
+    {"row_shards", OPT_U64, OFF(row_shards), "1", 1, 8, 0, NULL, "S",
+     "SQLite: report and decision rows split by assignment id over S databases beside "
+     "aggregator.db, each written and synced by its own thread (1: every row in aggregator.db); "
+     "fixed when the state is created", SVC},
     {"batch_max", OPT_U64, OFF(batch_max), "4096", 1, 1000000, 0, NULL, "N",
      "most queued reports and decisions committed in one transaction", SVC},
     {"queue_max", OPT_U64, OFF(queue_max), "65536", 16, 4194304, 0, NULL, "N",
@@ -1540,6 +1544,13 @@ ldpb_err agg_config_check(const agg_config *cfg, char *err)
     char store_err[AGG_STORE_ERRMAX];
     if (agg_store_check_url(cfg->store, store_err) != LDPB_OK) {
         say(err, "store: %s", store_err);
+        return LDPB_EINVAL;
+    }
+    if (cfg->row_shards > 1 && strcmp(agg_store_scheme_of(cfg->store), "sqlite") != 0) {
+        say(err,
+            "row_shards = %" PRIu64 " needs the SQLite store: PostgreSQL keeps every row in "
+            "its own database (give row_shards = 1, or leave it out)",
+            cfg->row_shards);
         return LDPB_EINVAL;
     }
     if (cfg->node_name && !agg_store_node_name_valid(cfg->node_name)) {

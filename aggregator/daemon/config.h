@@ -84,6 +84,7 @@ typedef struct agg_config {
     int allow_nonprivate;
     uint64_t workers;
     uint64_t repliers;
+    uint64_t row_shards; /* SQLite: databases the rows are split over (store.h) */
     uint64_t batch_max;
     uint64_t queue_max;
     uint64_t assignment_ttl_s;

@@ -267,6 +267,7 @@ static ldpb_err open_store(agg_server *s, const agg_config *cfg, char *errmsg)
     memset(&meta, 0, sizeof meta);
     meta.new_state = cfg->new_state;
     meta.store_url = cfg->store;
+    meta.row_shards = (unsigned)cfg->row_shards;
     char node[AGG_STORE_NODE_NAME_MAX + 1];
     if (cfg->node_name)
         snprintf(node, sizeof node, "%s", cfg->node_name);

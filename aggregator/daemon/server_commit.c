@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/statvfs.h>
 #include <time.h>
 
@@ -461,6 +462,8 @@ static int commit_due(const agg_server *s)
 void *committer_main(void *arg)
 {
     agg_server *s = arg;
+    /* named, for its CPU time per thread (bench/run_shard_bench.sh) */
+    prctl(PR_SET_NAME, "ldpb-commit", 0, 0, 0);
     /* issue 19 hook: the sequencer thread lives as long as the committer (server_seq.h) */
     if (agg_seq_start(s))
         logf_(s, AGG_LOG_ERROR, "cannot start the sequencer thread: sequenced experiments wait");

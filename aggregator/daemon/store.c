@@ -57,6 +57,24 @@ ldpb_err agg_store_check_url(const char *url, char *errmsg)
     return LDPB_OK;
 }
 
+const char *agg_store_scheme_of(const char *url)
+{
+    char errmsg[AGG_STORE_ERRMAX];
+    const agg_store_ops *ops = backend_of(url, errmsg);
+    return ops ? ops->scheme : "";
+}
+
+unsigned agg_store_row_shards(const agg_store *s)
+{
+    return s->row_shards > 1 ? s->row_shards : 1;
+}
+
+void agg_store_set_shard_hook(agg_store *s, agg_store_commit_hook fn, void *ctx)
+{
+    s->shard_hook = fn;
+    s->shard_hook_ctx = ctx;
+}
+
 const char *agg_store_backend(const agg_store *s)
 {
     return s->ops->scheme;
@@ -678,9 +696,9 @@ ldpb_err agg_store_add_decision(agg_store *s, const agg_store_row *d)
     return err;
 }
 
-/* The per-row path of agg_store_write_batch: a backend without write_batch (SQLite, where a
- * row costs no round trip). */
-static ldpb_err write_rows_one_by_one(agg_store *s, agg_store_batch_row *rows, size_t n)
+/* The per-row path of agg_store_write_batch (store_be.h): a backend without write_batch, or
+ * SQLite without row shards, where a row costs no round trip. */
+ldpb_err agg_store_batch_one_by_one(agg_store *s, agg_store_batch_row *rows, size_t n)
 {
     ldpb_err err = LDPB_OK;
     for (size_t i = 0; i < n && !err; i++) {
@@ -689,7 +707,6 @@ static ldpb_err write_rows_one_by_one(agg_store *s, agg_store_batch_row *rows, s
         switch (b->kind) {
         case AGG_BATCH_DECISION:
             err = s->ops->add_decision(s, &b->row, &added);
-            s->decision_delta += (int64_t)added;
             b->found = added != 0;
             break;
         case AGG_BATCH_REPORT:
@@ -718,9 +735,8 @@ ldpb_err agg_store_write_batch(agg_store *s, agg_store_batch_row *rows, size_t n
         if (b->kind == AGG_BATCH_DECISION && !b->row.retain_until_ms)
             b->row.retain_until_ms = b->row.expires_at_ms;
     }
-    if (!s->ops->write_batch)
-        return write_rows_one_by_one(s, rows, n);
-    ldpb_err err = s->ops->write_batch(s, rows, n);
+    ldpb_err err = s->ops->write_batch ? s->ops->write_batch(s, rows, n)
+                                       : agg_store_batch_one_by_one(s, rows, n);
     for (size_t i = 0; !err && i < n; i++)
         if (rows[i].kind == AGG_BATCH_DECISION)
             s->decision_delta += rows[i].found;

@@ -91,6 +91,10 @@ typedef struct agg_store_meta {
      * back when the store is closed), writes no state_id marker, and refuses (LDPB_ESTATE) a
      * state that a start would migrate, instead of migrating it: the store is left as it was. */
     int check_only;
+    /* SQLite: the report and decision rows split over this many databases (store_shard.h; 0 or
+     * 1: every row in aggregator.db, the layout of a state without shards). Fixed when the state
+     * is created: a state of another number is refused (LDPB_ESTATE). */
+    unsigned row_shards;
 } agg_store_meta;
 
 /* Whether `name` is a node name: 1..AGG_STORE_NODE_NAME_MAX bytes of [A-Za-z0-9._-]. */
@@ -114,6 +118,9 @@ void agg_store_reloaded(agg_store *s);
 /* Whether `url` names a store backend ("sqlite:", "postgresql://...", "postgres://..."), without
  * connecting. LDPB_EINVAL with `errmsg` (AGG_STORE_ERRMAX bytes). */
 ldpb_err agg_store_check_url(const char *url, char *errmsg);
+
+/* The scheme `url` names: "sqlite" (NULL and "" too), "postgresql", or "" for none known. */
+const char *agg_store_scheme_of(const char *url);
 
 /* The scheme of the open store's backend: "sqlite" or "postgresql". */
 const char *agg_store_backend(const agg_store *s);
@@ -183,6 +190,16 @@ void agg_store_rollback(agg_store *s);
  * removes it. */
 typedef int (*agg_store_commit_hook)(void *ctx);
 void agg_store_set_commit_hook(agg_store *s, agg_store_commit_hook fn, void *ctx);
+
+/* The databases the report and decision rows are split over: 1, or the row_shards of a SQLite
+ * state (agg_store_meta.row_shards, store_shard.h). */
+unsigned agg_store_row_shards(const agg_store *s);
+
+/* Tests only: `fn` runs inside agg_store_commit of a sharded state after the row shards have
+ * committed and before aggregator.db does; nonzero fails that COMMIT (LDPB_EIO, the caller
+ * rolls back and the shards' rows of the batch are deleted), and a hook that never returns (the
+ * process exits) is a crash between the two. NULL removes it. */
+void agg_store_set_shard_hook(agg_store *s, agg_store_commit_hook fn, void *ctx);
 
 /* Inserts a report unless its id is there (in whichever experiment): *is_new = 1 if inserted, 0
  * if already counted. LDPB_ENOEXPERIMENT for a row of experiment 0 where there is no `default`. */

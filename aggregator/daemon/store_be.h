@@ -54,7 +54,9 @@ typedef struct agg_store_ops {
     /* *added: rows inserted (0 for a decision already logged). */
     ldpb_err (*add_decision)(agg_store *s, const agg_store_row *d, uint64_t *added);
     /* store.h's agg_store_write_batch, rows resolved as for add_report and add_decision; NULL:
-     * store.c writes them one by one through those three. */
+     * store.c writes them one by one through those three (agg_store_batch_one_by_one). A
+     * decision's `found` is what store.c counts into the decision rows. SQLite's hands them to
+     * its row shards (store_shard.h), PostgreSQL's sends them in one pipeline. */
     ldpb_err (*write_batch)(agg_store *s, agg_store_batch_row *rows, size_t n);
     /* Deletes up to `limit` decisions whose retain_until_ms is before `before_ms`, earliest
      * first. */
@@ -109,6 +111,9 @@ struct agg_store {
     char *pending_settings;
     int64_t default_id; /* 0: no `default` (nor a pending one) */
     char errmsg[AGG_STORE_ERRMAX];
+    unsigned row_shards;              /* 1, or the SQLite row shards (store_shard.h) */
+    agg_store_commit_hook shard_hook; /* tests only: agg_store_set_shard_hook */
+    void *shard_hook_ctx;
     agg_store_commit_hook commit_hook; /* tests only */
     void *commit_hook_ctx;
     agg_state_ident ident;                  /* state_id.h */
@@ -158,6 +163,9 @@ ldpb_err agg_store_settle_meta(agg_store *s, const agg_meta_reader *rd, const ag
  * several nodes writes them in the open's transaction instead, so that the next node to open
  * finds them (and compares). */
 ldpb_err agg_store_write_pending(agg_store *s);
+/* write_batch's per-row path, for a backend whose write_batch has nothing better to do with a
+ * batch (SQLite without row shards). */
+ldpb_err agg_store_batch_one_by_one(agg_store *s, agg_store_batch_row *rows, size_t n);
 void agg_store_pending_done(agg_store *s);
 
 /* Milliseconds since the epoch, for created_at_ms. */

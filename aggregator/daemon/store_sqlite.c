@@ -27,6 +27,7 @@
 #include "state_id.h"
 #include "state_log_codec.h"
 #include "store_be.h"
+#include "store_shard.h"
 
 typedef struct sq_store {
     sqlite3 *db;
@@ -59,6 +60,10 @@ typedef struct sq_store {
         size_t len;
     } * cur;
     size_t n_cur, cap_cur;
+    /* Row shards (store_shard.h; NULL: every row here): the last applied batch is
+     * row_shards.applied_batch, written by each COMMIT that holds rows of the shards. */
+    agg_shards *shards;
+    sqlite3_stmt *put_applied;
 } sq_store;
 
 /* States logged in state_log that trigger its compaction: a restore replays at most this many
@@ -289,6 +294,8 @@ static void sq_close(agg_store *s)
     sqlite3_finalize(b->prune_oldest);
     sqlite3_finalize(b->arm_counts);
     sqlite3_finalize(b->add_experiment);
+    sqlite3_finalize(b->put_applied);
+    agg_shards_close(b->shards); /* the writers stop; the attached files close with db */
     if (b->db && !sqlite3_get_autocommit(b->db))
         sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL); /* --check-config's open */
     sqlite3_close(b->db);                                  /* checkpoints the WAL */
@@ -498,6 +505,167 @@ static const agg_meta_reader sq_meta_reader = {sq_shape,      sq_create,   sq_co
                                                sq_count_data, sq_get_meta, sq_find,
                                                sq_next_id,    sq_migrate,  sq_migrate_v2};
 
+/* Row shards (store_shard.h): aggregator.db's row of how many there are and the last batch
+ * whose states it holds. A state without shards has no such table. */
+#define ROW_SHARDS_SQL                                                                             \
+    "CREATE TABLE IF NOT EXISTS row_shards(id INTEGER PRIMARY KEY CHECK (id = 1),"                 \
+    " shards INTEGER NOT NULL, applied_batch INTEGER NOT NULL);"
+
+/* The shards' databases attached to `db` as rows0 ... (outside a transaction: SQLite attaches
+ * nothing inside one). */
+static ldpb_err attach_files(sqlite3 *db, const char *dir, unsigned n, char *errmsg)
+{
+    char path[4096], name[16];
+    for (unsigned i = 0; i < n; i++) {
+        sqlite3_stmt *st = NULL;
+        snprintf(name, sizeof name, "rows%u", i);
+        char sql[64];
+        snprintf(sql, sizeof sql, "ATTACH DATABASE ?1 AS %s", name);
+        int ok = agg_shard_path(path, sizeof path, dir, i) &&
+                 sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+                 sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC) == SQLITE_OK &&
+                 sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_finalize(st);
+        if (!ok) {
+            say(errmsg, "%s: cannot attach: %s", path, sqlite3_errmsg(db));
+            return LDPB_EIO;
+        }
+    }
+    return LDPB_OK;
+}
+
+/* Temporary views `reports` and `decisions` over the attached shards, which the queries of one
+ * database read unchanged (an unqualified name is looked up in the temporary schema first): the
+ * rows of applied batches only. After the schema's creation, whose unqualified names they would
+ * take. */
+static ldpb_err shard_views(sqlite3 *db, unsigned n, char *errmsg)
+{
+    static const char rcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+                                " policy_version, value, expires_at_ms, reported_at_ms";
+    static const char dcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+                                " policy_version, issued_at_ms, expires_at_ms, retain_until_ms";
+    size_t cap = 1024 + (size_t)n * 512;
+    char *sql = malloc(cap);
+    if (!sql) {
+        say(errmsg, "out of memory");
+        return LDPB_ENOMEM;
+    }
+    for (int t = 0; t < 2; t++) {
+        size_t len =
+            (size_t)snprintf(sql, cap, "CREATE TEMP VIEW %s AS ", t ? "decisions" : "reports");
+        for (unsigned i = 0; i < n; i++)
+            len += (size_t)snprintf(sql + len, cap - len,
+                                    "%sSELECT %s FROM rows%u.%s WHERE batch <= (SELECT"
+                                    " applied_batch FROM main.row_shards)",
+                                    i ? " UNION ALL " : "", t ? dcols : rcols, i,
+                                    t ? "decisions" : "reports");
+        char *msg = NULL;
+        if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+            say(errmsg, "the views of the row shards: %s", msg ? msg : sqlite3_errmsg(db));
+            sqlite3_free(msg);
+            free(sql);
+            return LDPB_EIO;
+        }
+    }
+    free(sql);
+    return LDPB_OK;
+}
+
+static ldpb_err attach_shards(sqlite3 *db, const char *dir, unsigned n, char *errmsg)
+{
+    ldpb_err err = attach_files(db, dir, n, errmsg);
+    return err ? err : shard_views(db, n, errmsg);
+}
+
+/* The state's row shards (1: none), from its row_shards table; -1 on failure. */
+static int64_t stored_shards(sqlite3 *db, uint64_t *applied)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND"
+                           " name = 'row_shards'",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    *applied = 0;
+    if (n != 1)
+        return n < 0 ? -1 : 1;
+    n = -1;
+    if (sqlite3_prepare_v2(db, "SELECT shards, applied_batch FROM row_shards WHERE id = 1", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 1) >= 0) {
+        n = sqlite3_column_int64(st, 0);
+        *applied = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return n >= 1 && n <= AGG_SHARDS_MAX ? n : -1;
+}
+
+/* Inside the open's transaction: the configuration's row shards against the state's. A state
+ * that holds data keeps its number (its rows are where agg_shard_of put them); a fresh one takes
+ * the configuration's. *create: a new sharded state. */
+static ldpb_err settle_shards(agg_store *s, unsigned want, const char *path, char *errmsg,
+                              uint64_t *applied, int *create)
+{
+    *create = 0;
+    int64_t stored = stored_shards(BE(s)->db, applied);
+    if (stored < 0) {
+        say(errmsg, "%s: unreadable row_shards table: %s", path, sqlite3_errmsg(BE(s)->db));
+        return LDPB_ECORRUPT;
+    }
+    if ((unsigned)stored == want)
+        return LDPB_OK;
+    if (!s->fresh) {
+        say(errmsg,
+            "%s: the state keeps its report and decision rows in %lld database%s (row_shards = "
+            "%lld), the configuration says row_shards = %u: the number is fixed when a state is "
+            "created",
+            path, (long long)stored, stored > 1 ? "s" : "", (long long)stored, want);
+        return LDPB_ESTATE;
+    }
+    *applied = 0;
+    *create = want > 1;
+    char sql[256];
+    if (want > 1)
+        snprintf(sql, sizeof sql,
+                 ROW_SHARDS_SQL
+                 "DELETE FROM row_shards;"
+                 " INSERT INTO row_shards(id, shards, applied_batch) VALUES (1, %u, 0);",
+                 want);
+    else
+        snprintf(sql, sizeof sql, "DROP TABLE row_shards;");
+    if (exec(s, sql)) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        return LDPB_EIO;
+    }
+    return LDPB_OK;
+}
+
+/* --check-config of a sharded state: its shards attached before the open's transaction, so that
+ * the restore's checks count their rows (the views, shard_views, come after the schema's
+ * creation); no writer starts and nothing is deleted (the views read the applied batches only).
+ * A shard file missing is refused here, not created. *n: the state's shards. */
+static ldpb_err check_shards(agg_store *s, const char *dir, int64_t *n, char *errmsg)
+{
+    uint64_t applied = 0;
+    *n = stored_shards(BE(s)->db, &applied);
+    if (*n <= 1)
+        return LDPB_OK; /* none, or a table the open's checks report */
+    char path[4096];
+    struct stat st;
+    for (unsigned i = 0; i < (unsigned)*n; i++) {
+        if (!agg_shard_path(path, sizeof path, dir, i) || stat(path, &st) != 0) {
+            say(errmsg, "%s: missing: the state keeps its rows in %lld databases", path,
+                (long long)*n);
+            return LDPB_ESTATE;
+        }
+    }
+    return attach_files(BE(s)->db, dir, (unsigned)*n, errmsg);
+}
+
 /* The statements of the batches, prepared once. */
 static ldpb_err prepare_all(agg_store *s)
 {
@@ -508,27 +676,30 @@ static ldpb_err prepare_all(agg_store *s)
     if (!err)
         err = prepare(s, &b->rollback, "ROLLBACK");
     if (!err)
-        err = prepare(s, &b->add_report,
-                      "INSERT OR IGNORE INTO reports(assignment_id, experiment, arm, mechanism,"
-                      " epsilon, propensity, policy_version, value, expires_at_ms, reported_at_ms)"
-                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+        err =
+            prepare(s, &b->add_report,
+                    "INSERT OR IGNORE INTO main.reports(assignment_id, experiment, arm, mechanism,"
+                    " epsilon, propensity, policy_version, value, expires_at_ms, reported_at_ms)"
+                    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
-        err = prepare(s, &b->has_report, "SELECT 1 FROM reports WHERE assignment_id = ?1");
+        err = prepare(s, &b->has_report, "SELECT 1 FROM main.reports WHERE assignment_id = ?1");
     if (!err)
-        err = prepare(s, &b->add_decision,
-                      "INSERT OR IGNORE INTO decisions(assignment_id, experiment, arm, mechanism,"
-                      " epsilon, propensity, policy_version, issued_at_ms, expires_at_ms,"
-                      " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+        err = prepare(
+            s, &b->add_decision,
+            "INSERT OR IGNORE INTO main.decisions(assignment_id, experiment, arm, mechanism,"
+            " epsilon, propensity, policy_version, issued_at_ms, expires_at_ms,"
+            " retain_until_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!err)
         err = prepare(s, &b->has_experiment, "SELECT 1 FROM experiments WHERE id = ?1");
     if (!err)
         err = prepare(s, &b->prune_expired,
-                      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
-                      " decisions WHERE retain_until_ms < ?1 ORDER BY retain_until_ms LIMIT ?2)");
+                      "DELETE FROM main.decisions WHERE assignment_id IN (SELECT assignment_id"
+                      " FROM main.decisions WHERE retain_until_ms < ?1 ORDER BY retain_until_ms"
+                      " LIMIT ?2)");
     if (!err)
         err = prepare(s, &b->prune_oldest,
-                      "DELETE FROM decisions WHERE assignment_id IN (SELECT assignment_id FROM"
-                      " decisions ORDER BY retain_until_ms LIMIT ?1)");
+                      "DELETE FROM main.decisions WHERE assignment_id IN (SELECT assignment_id"
+                      " FROM main.decisions ORDER BY retain_until_ms LIMIT ?1)");
     /* A name that exists inserts nothing (sqlite3_changes 0). Without an id, SQLite's next
      * rowid: max + 1. */
     if (!err)
@@ -584,7 +755,14 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         return LDPB_EIO;
     }
     if (exec(s, "PRAGMA journal_mode=WAL") || exec(s, "PRAGMA synchronous=FULL") ||
-        exec(s, "PRAGMA busy_timeout=5000") || exec(s, "BEGIN IMMEDIATE")) {
+        exec(s, "PRAGMA busy_timeout=5000")) {
+        say(errmsg, "%s: %s", path, s->errmsg);
+        return LDPB_EIO;
+    }
+    int64_t checked_shards = 0;
+    if (meta->check_only && (err = check_shards(s, dir, &checked_shards, errmsg)) != LDPB_OK)
+        return err;
+    if (exec(s, "BEGIN IMMEDIATE")) {
         say(errmsg, "%s: %s", path, s->errmsg);
         return LDPB_EIO;
     }
@@ -608,6 +786,17 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
     if (!err)
         err = agg_state_id_settle(b->db, dir, !s->fresh, meta->new_state, &s->ident, errmsg,
                                   AGG_STORE_ERRMAX);
+    unsigned want_shards = meta->row_shards > 1 ? meta->row_shards : 1;
+    uint64_t applied = 0;
+    int create_shards = 0;
+    if (!err && want_shards > AGG_SHARDS_MAX) {
+        say(errmsg, "row_shards = %u: 1 to %d expected", want_shards, AGG_SHARDS_MAX);
+        err = LDPB_EINVAL;
+    }
+    if (!err)
+        err = settle_shards(s, want_shards, path, errmsg, &applied, &create_shards);
+    if (!err && checked_shards > 1)
+        err = shard_views(b->db, (unsigned)checked_shards, errmsg);
     if (!err && meta->open_hook && meta->open_hook(meta->open_hook_ctx)) {
         say(errmsg, "%s: the open failed by the test hook", path);
         err = LDPB_EIO;
@@ -627,6 +816,19 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
         meta->check_only ? LDPB_OK : agg_state_id_record(dir, &s->ident, errmsg, AGG_STORE_ERRMAX);
     if (err)
         return err;
+    if (want_shards > 1 && !meta->check_only) {
+        err = agg_shards_open(&b->shards, dir, want_shards, applied, create_shards, errmsg);
+        if (!err)
+            err = attach_shards(b->db, dir, want_shards, errmsg);
+        if (!err &&
+            prepare(s, &b->put_applied, "UPDATE row_shards SET applied_batch = ?1 WHERE id = 1")) {
+            say(errmsg, "%s: %s", path, s->errmsg);
+            err = LDPB_EIO;
+        }
+        if (err)
+            return err;
+        s->row_shards = want_shards;
+    }
     err = prepare_all(s);
     if (err)
         say(errmsg, "%s: %s", path, s->errmsg);
@@ -992,6 +1194,23 @@ static void pending_done(sq_store *b, int committed, int compacted)
     b->arena_len = 0;
 }
 
+/* Before aggregator.db's COMMIT: the batch's number as applied (in its transaction), then every
+ * shard's COMMIT, in parallel: a crash before aggregator.db's leaves shard rows of a batch above
+ * the applied one, which the next open deletes. */
+static ldpb_err commit_shards(agg_store *s)
+{
+    sq_store *b = BE(s);
+    sqlite3_bind_int64(b->put_applied, 1, (sqlite3_int64)agg_shards_batch(b->shards));
+    ldpb_err err = step_done(s, b->put_applied, "writing the applied batch");
+    if (!err)
+        err = agg_shards_commit(b->shards, s->errmsg);
+    if (!err && s->shard_hook && s->shard_hook(s->shard_hook_ctx)) {
+        say(s->errmsg, "COMMIT: failed by the test hook, after the row shards' COMMITs");
+        err = LDPB_EIO;
+    }
+    return err;
+}
+
 static ldpb_err sq_commit(agg_store *s)
 {
     sq_store *b = BE(s);
@@ -1007,8 +1226,13 @@ static ldpb_err sq_commit(agg_store *s)
         err = compact_log(s); /* writes this transaction's states into the rows too */
     else if (b->n_pend)
         err = flush_states(s);
+    int sharded = b->shards && agg_shards_active(b->shards);
+    if (!err && sharded)
+        err = commit_shards(s);
     if (!err)
         err = step_done(s, b->commit, "COMMIT");
+    if (!err && sharded)
+        agg_shards_applied(b->shards);
     pending_done(b, !err, compact);
     return err;
 }
@@ -1019,13 +1243,22 @@ static void sq_rollback(agg_store *s)
     BE(s)->arena_len = 0;
     if (BE(s)->known)
         memset(BE(s)->known, 0, BE(s)->known_cap);
-    if (sqlite3_get_autocommit(BE(s)->db))
-        return; /* SQLite already rolled the transaction back */
-    (void)step_done(s, BE(s)->rollback, "ROLLBACK");
+    if (!sqlite3_get_autocommit(BE(s)->db)) /* else SQLite already rolled it back */
+        (void)step_done(s, BE(s)->rollback, "ROLLBACK");
+    if (BE(s)->shards) {
+        /* The applied batch as aggregator.db has it now: the shards' rows above it go. */
+        uint64_t applied = 0;
+        if (stored_shards(BE(s)->db, &applied) > 1)
+            agg_shards_rollback(BE(s)->shards, applied);
+        else
+            agg_shards_rollback(BE(s)->shards, agg_shards_batch(BE(s)->shards) - 1);
+    }
 }
 
 static ldpb_err sq_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 {
+    if (BE(s)->shards)
+        return agg_shards_add_report(BE(s)->shards, r, is_new, s->errmsg);
     sqlite3_stmt *st = BE(s)->add_report;
     sqlite3_bind_blob(st, 1, r->id, (int)r->id_len, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, r->experiment);
@@ -1044,6 +1277,8 @@ static ldpb_err sq_add_report(agg_store *s, const agg_store_row *r, int *is_new)
 
 static ldpb_err sq_has_report(agg_store *s, const uint8_t *id, size_t id_len, int *exists)
 {
+    if (BE(s)->shards)
+        return agg_shards_has_report(BE(s)->shards, id, id_len, exists, s->errmsg);
     sqlite3_stmt *st = BE(s)->has_report;
     sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
     int rc = sqlite3_step(st);
@@ -1058,8 +1293,10 @@ static ldpb_err sq_has_report(agg_store *s, const uint8_t *id, size_t id_len, in
 /* Prepared on each call: it runs only when a policy refuses a report, which is rare. */
 static ldpb_err sq_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
 {
+    if (BE(s)->shards)
+        return agg_shards_remove_report(BE(s)->shards, id, id_len, s->errmsg);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(BE(s)->db, "DELETE FROM reports WHERE assignment_id = ?1", -1, &st,
+    if (sqlite3_prepare_v2(BE(s)->db, "DELETE FROM main.reports WHERE assignment_id = ?1", -1, &st,
                            NULL) != SQLITE_OK) {
         sqlite3_finalize(st);
         return sql_fail(s, "prepare");
@@ -1074,6 +1311,8 @@ static sqlite3_int64 to_i64(uint64_t v);
 
 static ldpb_err sq_add_decision(agg_store *s, const agg_store_row *d, uint64_t *added)
 {
+    if (BE(s)->shards)
+        return agg_shards_add_decision(BE(s)->shards, d, added, s->errmsg);
     sqlite3_stmt *st = BE(s)->add_decision;
     sqlite3_bind_blob(st, 1, d->id, (int)d->id_len, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, d->experiment);
@@ -1095,6 +1334,15 @@ static sqlite3_int64 to_i64(uint64_t v)
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
 }
 
+/* A batch's rows: handed to the row shards' writers at once where the state has shards (each
+ * writes its own in parallel), else one by one (a row costs no round trip here). */
+static ldpb_err sq_write_batch(agg_store *s, agg_store_batch_row *rows, size_t n)
+{
+    if (!BE(s)->shards)
+        return agg_store_batch_one_by_one(s, rows, n);
+    return agg_shards_rows(BE(s)->shards, rows, n, s->errmsg);
+}
+
 /* Runs a prepared DELETE and returns the rows it removed in *n. */
 static ldpb_err prune_step(agg_store *s, sqlite3_stmt *st, uint64_t *n)
 {
@@ -1105,6 +1353,8 @@ static ldpb_err prune_step(agg_store *s, sqlite3_stmt *st, uint64_t *n)
 
 static ldpb_err sq_prune_expired(agg_store *s, uint64_t before_ms, uint64_t limit, uint64_t *n)
 {
+    if (BE(s)->shards)
+        return agg_shards_prune_expired(BE(s)->shards, before_ms, limit, n, s->errmsg);
     sqlite3_bind_int64(BE(s)->prune_expired, 1, to_i64(before_ms));
     sqlite3_bind_int64(BE(s)->prune_expired, 2, to_i64(limit));
     return prune_step(s, BE(s)->prune_expired, n);
@@ -1112,6 +1362,8 @@ static ldpb_err sq_prune_expired(agg_store *s, uint64_t before_ms, uint64_t limi
 
 static ldpb_err sq_prune_oldest(agg_store *s, uint64_t count, uint64_t *n)
 {
+    if (BE(s)->shards)
+        return agg_shards_prune_oldest(BE(s)->shards, count, n, s->errmsg);
     sqlite3_bind_int64(BE(s)->prune_oldest, 1, to_i64(count));
     return prune_step(s, BE(s)->prune_oldest, n);
 }
@@ -1337,6 +1589,14 @@ static ldpb_err sq_export_csv(const char *url, const char *dir, const char *expe
         goto done;
     }
     sqlite3_busy_timeout(db, 5000);
+    /* Row shards: their rows through the views of attach_shards, those of the batches applied
+     * in the snapshot of aggregator.db that the transaction reads first (a shard commits before
+     * aggregator.db does, so its snapshot, taken later, holds them all). */
+    uint64_t applied = 0;
+    int64_t shards = stored_shards(db, &applied);
+    if (shards > 1 && (err = attach_shards(db, dir, (unsigned)shards, errmsg)) != LDPB_OK)
+        goto done;
+    err = LDPB_EIO;
     /* One read transaction: the experiment's id and its rows from one snapshot. */
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
         say(errmsg, "%s: %s", path, sqlite3_errmsg(db));
@@ -1410,6 +1670,15 @@ static ldpb_err sq_backup(const char *url, const char *dir, const char *dest, ch
     }
     sqlite3_finalize(st);
     st = NULL;
+    uint64_t applied = 0;
+    if (stored_shards(src, &applied) > 1) {
+        say(errmsg,
+            "%s: the state's rows are split over row shards (aggregator-rows-*.db): --backup "
+            "copies one database; stop the daemon and copy state_dir's files instead",
+            path);
+        err = LDPB_ENOTSUP;
+        goto done;
+    }
     if (sqlite3_open_v2(dest, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
         say(errmsg, "%s: cannot open: %s", dest, dst ? sqlite3_errmsg(dst) : "out of memory");
@@ -1460,6 +1729,7 @@ const agg_store_ops agg_store_sqlite_ops = {
     .has_report = sq_has_report,
     .remove_report = sq_remove_report,
     .add_decision = sq_add_decision,
+    .write_batch = sq_write_batch,
     .prune_expired = sq_prune_expired,
     .prune_oldest = sq_prune_oldest,
     .put_state = sq_put_state,

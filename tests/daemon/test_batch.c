@@ -63,27 +63,39 @@ static void stop(dt_daemon *d)
     dt_daemon_cleanup(d);
 }
 
-/* Counted reports per arm in the daemon's database, and their sum. */
+/* The databases holding report rows: aggregator.db (i = 0), then the row shards
+ * aggregator-rows-<i - 1>.db (row_shards); 0 past the last. */
+static int rows_db(const dt_daemon *d, int i, char *path, size_t cap)
+{
+    if (i == 0)
+        snprintf(path, cap, "%s/aggregator.db", d->state_dir);
+    else
+        snprintf(path, cap, "%s/aggregator-rows-%d.db", d->state_dir, i - 1);
+    return access(path, F_OK) == 0;
+}
+
+/* Counted reports per arm in the daemon's database (and its row shards), and their sum. */
 static uint64_t db_counts(const dt_daemon *d, uint64_t *counts)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/aggregator.db", d->state_dir);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(
-        sqlite3_prepare_v2(db, "SELECT arm, count(*) FROM reports GROUP BY arm", -1, &st, NULL),
-        SQLITE_OK);
     memset(counts, 0, K * sizeof *counts);
     uint64_t sum = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t arm = sqlite3_column_int64(st, 0);
-        assert_true(arm >= 0 && arm < K);
-        counts[arm] = (uint64_t)sqlite3_column_int64(st, 1);
-        sum += counts[arm];
+    for (int i = 0; rows_db(d, i, path, sizeof path); i++) {
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(
+            sqlite3_prepare_v2(db, "SELECT arm, count(*) FROM reports GROUP BY arm", -1, &st, NULL),
+            SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t arm = sqlite3_column_int64(st, 0);
+            assert_true(arm >= 0 && arm < K);
+            counts[arm] += (uint64_t)sqlite3_column_int64(st, 1);
+            sum += (uint64_t)sqlite3_column_int64(st, 1);
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
     }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
     return sum;
 }
 
@@ -91,17 +103,20 @@ static uint64_t db_counts(const dt_daemon *d, uint64_t *counts)
 static double db_value(const dt_daemon *d, const uint8_t *id, size_t id_len)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/aggregator.db", d->state_dir);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(
-        sqlite3_prepare_v2(db, "SELECT value FROM reports WHERE assignment_id = ?", -1, &st, NULL),
-        SQLITE_OK);
-    sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
-    double v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : -1.0;
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    double v = -1.0;
+    for (int i = 0; v < 0 && rows_db(d, i, path, sizeof path); i++) {
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM reports WHERE assignment_id = ?",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        sqlite3_bind_blob(st, 1, id, (int)id_len, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_double(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
     return v;
 }
 
@@ -391,6 +406,64 @@ static void test_batch_results_each_their_own(void **state)
     stop(&d);
 }
 
+/* The assignment ids (hex) of the reported rows of --export-csv, sorted; their number. */
+static int hex_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static size_t export_reported(const dt_daemon *d, char ***out)
+{
+    char path[256], err[512], line[1024];
+    snprintf(path, sizeof path, "%s/export.csv", d->dir);
+    unlink(path);
+    const char *args[] = {"--config", d->conf, "--export-csv", path, NULL};
+    int st = dt_daemon_run(d, args, err, sizeof err);
+    if (st != 0)
+        fail_msg("--export-csv exited %d: %s", st, err);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",value,"));
+    size_t n = 0, cap = 1024;
+    char **ids = malloc(cap * sizeof *ids);
+    assert_non_null(ids);
+    while (fgets(line, sizeof line, f)) {
+        /* assignment_id,arm,propensity,policy_version,mechanism,epsilon,value,... */
+        char *p = line;
+        for (int c = 0; c < 6 && p; c++)
+            p = strchr(p + 1, ',');
+        assert_non_null(p);
+        if (p[1] == ',')
+            continue; /* assigned, not reported */
+        if (n == cap) {
+            cap *= 2;
+            ids = realloc(ids, cap * sizeof *ids);
+            assert_non_null(ids);
+        }
+        ids[n++] = strndup(line, strcspn(line, ","));
+    }
+    fclose(f);
+    qsort(ids, n, sizeof *ids, hex_cmp);
+    *out = ids;
+    return n;
+}
+
+static void free_ids(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+static int id_in(char **ids, size_t n, const rec *r)
+{
+    char hex[2 * LDPB_WIRE_ID_MAX + 1], *key = hex;
+    for (size_t i = 0; i < r->id_len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", r->id[i]);
+    return bsearch(&key, ids, n, sizeof *ids, hex_cmp) != NULL;
+}
+
 /* Batched load for kill -9: each thread takes BATCH assignments, reports them in one batch and
  * records each report's result, until a request fails (the daemon is gone). */
 #define LOAD_THREADS 4
@@ -450,8 +523,9 @@ static void *load_main(void *p)
 
 /* kill -9 under batched load from clients on both listen URLs, then a restart: every acked
  * report counted exactly once, the others at most once; resending everything then counts each
- * exactly once. `extra`: configuration lines beyond the test's. */
-static void kill9_batched(const char *extra)
+ * exactly once. `extra`: configuration lines beyond the test's. `exported`: --export-csv's
+ * reported rows are then the counted ones, every acked report among them. */
+static void kill9_batched_x(const char *extra, int exported)
 {
     dt_daemon d;
     start_with(&d, extra);
@@ -481,6 +555,18 @@ static void kill9_batched(const char *extra)
     uint64_t reports = reports_counted(&d);
     assert_int_equal(db_counts(&d, db), reports);
     assert_true(reports >= acked && reports <= total);
+    if (exported) {
+        char path[256]; /* the rows are in the four shards, none in aggregator.db */
+        assert_true(rows_db(&d, 4, path, sizeof path) && !rows_db(&d, 5, path, sizeof path));
+        char **ids = NULL;
+        size_t n = export_reported(&d, &ids);
+        assert_int_equal(n, reports);
+        for (int i = 0; i < LOAD_THREADS; i++)
+            for (size_t j = 0; j < args[i].n; j++)
+                if (recs[i][j].acked)
+                    assert_true(id_in(ids, n, &recs[i][j].r));
+        free_ids(ids, n);
+    }
 
     /* Resend everything in batches: every acked report is a duplicate, and afterwards each
      * report sent is counted exactly once. */
@@ -522,7 +608,22 @@ static void kill9_batched(const char *extra)
     for (int a = 0; a < K; a++)
         assert_int_equal(db[a], expect[a]);
     dt_client_close(&c);
+    if (exported) {
+        char **ids = NULL;
+        size_t n = export_reported(&d, &ids);
+        assert_int_equal(n, total);
+        for (int i = 0; i < LOAD_THREADS; i++)
+            for (size_t j = 0; j < args[i].n; j++)
+                if (recs[i][j].reported)
+                    assert_true(id_in(ids, n, &recs[i][j].r));
+        free_ids(ids, n);
+    }
     stop(&d);
+}
+
+static void kill9_batched(const char *extra)
+{
+    kill9_batched_x(extra, 0);
 }
 
 /* Reports that find no aggregator wait in the client's queue file; a new handle (the app
@@ -665,11 +766,10 @@ static void *many_main(void *p)
     return NULL;
 }
 
-static void test_pipeline_exact_count(void **state)
+static void pipeline_exact_count(const char *extra)
 {
-    (void)state;
     dt_daemon d;
-    start_with(&d, pipeline);
+    start_with(&d, extra);
     static many_arg args[MANY_CLIENTS];
     pthread_t th[MANY_CLIENTS];
     for (int i = 0; i < MANY_CLIENTS; i++) {
@@ -696,6 +796,31 @@ static void test_pipeline_exact_count(void **state)
     stop(&d);
 }
 
+static void test_pipeline_exact_count(void **state)
+{
+    (void)state;
+    pipeline_exact_count(pipeline);
+}
+
+/* row_shards (docs/aggregator.md, "Row shards"): the rows written by four writer threads into
+ * four databases, the same exact counts; kill -9 under load, the restart deleting the rows of a
+ * batch the shards committed and aggregator.db did not; the export equal to the counted set. */
+static const char shards[] = "workers = 4\n"
+                             "repliers = 2\n"
+                             "row_shards = 4\n";
+
+static void test_shards_exact_count(void **state)
+{
+    (void)state;
+    pipeline_exact_count(shards);
+}
+
+static void test_kill9_batched_shards(void **state)
+{
+    (void)state;
+    kill9_batched_x(shards, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -704,6 +829,8 @@ int main(void)
         cmocka_unit_test(test_kill9_batched),
         cmocka_unit_test(test_kill9_batched_pipeline),
         cmocka_unit_test(test_pipeline_exact_count),
+        cmocka_unit_test(test_shards_exact_count),
+        cmocka_unit_test(test_kill9_batched_shards),
         cmocka_unit_test(test_client_queue_survives_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

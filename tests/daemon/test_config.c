@@ -185,7 +185,15 @@ static void test_check(void **state)
     assert_non_null(strstr(r, "store: store URL 'mysql://db/x': unknown scheme"));
     assert_int_equal(agg_config_set(&c, "store", "postgresql://db.internal/ldpb", 1, r), LDPB_OK);
     assert_int_equal(agg_config_check(&c, r), LDPB_OK);
+    /* row_shards: 1..8, SQLite only */
+    assert_int_equal(c.row_shards, 1);
+    assert_int_equal(agg_config_set(&c, "row_shards", "9", 1, r), LDPB_ERANGE);
+    assert_int_equal(agg_config_set(&c, "row_shards", "4", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_EINVAL);
+    assert_non_null(strstr(r, "row_shards = 4 needs the SQLite store"));
     assert_int_equal(agg_config_set(&c, "store", "sqlite:", 1, r), LDPB_OK);
+    assert_int_equal(agg_config_check(&c, r), LDPB_OK);
+    assert_int_equal(agg_config_set(&c, "row_shards", "1", 1, r), LDPB_OK);
     /* node_name: 1..64 of [A-Za-z0-9._-]; merge_interval_ms: 90 by default, 1..60000 */
     assert_null(c.node_name);
     assert_int_equal(c.merge_interval_ms, 90);

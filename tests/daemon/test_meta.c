@@ -98,7 +98,8 @@ static void make_state(const fixture *f, const char *const *kv)
                            NULL,     0,
                            NULL,     NULL,
                            NULL,     NULL,
-                           0,        0};
+                           0,        0,
+                           0};
     agg_store *st = NULL;
     char smsg[AGG_STORE_ERRMAX];
     assert_int_equal(agg_store_open(&st, f->state, &meta, smsg), LDPB_OK);
