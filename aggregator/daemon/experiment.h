@@ -40,6 +40,8 @@ typedef struct agg_experiment {
     atomic_uint_fast64_t retention_s;
     int from_config; /* declared by the configuration (else created at run time) */
     int declared;    /* committer-free scratch for a reload: still in the configuration */
+    int diverged;    /* several nodes: its settings in the database are not this node's (under
+                        exp_mu): not served here until a restart */
     size_t index;    /* position in declaration/creation order */
 
     agg_policy *policy; /* served: always a committed state */

@@ -37,7 +37,8 @@ struct agg_cluster {
     uint32_t ring[STALE_RING];
     size_t n_samples; /* all time; the ring holds the last min(n, STALE_RING) */
     uint64_t refreshes;
-    int warned; /* a failing read logged once until one works */
+    int warned;     /* a failing read logged once until one works */
+    int follow_due; /* the experiments changed and are still to be read (a read failed) */
 };
 
 int agg_cluster_additive(const agg_experiment *e)
@@ -301,6 +302,115 @@ static void refresh(agg_server *s)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* ---- experiments created, stopped or resumed by other nodes ------------------------------ */
+
+/* Whether `e`'s settings are the stored `text`: equal, or differing only where the running
+ * experiment may take the stored value (the decision retention, taken here). 0, or 1 with the
+ * reason in `why`. */
+static int settings_follow(agg_experiment *e, const agg_exp_config *stored, const char *text,
+                           char *why)
+{
+    char mine[AGG_EXP_SETTINGS_MAX];
+    size_t n = agg_exp_config_format(&e->ec, mine, sizeof mine);
+    if (n && strlen(text) == n && memcmp(mine, text, n) == 0)
+        return 0;
+    if (exp_change_refused(&e->ec, stored, why))
+        return 1;
+    if (e->ec.decision_retention_s != stored->decision_retention_s) {
+        atomic_store(&e->retention_s, stored->decision_retention_s);
+        e->ec.decision_retention_s = stored->decision_retention_s;
+    }
+    return 0;
+}
+
+/* A stored experiment this node does not know: built from its stored settings, registered with
+ * the stored running flag and a fresh state (an additive one merges the others' partials at the
+ * refresh that follows; a sequenced one serves its sequencer's state once the sequencer thread
+ * has seen it). */
+static void follow_new(agg_server *s, const agg_store_exp *st, const agg_exp_config *ec)
+{
+    char why[AGG_SERVER_ERRMAX] = "";
+    if (agg_registry_count(&s->exps) >= s->cfg->experiments_max) {
+        logf_(s, AGG_LOG_ERROR,
+              "experiment %s, created by another node, is not served here: this node holds "
+              "experiments_max = %" PRIu64 " experiments already",
+              st->name, s->cfg->experiments_max);
+        return;
+    }
+    agg_experiment *e = NULL;
+    ldpb_err err = agg_experiment_new(&e, ec, s->seed_rng, why); /* seed_rng: under exp_mu */
+    if (!err) {
+        e->from_config = st->from_config;
+        e->store_id = st->id;
+        atomic_store(&e->running, st->running);
+        err = agg_registry_add(&s->exps, e);
+        if (err)
+            agg_experiment_free(e);
+    }
+    if (err) {
+        logf_(s, AGG_LOG_ERROR, "experiment %s, created by another node, cannot be served: %s",
+              st->name, why[0] ? why : ldpb_strerror(err));
+        return;
+    }
+    logf_(s, AGG_LOG_INFO,
+          "experiment %s, created by another node, is served here too (%s): policy %s (%s "
+          "mode), %u arms",
+          e->ec.name, st->running ? "running" : "stopped", e->ec.policy, agg_mode_name(e->ec.mode),
+          (unsigned)e->ec.params.k);
+}
+
+/* One stored experiment: this node's copy follows its row. */
+static void follow_one(agg_server *s, const agg_store_exp *st)
+{
+    agg_exp_config ec;
+    char why[AGG_SERVER_ERRMAX] = "";
+    if (agg_exp_config_parse(&ec, st->name, st->settings, why)) {
+        logf_(s, AGG_LOG_ERROR, "experiment %s: the stored settings do not parse (%s)", st->name,
+              why);
+        return;
+    }
+    agg_experiment *e = agg_registry_find(&s->exps, st->name);
+    if (!e) {
+        follow_new(s, st, &ec);
+    } else if (e->diverged) {
+        /* refused once, logged once: it stays off here until a restart settles it */
+    } else if (settings_follow(e, &ec, st->settings, why)) {
+        e->diverged = 1;
+        atomic_store(&e->running, 0);
+        logf_(s, AGG_LOG_ERROR,
+              "experiment %s: its settings in the database are not this node's (%s): this node "
+              "no longer serves it",
+              st->name, why);
+    } else if ((atomic_load(&e->running) != 0) != (st->running != 0)) {
+        atomic_store(&e->running, st->running);
+        logf_(s, AGG_LOG_INFO, "experiment %s %s by another node", st->name,
+              st->running ? "resumed" : "stopped (its state is kept)");
+    }
+    agg_exp_config_fini(&ec);
+}
+
+/* When the database said the experiments changed: every row read (one query of names, settings
+ * and flags) and followed, under exp_mu as the operator's commands are, so a local create or stop
+ * and this read are one after the other. */
+static void follow_experiments(agg_server *s)
+{
+    agg_cluster *c = s->cluster;
+    agg_store_exp *v = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&s->exp_mu);
+    pthread_mutex_lock(&s->store_mu);
+    c->follow_due |= agg_store_experiments_changed(s->store);
+    ldpb_err err = c->follow_due ? agg_store_catalog(s->store, &v, &n) : LDPB_OK;
+    pthread_mutex_unlock(&s->store_mu);
+    if (c->follow_due && !err) {
+        c->follow_due = 0;
+        for (size_t i = 0; i < n; i++)
+            follow_one(s, &v[i]);
+    }
+    pthread_mutex_unlock(&s->exp_mu);
+    agg_store_experiments_free(v, n);
+}
+
 ldpb_err agg_cluster_init(agg_server *s, char *errmsg)
 {
     if (!shared_store(s))
@@ -340,6 +450,7 @@ void agg_cluster_tick(agg_server *s)
     agg_cluster *c = s->cluster;
     if (!c || mono_us() < c->next_us)
         return;
+    follow_experiments(s);
     refresh(s);
     c->next_us = mono_us() + s->cfg->merge_interval_ms * 1000u;
 }

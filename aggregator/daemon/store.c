@@ -733,6 +733,29 @@ ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n)
     return s->ops->partials ? s->ops->partials(s, out, n) : LDPB_OK;
 }
 
+int agg_store_experiments_changed(agg_store *s)
+{
+    return s->ops->experiments_changed ? s->ops->experiments_changed(s) : 0;
+}
+
+static ldpb_err pending_settings_over(agg_store *s, agg_store_exp *v, size_t nv);
+
+ldpb_err agg_store_catalog(agg_store *s, agg_store_exp **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    agg_store_exp *v = NULL;
+    size_t nv = 0;
+    ldpb_err err = s->ops->catalog ? s->ops->catalog(s, &v, &nv) : LDPB_OK;
+    if (!err)
+        err = pending_settings_over(s, v, nv);
+    if (!err) {
+        *out = v;
+        *n = nv;
+    }
+    return err;
+}
+
 void agg_store_partials_free(agg_store_partial *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
@@ -784,15 +807,10 @@ int64_t agg_store_default_experiment(const agg_store *s)
     return s->default_id;
 }
 
-ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
+/* The settings of `default` as the first transaction will write them (pending_settings); on
+ * failure v is freed. */
+static ldpb_err pending_settings_over(agg_store *s, agg_store_exp *v, size_t nv)
 {
-    *out = NULL;
-    *n = 0;
-    agg_store_exp *v = NULL;
-    size_t nv = 0;
-    ldpb_err err = s->ops->experiments(s, &v, &nv);
-    if (err)
-        return err;
     for (size_t i = 0; s->pending_settings && i < nv; i++) {
         if (v[i].id != s->default_id)
             continue;
@@ -805,6 +823,20 @@ ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
         free(v[i].settings);
         v[i].settings = t;
     }
+    return LDPB_OK;
+}
+
+ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    agg_store_exp *v = NULL;
+    size_t nv = 0;
+    ldpb_err err = s->ops->experiments(s, &v, &nv);
+    if (!err)
+        err = pending_settings_over(s, v, nv);
+    if (err)
+        return err;
     if (s->pending_default) {
         /* Not written yet: listed as the first transaction will write it. */
         agg_store_exp *w = realloc(v, (nv + 1) * sizeof *w);

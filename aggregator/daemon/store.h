@@ -335,6 +335,19 @@ typedef struct agg_store_partial {
 ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n);
 void agg_store_partials_free(agg_store_partial *v, size_t n);
 
+/* Outside a transaction: whether another node (or this one) may have created, stopped, resumed
+ * or changed an experiment since the last call: 1 once the database's notification of such a
+ * change arrived (PostgreSQL: LISTEN ldpb_experiments, sent by every transaction that writes an
+ * experiments row's name, settings or running flag), or after a reconnect (a notification may
+ * have been lost with the connection); then agg_store_catalog tells what. 0 otherwise, and
+ * always on SQLite (one node). Reads what the connection holds, no round trip. */
+int agg_store_experiments_changed(agg_store *s);
+
+/* Outside a transaction: every stored experiment's id, name, settings, origin and running flag
+ * (no state, counters zero), ordered by id, one query; freed with agg_store_experiments_free.
+ * SQLite: none (*n = 0). LDPB_EIO, LDPB_ENOMEM, LDPB_ECORRUPT. */
+ldpb_err agg_store_catalog(agg_store *s, agg_store_exp **out, size_t *n);
+
 /* Counted reports per arm of experiment `exp` (0: `default`), through an index on (experiment,
  * arm): counts[0..k-1], zeroed first. LDPB_EIO; LDPB_ECORRUPT for an arm outside [0, k). */
 ldpb_err agg_store_arm_counts_exp(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k);
