@@ -130,6 +130,15 @@ ldpb_err agg_experiment_restore(agg_experiment *e, const uint8_t *blob, size_t l
     return LDPB_OK;
 }
 
+void agg_experiment_counts(const agg_experiment *e, uint64_t *reports, uint64_t *duplicates,
+                           uint64_t *assignments)
+{
+    agg_experiment *m = (agg_experiment *)e; /* atomic_load of a const atomic is not C11 */
+    *reports = atomic_load(&m->n_reports) + atomic_load(&m->peer_reports);
+    *duplicates = atomic_load(&m->n_duplicates) + atomic_load(&m->peer_duplicates);
+    *assignments = atomic_load(&m->n_assignments) + atomic_load(&m->peer_assignments);
+}
+
 /* ---- the registry ------------------------------------------------------------------------- */
 
 void agg_registry_init(agg_exp_registry *r)

@@ -16,8 +16,9 @@
 typedef struct peer {
     char node[AGG_STORE_NODE_NAME_MAX + 1];
     agg_policy *p;
-    uint64_t version; /* its policy_version: a new one is a new COMMIT */
-    int have;         /* restored at least once */
+    uint64_t version;                          /* its policy_version: a new one is a new COMMIT */
+    int have;                                  /* restored at least once */
+    uint64_t reports, duplicates, assignments; /* its counts, as last read */
 } peer;
 
 struct agg_cluster_exp {
@@ -238,6 +239,10 @@ static int take_partial(agg_server *s, agg_experiment *e, const agg_store_partia
         snprintf(pr->node, sizeof pr->node, "%s", pt->node);
         c->n_peers++;
     }
+    /* the counts move without the state (a batch of assignments only) */
+    pr->reports = pt->reports;
+    pr->duplicates = pt->duplicates;
+    pr->assignments = pt->assignments;
     if (pr->have && pr->version == pt->policy_version)
         return 0;
     if (agg_policy_restore(pr->p, pt->state, pt->state_len)) {
@@ -248,6 +253,27 @@ static int take_partial(agg_server *s, agg_experiment *e, const agg_store_partia
     pr->version = pt->policy_version;
     pr->have = 1;
     return 1;
+}
+
+/* Every additive experiment's other nodes' counts (agg_experiment_counts), from what the
+ * refresh read. */
+static void sum_peer_counts(agg_server *s)
+{
+    size_t n = agg_registry_count(&s->exps);
+    for (size_t i = 0; i < n; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (!e->cl)
+            continue;
+        uint64_t r = 0, d = 0, a = 0;
+        for (size_t j = 0; j < e->cl->n_peers; j++) {
+            r += e->cl->peers[j].reports;
+            d += e->cl->peers[j].duplicates;
+            a += e->cl->peers[j].assignments;
+        }
+        atomic_store(&e->peer_reports, r);
+        atomic_store(&e->peer_duplicates, d);
+        atomic_store(&e->peer_assignments, a);
+    }
 }
 
 /* The staleness of what a refresh brings: every commit of another node that it serves for the
@@ -289,6 +315,7 @@ static void refresh(agg_server *s)
     }
     for (size_t j = 0; j < n_changed; j++)
         serve_merge(s, changed[j]);
+    sum_peer_counts(s);
     uint64_t now = mono_us(), took_ms = (now - t0) / 1000u;
     for (size_t i = 0; i < n_ages; i++) {
         uint64_t bound = prev ? (now - prev) / 1000u : ages[i] + took_ms;

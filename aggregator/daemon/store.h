@@ -326,7 +326,8 @@ typedef struct agg_store_partial {
     size_t state_len;
     uint64_t policy_version;
     uint64_t reports;
-    uint64_t age_ms; /* the database's clock now minus its commit's */
+    uint64_t duplicates, assignments; /* that node's counts of the experiment */
+    uint64_t age_ms;                  /* the database's clock now minus its commit's */
 } agg_store_partial;
 
 /* Outside a transaction: every partial state the other nodes committed (rows of experiments

@@ -247,11 +247,11 @@ static const struct {
     /* The partials of the other nodes ($1 this one), aged by the database's clock. */
     {"partials",
      "SELECT id, node, state, policy_version, reports, greatest(0, (extract(epoch FROM"
-     " clock_timestamp()) * 1000)::bigint - updated_at_ms) FROM experiments"
-     " WHERE node IS NOT NULL AND node <> $1 AND state IS NOT NULL UNION ALL"
+     " clock_timestamp()) * 1000)::bigint - updated_at_ms), duplicates, assignments"
+     " FROM experiments WHERE node IS NOT NULL AND node <> $1 AND state IS NOT NULL UNION ALL"
      " SELECT experiment, node, state, policy_version, reports, greatest(0, (extract(epoch FROM"
-     " clock_timestamp()) * 1000)::bigint - committed_at_ms) FROM exp_node_state"
-     " WHERE node <> $1"},
+     " clock_timestamp()) * 1000)::bigint - committed_at_ms), duplicates, assignments"
+     " FROM exp_node_state WHERE node <> $1"},
     /* The next id is max + 1, after lock_exp_ids (PG_EXP_ID_LOCK_NS). A name that exists
      * inserts nothing and returns no id, without failing the transaction. */
     {"lock_exp_ids", "SELECT pg_advisory_xact_lock(" PG_EXP_ID_LOCK_NS ", 0)"},
@@ -1475,7 +1475,9 @@ static ldpb_err pg_partials(agg_store *s, agg_store_partial **out, size_t *n)
         size_t len = 0;
         unsigned char *blob = PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 2), &len);
         if (field_i64(r, i, 0, &p[k].experiment) || field_u64(r, i, 3, &p[k].policy_version) ||
-            field_u64(r, i, 4, &p[k].reports) || field_u64(r, i, 5, &age) || !blob) {
+            field_u64(r, i, 4, &p[k].reports) || field_u64(r, i, 5, &age) ||
+            field_u64(r, i, 6, &p[k].duplicates) || field_u64(r, i, 7, &p[k].assignments) ||
+            !blob) {
             PQfreemem(blob);
             say(s->errmsg, "reading the other nodes' states: a malformed row");
             err = LDPB_ECORRUPT;

@@ -3,7 +3,8 @@
  * created, stopped or resumed by an operator on one node is served (or refused) by the other
  * node without a restart, within a bounded time (printed); two nodes creating experiments at the
  * same moment both succeed, with distinct ids; one name created on both at once has exactly one
- * winner, the other answered LDPB_ESTATE "exists". */
+ * winner, the other answered LDPB_ESTATE "exists"; the counts of an additive experiment that
+ * ldpb status and the operator's SHOW answer are every node's, each report counted once. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -286,6 +287,97 @@ static void test_concurrent_creates(void **state)
     pair_stop(&p);
 }
 
+/* Assignments and reports of `default` through `c`: `n` of them, each acked new; their ids kept
+ * in ids[] (room for n). */
+typedef struct kept {
+    uint8_t id[LDPB_WIRE_ID_MAX];
+    size_t len;
+    int mech;
+    double eps;
+} kept;
+
+static void report_n(dt_client *c, int n, kept *ids)
+{
+    for (int i = 0; i < n; i++) {
+        uint32_t arm;
+        kept *k = &ids[i];
+        assert_int_equal(dt_assign(c, &arm, &k->mech, &k->eps, k->id, &k->len), 0);
+        dt_reply r;
+        assert_int_equal(dt_report(c, k->id, k->len, k->mech, k->eps, 1, (uint32_t)(i & 1), 0, &r),
+                         0);
+        int dup = -1;
+        assert_true(dt_is_ack(&r, &dup));
+        assert_int_equal(dup, 0);
+        dt_reply_clear(&r);
+    }
+}
+
+/* Status's reports and SHOW's reports and assignments of `default` through the node of `c` and
+ * `op`. */
+static void counts_of(dt_client *c, dt_client *op, uint64_t *status_reports, uint64_t *reports,
+                      uint64_t *assignments)
+{
+    uint64_t pulls[3];
+    assert_int_equal(dt_status(c, pulls, 3, status_reports), 3);
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__ExperimentCommand cmd = LDPB__V1__EXPERIMENT_COMMAND__INIT;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND;
+    env.experiment_command = &cmd;
+    cmd.op = OP_SHOW;
+    cmd.name = "default";
+    dt_reply r;
+    assert_int_equal(dt_client_call(op, &env, &r), 0);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY);
+    assert_int_equal(r.env->experiment_reply->n_experiments, 1);
+    *reports = r.env->experiment_reply->experiments[0]->reports;
+    *assignments = r.env->experiment_reply->experiments[0]->assignments;
+    dt_reply_clear(&r);
+}
+
+/* Each node takes its own reports (and one node the other's resent, duplicates): within a merge
+ * interval or so every node's status answers the sum, never more, each report counted once. */
+static void test_counts_summed(void **state)
+{
+    (void)state;
+    pair p;
+    pair_start(&p);
+    enum { ON_A = 20, ON_B = 12 };
+    kept ka[ON_A], kb[ON_B];
+    report_n(&p.ca, ON_A, ka);
+    report_n(&p.cb, ON_B, kb);
+    for (int i = 0; i < 5; i++) { /* resent to the other node: duplicates, not counted */
+        dt_reply r;
+        assert_int_equal(dt_report(&p.cb, ka[i].id, ka[i].len, ka[i].mech, ka[i].eps, 1,
+                                   (uint32_t)(i & 1), 0, &r),
+                         0);
+        int dup = -1;
+        assert_true(dt_is_ack(&r, &dup));
+        assert_int_equal(dup, 1);
+        dt_reply_clear(&r);
+    }
+    const uint64_t want = ON_A + ON_B;
+    uint64_t t0 = now_ms(), took = UINT64_MAX;
+    uint64_t sa = 0, ra = 0, aa = 0, sb = 0, rb = 0, ab = 0;
+    while (now_ms() - t0 < 5000) {
+        counts_of(&p.ca, &p.op_a, &sa, &ra, &aa);
+        counts_of(&p.cb, &p.op_b, &sb, &rb, &ab);
+        if (sa == want && ra == want && aa == want && sb == want && rb == want && ab == want) {
+            took = now_ms() - t0;
+            break;
+        }
+        sleep_ms(10);
+    }
+    print_message("status on node-a: %" PRIu64 " reports, %" PRIu64 " assignments; node-b: %" PRIu64
+                  " and %" PRIu64 " (of %" PRIu64 "), the sums %" PRIu64 " ms after the last ack\n",
+                  sa, aa, sb, ab, want, took);
+    assert_true(took != UINT64_MAX);
+    sleep_ms(300); /* never more than the sum */
+    counts_of(&p.ca, &p.op_a, &sa, &ra, &aa);
+    counts_of(&p.cb, &p.op_b, &sb, &rb, &ab);
+    assert_true(sa == want && ra == want && aa == want && sb == want && rb == want && ab == want);
+    pair_stop(&p);
+}
+
 int main(void)
 {
     if (!getenv("LDPB_TEST_PG_STATE")) {
@@ -296,6 +388,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_follow_create_stop),
         cmocka_unit_test(test_concurrent_creates),
+        cmocka_unit_test(test_counts_summed),
     };
     return cmocka_run_group_tests_name("experiments on several nodes", tests, NULL, NULL);
 }
