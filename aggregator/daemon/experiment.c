@@ -134,6 +134,12 @@ void agg_experiment_counts(const agg_experiment *e, uint64_t *reports, uint64_t 
                            uint64_t *assignments)
 {
     agg_experiment *m = (agg_experiment *)e; /* atomic_load of a const atomic is not C11 */
+    if (atomic_load(&m->counts_db)) {
+        *reports = atomic_load(&m->peer_reports);
+        *duplicates = atomic_load(&m->peer_duplicates);
+        *assignments = atomic_load(&m->peer_assignments);
+        return;
+    }
     *reports = atomic_load(&m->n_reports) + atomic_load(&m->peer_reports);
     *duplicates = atomic_load(&m->n_duplicates) + atomic_load(&m->peer_duplicates);
     *assignments = atomic_load(&m->n_assignments) + atomic_load(&m->peer_assignments);

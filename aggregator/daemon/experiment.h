@@ -65,8 +65,10 @@ typedef struct agg_experiment {
     agg_store_counters committed;                                /* committer only */
     atomic_uint_fast64_t n_reports, n_duplicates, n_assignments; /* this node's */
     /* Several nodes, an additive experiment: the other nodes' counts as the last merge refresh
-     * read them from their partial states (server_cluster.c); 0 otherwise. */
+     * read them from their partial states (server_cluster.c); 0 otherwise. A sequenced one
+     * (counts_db set): every node's counts as that refresh read them from the database. */
     atomic_uint_fast64_t peer_reports, peer_duplicates, peer_assignments;
+    atomic_int counts_db;
 
     /* committer only, during one batch */
     int touched, observed;

@@ -276,6 +276,39 @@ static void sum_peer_counts(agg_server *s)
     }
 }
 
+/* The sequenced experiments' counts, summed over the nodes by the database (one query for all
+ * of them; none without such experiments). */
+static void read_shared_counts(agg_server *s)
+{
+    size_t n = agg_registry_count(&s->exps), k = 0;
+    agg_store_counts *v = n ? calloc(n, sizeof *v) : NULL;
+    for (size_t i = 0; v && i < n; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (agg_seq_sequenced(s, e))
+            v[k++].experiment = e->store_id;
+    }
+    if (!k) {
+        free(v);
+        return;
+    }
+    pthread_mutex_lock(&s->store_mu);
+    ldpb_err err = agg_store_shared_counts(s->store, v, k);
+    pthread_mutex_unlock(&s->store_mu);
+    for (size_t i = 0, j = 0; !err && i < n && j < k; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (!agg_seq_sequenced(s, e))
+            continue;
+        agg_store_counts *c = &v[j++];
+        if (!c->found)
+            continue;
+        atomic_store(&e->peer_reports, c->reports);
+        atomic_store(&e->peer_duplicates, c->duplicates);
+        atomic_store(&e->peer_assignments, c->assignments);
+        atomic_store(&e->counts_db, 1);
+    }
+    free(v);
+}
+
 /* The staleness of what a refresh brings: every commit of another node that it serves for the
  * first time came after the last read began (else that read would have had it) or is the one
  * read now, so its lag from COMMIT to served is at most the time since the last read began, or
@@ -479,6 +512,7 @@ void agg_cluster_tick(agg_server *s)
         return;
     follow_experiments(s);
     refresh(s);
+    read_shared_counts(s);
     c->next_us = mono_us() + s->cfg->merge_interval_ms * 1000u;
 }
 

@@ -738,6 +738,17 @@ int agg_store_experiments_changed(agg_store *s)
     return s->ops->experiments_changed ? s->ops->experiments_changed(s) : 0;
 }
 
+ldpb_err agg_store_put_node_counts(agg_store *s, int64_t exp, uint64_t duplicates,
+                                   uint64_t assignments)
+{
+    return s->ops->put_counts ? s->ops->put_counts(s, exp, duplicates, assignments) : LDPB_OK;
+}
+
+ldpb_err agg_store_shared_counts(agg_store *s, agg_store_counts *v, size_t n)
+{
+    return s->ops->shared_counts && n ? s->ops->shared_counts(s, v, n) : LDPB_OK;
+}
+
 static ldpb_err pending_settings_over(agg_store *s, agg_store_exp *v, size_t nv);
 
 ldpb_err agg_store_catalog(agg_store *s, agg_store_exp **out, size_t *n)

@@ -349,6 +349,25 @@ int agg_store_experiments_changed(agg_store *s);
  * SQLite: none (*n = 0). LDPB_EIO, LDPB_ENOMEM, LDPB_ECORRUPT. */
 ldpb_err agg_store_catalog(agg_store *s, agg_store_exp **out, size_t *n);
 
+/* Inside an open transaction, several nodes: this node's counts of a sequenced experiment `exp`
+ * whose state another node (its sequencer) writes: `duplicates` answered in this transaction
+ * (added to the stored ones) and its `assignments` so far (replacing them), in this node's
+ * exp_node_state row with an empty state. SQLite: nothing (one node). LDPB_EIO. */
+ldpb_err agg_store_put_node_counts(agg_store *s, int64_t exp, uint64_t duplicates,
+                                   uint64_t assignments);
+
+/* Every node's counts of one experiment (agg_store_shared_counts). */
+typedef struct agg_store_counts {
+    int64_t experiment; /* in */
+    uint64_t reports, duplicates, assignments;
+    int found;
+} agg_store_counts;
+
+/* Outside a transaction, several nodes: the counts of the sequenced experiments v[i].experiment
+ * summed over the nodes (the reports its sequencer counted, every node's duplicates and
+ * assignments as committed), one query. SQLite: nothing found. LDPB_EIO, LDPB_ENOMEM. */
+ldpb_err agg_store_shared_counts(agg_store *s, agg_store_counts *v, size_t n);
+
 /* Counted reports per arm of experiment `exp` (0: `default`), through an index on (experiment,
  * arm): counts[0..k-1], zeroed first. LDPB_EIO; LDPB_ECORRUPT for an arm outside [0, k). */
 ldpb_err agg_store_arm_counts_exp(agg_store *s, int64_t exp, uint64_t *counts, uint32_t k);

@@ -172,10 +172,10 @@ static const char migrate_decisions_sql[] =
  * row `p`), the count of reports, the sums over every node's partial that the count checks,
  * whether any node has a state, the row's node, whether other nodes hold partials. */
 /* clang-format off */
-#define OWN(c) "CASE WHEN e.node IS NULL OR e.node = $1 THEN e." c " ELSE p." c " END"
+#define OWN(c) "CASE WHEN e.node = $1 OR e.node IS NULL AND p.node IS NULL THEN e." c " ELSE p." c " END"
 #define ALL(c) "(e." c " + coalesce(q." c ", 0))::bigint"
 #define EXP_COLUMNS                                                                                \
-    OWN("state") ","                                                                               \
+    "nullif(" OWN("state") ", ''::bytea),"                                                                               \
     " coalesce(" OWN("policy_version") ", 0), coalesce(" OWN("reports") ", 0),"                   \
     " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN("assignments") ", 0),"                   \
     " (SELECT count(*) FROM reports r WHERE r.experiment = e.id AND r.observed),"                  \
@@ -251,7 +251,27 @@ static const struct {
      " FROM experiments WHERE node IS NOT NULL AND node <> $1 AND state IS NOT NULL UNION ALL"
      " SELECT experiment, node, state, policy_version, reports, greatest(0, (extract(epoch FROM"
      " clock_timestamp()) * 1000)::bigint - committed_at_ms), duplicates, assignments"
-     " FROM exp_node_state WHERE node <> $1"},
+     " FROM exp_node_state WHERE node <> $1 AND length(state) > 0"},
+    /* A follower's counts of a sequenced experiment ($1, node $2): a row of exp_node_state
+     * with an empty state, its duplicates added ($3, this transaction's), its assignments
+     * replaced ($4, its running total). */
+    {"put_counts",
+     "INSERT INTO exp_node_state(experiment, node, state, policy_version, reports, duplicates,"
+     " assignments, committed_at_ms) SELECT $1, $2, ''::bytea, 0, 0, $3, $4,"
+     " (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+     " WHERE EXISTS (SELECT 1 FROM experiments WHERE id = $1)"
+     " ON CONFLICT (experiment, node) DO UPDATE SET"
+     " duplicates = exp_node_state.duplicates + EXCLUDED.duplicates,"
+     " assignments = EXCLUDED.assignments, committed_at_ms = EXCLUDED.committed_at_ms"
+     " WHERE length(exp_node_state.state) = 0"},
+    /* Every node's counts of the experiments $1 (an array): the row's (the sequencer's reports
+     * count every report once) plus the followers' count rows, but for that of the row's own
+     * node (its counts went on in the row). */
+    {"shared_counts",
+     "SELECT e.id, e.reports, e.duplicates + coalesce(sum(c.duplicates), 0),"
+     " e.assignments + coalesce(sum(c.assignments), 0) FROM experiments e"
+     " LEFT JOIN exp_node_state c ON c.experiment = e.id AND length(c.state) = 0"
+     " AND c.node IS DISTINCT FROM e.node WHERE e.id = ANY($1::bigint[]) GROUP BY e.id"},
     /* The next id is max + 1, after lock_exp_ids (PG_EXP_ID_LOCK_NS). A name that exists
      * inserts nothing and returns no id, without failing the transaction. */
     {"lock_exp_ids", "SELECT pg_advisory_xact_lock(" PG_EXP_ID_LOCK_NS ", 0)"},
@@ -1563,6 +1583,61 @@ static ldpb_err pg_catalog(agg_store *s, agg_store_exp **out, size_t *n)
     return LDPB_OK;
 }
 
+static ldpb_err pg_put_counts(agg_store *s, int64_t exp, uint64_t duplicates, uint64_t assignments)
+{
+    char id[24], dup[24], asg[24];
+    snprintf(id, sizeof id, "%" PRId64, exp);
+    u64_text(dup, sizeof dup, duplicates);
+    u64_text(asg, sizeof asg, assignments);
+    const char *v[4] = {id, s->node, dup, asg};
+    PGresult *r = run_prepared(s, "put_counts", 4, v, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_COMMAND_OK, "writing the node's counts");
+    PQclear(r);
+    return err;
+}
+
+static ldpb_err pg_shared_counts(agg_store *s, agg_store_counts *v, size_t n)
+{
+    pg_store *b = BE(s);
+    if (b->stuck || ((PQstatus(b->conn) != CONNECTION_OK || b->unreachable) && reconnect(s)))
+        return LDPB_EIO;
+    size_t cap = 2 + 21 * n;
+    char *ids = malloc(cap);
+    if (!ids) {
+        say(s->errmsg, "out of memory");
+        return LDPB_ENOMEM;
+    }
+    size_t k = 0;
+    ids[k++] = '{';
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(ids + k, cap - k, "%s%" PRId64, i ? "," : "", v[i].experiment);
+    snprintf(ids + k, cap - k, "}");
+    const char *pv[1] = {ids};
+    PGresult *r = run_prepared(s, "shared_counts", 1, pv, NULL, NULL);
+    free(ids);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading the nodes' counts");
+    for (int i = 0; !err && i < PQntuples(r); i++) {
+        int64_t id = 0;
+        uint64_t c[3];
+        if (field_i64(r, i, 0, &id) || field_u64(r, i, 1, &c[0]) || field_u64(r, i, 2, &c[1]) ||
+            field_u64(r, i, 3, &c[2])) {
+            say(s->errmsg, "reading the nodes' counts: a malformed row");
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        for (size_t j = 0; j < n; j++) {
+            if (v[j].experiment != id)
+                continue;
+            v[j].reports = c[0];
+            v[j].duplicates = c[1];
+            v[j].assignments = c[2];
+            v[j].found = 1;
+        }
+    }
+    PQclear(r);
+    return err;
+}
+
 static int pg_needs_reload(const agg_store *s)
 {
     const pg_store *b = s->be;
@@ -1616,6 +1691,8 @@ const agg_store_ops agg_store_pg_ops = {
     .partials = pg_partials,
     .experiments_changed = pg_experiments_changed,
     .catalog = pg_catalog,
+    .put_counts = pg_put_counts,
+    .shared_counts = pg_shared_counts,
     .unavailable = pg_unavailable,
     .needs_reload = pg_needs_reload,
     .reloaded = pg_reloaded,

@@ -52,18 +52,19 @@ typedef struct pair {
     dt_client ca, cb;     /* plain clients */
 } pair;
 
-static void write_conf(dt_daemon *d, const char *node, const char *admins)
+static void write_conf(dt_daemon *d, const char *node, const char *admins, const char *extra)
 {
     char conf[1024];
     snprintf(conf, sizeof conf,
              "policy = ldp-ts-b\narms = 3\nmechanism = linear\nepsilon = 1\n"
              "assignment_ttl_s = 600\nlog_level = info\nnode_name = %s\n"
-             "merge_interval_ms = 100\nadmin_list = %s\n",
-             node, admins);
+             "merge_interval_ms = 100\nadmin_list = %s\n%s",
+             node, admins, extra ? extra : "");
     assert_int_equal(dt_daemon_write_config(d, conf), 0);
 }
 
-static void pair_start(pair *p)
+/* `extra`: more lines of both nodes' configuration (sections), or NULL. */
+static void pair_start(pair *p, const char *extra)
 {
     memset(p, 0, sizeof *p);
     assert_int_equal(dt_daemon_init(&p->a), 0);
@@ -77,8 +78,8 @@ static void pair_start(pair *p)
     snprintf(admins, sizeof admins, "%s/admins", p->a.dir);
     assert_int_equal(ldpb_keyfile_write(admins, LDPB_KEYFILE_PUBLIC, p->op_a.kp.pk, 0, NULL),
                      LDPB_OK);
-    write_conf(&p->a, "node-a", admins);
-    write_conf(&p->b, "node-b", admins);
+    write_conf(&p->a, "node-a", admins, extra);
+    write_conf(&p->b, "node-b", admins, extra);
     assert_int_equal(dt_daemon_start(&p->a, NULL, NULL), 0);
     assert_int_equal(dt_daemon_start(&p->b, NULL, NULL), 0);
     assert_int_equal(dt_client_open(&p->op_b, p->b.ipc_url, p->b.server.pk, 10000), 0);
@@ -169,7 +170,7 @@ static void test_follow_create_stop(void **state)
 {
     (void)state;
     pair p;
-    pair_start(&p);
+    pair_start(&p, NULL);
     char why[1100];
     int running = 0;
     assert_int_equal(assign_in(&p.cb, "rt"), LDPB_ENOEXPERIMENT);
@@ -244,7 +245,7 @@ static void test_concurrent_creates(void **state)
 {
     (void)state;
     pair p;
-    pair_start(&p);
+    pair_start(&p, NULL);
     enum { ROUNDS = 20 };
     racer r[2];
     size_t failed = 0;
@@ -312,19 +313,34 @@ static void report_n(dt_client *c, int n, kept *ids)
     }
 }
 
-/* Status's reports and SHOW's reports and assignments of `default` through the node of `c` and
- * `op`. */
-static void counts_of(dt_client *c, dt_client *op, uint64_t *status_reports, uint64_t *reports,
-                      uint64_t *assignments)
+/* Status's reports of experiment `exp` through `c`. */
+static uint64_t status_reports_in(dt_client *c, const char *exp)
 {
-    uint64_t pulls[3];
-    assert_int_equal(dt_status(c, pulls, 3, status_reports), 3);
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__StatusRequest sr = LDPB__V1__STATUS_REQUEST__INIT;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_STATUS_REQUEST;
+    env.status_request = &sr;
+    sr.experiment = (char *)exp;
+    dt_reply r;
+    assert_int_equal(dt_client_call(c, &env, &r), 0);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_STATUS);
+    uint64_t n = r.env->status->reports;
+    dt_reply_clear(&r);
+    return n;
+}
+
+/* Status's reports and SHOW's reports and assignments of `exp` through the node of `c` and
+ * `op`. */
+static void counts_in(dt_client *c, dt_client *op, const char *exp, uint64_t *status_reports,
+                      uint64_t *reports, uint64_t *assignments)
+{
+    *status_reports = status_reports_in(c, exp);
     Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
     Ldpb__V1__ExperimentCommand cmd = LDPB__V1__EXPERIMENT_COMMAND__INIT;
     env.body_case = LDPB__V1__ENVELOPE__BODY_EXPERIMENT_COMMAND;
     env.experiment_command = &cmd;
     cmd.op = OP_SHOW;
-    cmd.name = "default";
+    cmd.name = (char *)exp;
     dt_reply r;
     assert_int_equal(dt_client_call(op, &env, &r), 0);
     assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_EXPERIMENT_REPLY);
@@ -340,7 +356,7 @@ static void test_counts_summed(void **state)
 {
     (void)state;
     pair p;
-    pair_start(&p);
+    pair_start(&p, NULL);
     enum { ON_A = 20, ON_B = 12 };
     kept ka[ON_A], kb[ON_B];
     report_n(&p.ca, ON_A, ka);
@@ -359,8 +375,8 @@ static void test_counts_summed(void **state)
     uint64_t t0 = now_ms(), took = UINT64_MAX;
     uint64_t sa = 0, ra = 0, aa = 0, sb = 0, rb = 0, ab = 0;
     while (now_ms() - t0 < 5000) {
-        counts_of(&p.ca, &p.op_a, &sa, &ra, &aa);
-        counts_of(&p.cb, &p.op_b, &sb, &rb, &ab);
+        counts_in(&p.ca, &p.op_a, "default", &sa, &ra, &aa);
+        counts_in(&p.cb, &p.op_b, "default", &sb, &rb, &ab);
         if (sa == want && ra == want && aa == want && sb == want && rb == want && ab == want) {
             took = now_ms() - t0;
             break;
@@ -372,9 +388,134 @@ static void test_counts_summed(void **state)
                   sa, aa, sb, ab, want, took);
     assert_true(took != UINT64_MAX);
     sleep_ms(300); /* never more than the sum */
-    counts_of(&p.ca, &p.op_a, &sa, &ra, &aa);
-    counts_of(&p.cb, &p.op_b, &sb, &rb, &ab);
+    counts_in(&p.ca, &p.op_a, "default", &sa, &ra, &aa);
+    counts_in(&p.cb, &p.op_b, "default", &sb, &rb, &ab);
     assert_true(sa == want && ra == want && aa == want && sb == want && rb == want && ab == want);
+    pair_stop(&p);
+}
+
+/* One assignment of `exp` through `c` and its report (bit 1), kept in *k: 1 acked new, 2 acked
+ * as a duplicate. */
+static int round_in(dt_client *c, const char *exp, kept *k)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__AssignRequest ar = LDPB__V1__ASSIGN_REQUEST__INIT;
+    ar.experiment = (char *)exp;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_ASSIGN_REQUEST;
+    env.assign_request = &ar;
+    dt_reply r;
+    assert_int_equal(dt_client_call(c, &env, &r), 0);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_ASSIGNMENT);
+    const Ldpb__V1__Assignment *as = r.env->assignment;
+    memcpy(k->id, as->assignment_id.data, as->assignment_id.len);
+    k->len = as->assignment_id.len;
+    k->mech = (int)as->mechanism;
+    k->eps = as->epsilon;
+    dt_reply_clear(&r);
+    return 0;
+}
+
+static int report_in(dt_client *c, const char *exp, const kept *k)
+{
+    Ldpb__V1__Envelope env = LDPB__V1__ENVELOPE__INIT;
+    Ldpb__V1__Report rep = LDPB__V1__REPORT__INIT;
+    env.body_case = LDPB__V1__ENVELOPE__BODY_REPORT;
+    env.report = &rep;
+    rep.assignment_id.data = (uint8_t *)k->id;
+    rep.assignment_id.len = k->len;
+    rep.mechanism = (Ldpb__V1__Mechanism)k->mech;
+    rep.epsilon = k->eps;
+    rep.value_case = LDPB__V1__REPORT__VALUE_BIT;
+    rep.bit = 1;
+    rep.experiment = (char *)exp;
+    dt_reply r;
+    assert_int_equal(dt_client_call(c, &env, &r), 0);
+    int dup = -1, out = 0;
+    if (dt_is_ack(&r, &dup))
+        out = dup ? 2 : 1;
+    dt_reply_clear(&r);
+    return out;
+}
+
+/* One number from the database of `d` (psql, the store URL). */
+static uint64_t db_number(const dt_daemon *d, const char *sql)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "psql '%s' -Atc \"%s\"", d->store, sql);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_int_equal(pclose(f), 0);
+    return strtoull(line, NULL, 10);
+}
+
+/* A sequenced experiment (ldp-se: its statistics do not add): node-a its sequencer, node-b a
+ * follower. The follower's duplicates and assignments reach the database in its batches'
+ * transactions, and the status of either node answers every node's counts, each report counted
+ * once (by the sequencer). */
+static void test_sequenced_counts(void **state)
+{
+    (void)state;
+    pair p;
+    pair_start(&p, "[experiment elim]\narms = 3\npolicy = ldp-se\nhorizon = 100000\n");
+    enum { ON_A = 6, ON_B = 9, RESENT = 4 };
+    kept ka[ON_A], kb[ON_B];
+    for (int i = 0; i < ON_A; i++) {
+        round_in(&p.ca, "elim", &ka[i]);
+        assert_int_equal(report_in(&p.ca, "elim", &ka[i]), 1);
+    }
+    for (int i = 0; i < ON_B; i++) {
+        round_in(&p.cb, "elim", &kb[i]);
+        assert_int_equal(report_in(&p.cb, "elim", &kb[i]), 1);
+    }
+    for (int i = 0; i < RESENT; i++) /* node-a's reports resent to node-b: its duplicates */
+        assert_int_equal(report_in(&p.cb, "elim", &ka[i]), 2);
+    const uint64_t want = ON_A + ON_B;
+    uint64_t t0 = now_ms(), took = UINT64_MAX;
+    uint64_t sa = 0, ra = 0, aa = 0, sb = 0, rb = 0, ab = 0;
+    while (now_ms() - t0 < 5000) {
+        counts_in(&p.ca, &p.op_a, "elim", &sa, &ra, &aa);
+        counts_in(&p.cb, &p.op_b, "elim", &sb, &rb, &ab);
+        if (sa == want && ra == want && aa == want && sb == want && rb == want && ab == want) {
+            took = now_ms() - t0;
+            break;
+        }
+        sleep_ms(10);
+    }
+    print_message("sequenced: status on node-a %" PRIu64 " reports, %" PRIu64
+                  " assignments; node-b %" PRIu64 " and %" PRIu64 " (of %" PRIu64 "), %" PRIu64
+                  " ms after the last ack\n",
+                  sa, aa, sb, ab, want, took);
+    assert_true(took != UINT64_MAX);
+    /* in the database: node-b's counts in its row, node-a's in the experiment's */
+    assert_int_equal(db_number(&p.b, "SELECT duplicates FROM exp_node_state WHERE node = 'node-b'"
+                                     " AND experiment = (SELECT id FROM experiments WHERE name ="
+                                     " 'elim')"),
+                     RESENT);
+    assert_int_equal(db_number(&p.b, "SELECT assignments FROM exp_node_state WHERE node ="
+                                     " 'node-b' AND experiment = (SELECT id FROM experiments"
+                                     " WHERE name = 'elim')"),
+                     ON_B);
+    assert_int_equal(db_number(&p.b, "SELECT reports FROM experiments WHERE name = 'elim'"), want);
+    /* restarted, the follower goes on from its own counts */
+    dt_client_close(&p.cb);
+    assert_int_equal(dt_daemon_signal_wait(&p.b, SIGTERM), 0);
+    assert_int_equal(dt_daemon_start(&p.b, NULL, NULL), 0);
+    assert_int_equal(dt_client_open(&p.cb, p.b.ipc_url, p.b.server.pk, 10000), 0);
+    assert_int_equal(dt_client_reconnect(&p.op_b, p.b.ipc_url, 10000), 0);
+    kept one;
+    round_in(&p.cb, "elim", &one);
+    assert_int_equal(report_in(&p.cb, "elim", &one), 1);
+    t0 = now_ms();
+    took = UINT64_MAX;
+    while (now_ms() - t0 < 5000 && took == UINT64_MAX) {
+        counts_in(&p.ca, &p.op_a, "elim", &sa, &ra, &aa);
+        if (sa == want + 1 && aa == want + 1)
+            took = now_ms() - t0;
+        sleep_ms(10);
+    }
+    assert_true(took != UINT64_MAX);
     pair_stop(&p);
 }
 
@@ -389,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_follow_create_stop),
         cmocka_unit_test(test_concurrent_creates),
         cmocka_unit_test(test_counts_summed),
+        cmocka_unit_test(test_sequenced_counts),
     };
     return cmocka_run_group_tests_name("experiments on several nodes", tests, NULL, NULL);
 }
