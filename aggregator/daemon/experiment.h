@@ -66,8 +66,11 @@ typedef struct agg_experiment {
     atomic_uint_fast64_t n_reports, n_duplicates, n_assignments; /* this node's */
     /* Several nodes, an additive experiment: the other nodes' counts as the last merge refresh
      * read them from their partial states (server_cluster.c); 0 otherwise. A sequenced one
-     * (counts_db set): every node's counts as that refresh read them from the database. */
+     * (counts_db set once read): peer_duplicates and peer_assignments are the other nodes' to
+     * add while this node is its sequencer, follow_* while it follows (store.h's
+     * agg_store_counts). */
     atomic_uint_fast64_t peer_reports, peer_duplicates, peer_assignments;
+    atomic_uint_fast64_t follow_duplicates, follow_assignments;
     atomic_int counts_db;
 
     /* committer only, during one batch */

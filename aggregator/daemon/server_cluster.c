@@ -301,9 +301,10 @@ static void read_shared_counts(agg_server *s)
         agg_store_counts *c = &v[j++];
         if (!c->found)
             continue;
-        atomic_store(&e->peer_reports, c->reports);
-        atomic_store(&e->peer_duplicates, c->duplicates);
-        atomic_store(&e->peer_assignments, c->assignments);
+        atomic_store(&e->peer_duplicates, c->lead_duplicates);
+        atomic_store(&e->peer_assignments, c->lead_assignments);
+        atomic_store(&e->follow_duplicates, c->follow_duplicates);
+        atomic_store(&e->follow_assignments, c->follow_assignments);
         atomic_store(&e->counts_db, 1);
     }
     free(v);

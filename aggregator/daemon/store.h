@@ -356,16 +356,19 @@ ldpb_err agg_store_catalog(agg_store *s, agg_store_exp **out, size_t *n);
 ldpb_err agg_store_put_node_counts(agg_store *s, int64_t exp, uint64_t duplicates,
                                    uint64_t assignments);
 
-/* Every node's counts of one experiment (agg_store_shared_counts). */
+/* The other nodes' counts of one sequenced experiment (agg_store_shared_counts), to add to this
+ * node's own live ones: lead_* where this node is its sequencer (the followers' count rows; its
+ * own reports, duplicates and assignments are in the experiments row it writes), follow_* where
+ * it is a follower (its reports are the sequencer's; the duplicates are every node's as
+ * committed, this one's included; the assignments every other node's). */
 typedef struct agg_store_counts {
     int64_t experiment; /* in */
-    uint64_t reports, duplicates, assignments;
+    uint64_t lead_duplicates, lead_assignments, follow_duplicates, follow_assignments;
     int found;
 } agg_store_counts;
 
 /* Outside a transaction, several nodes: the counts of the sequenced experiments v[i].experiment
- * summed over the nodes (the reports its sequencer counted, every node's duplicates and
- * assignments as committed), one query. SQLite: nothing found. LDPB_EIO, LDPB_ENOMEM. */
+ * (above), one query. SQLite: nothing found. LDPB_EIO, LDPB_ENOMEM. */
 ldpb_err agg_store_shared_counts(agg_store *s, agg_store_counts *v, size_t n);
 
 /* Counted reports per arm of experiment `exp` (0: `default`), through an index on (experiment,

@@ -264,14 +264,19 @@ static const struct {
      " duplicates = exp_node_state.duplicates + EXCLUDED.duplicates,"
      " assignments = EXCLUDED.assignments, committed_at_ms = EXCLUDED.committed_at_ms"
      " WHERE length(exp_node_state.state) = 0"},
-    /* Every node's counts of the experiments $1 (an array): the row's (the sequencer's reports
-     * count every report once) plus the followers' count rows, but for that of the row's own
-     * node (its counts went on in the row). */
+    /* The other nodes' counts of the experiments $1 (an array), $2 this node (store.h's
+     * agg_store_counts): as the sequencer, the followers' count rows; as a follower, the row's
+     * (the sequencer's: its reports count every report once) and the followers' count rows
+     * but for that of the row's own node (its counts went on in the row), this node's
+     * duplicates included, its assignments not (the caller's live count). */
     {"shared_counts",
-     "SELECT e.id, e.reports, e.duplicates + coalesce(sum(c.duplicates), 0),"
-     " e.assignments + coalesce(sum(c.assignments), 0) FROM experiments e"
+     "SELECT e.id, coalesce(sum(c.duplicates) FILTER (WHERE c.node <> $2), 0),"
+     " coalesce(sum(c.assignments) FILTER (WHERE c.node <> $2), 0),"
+     " e.duplicates + coalesce(sum(c.duplicates) FILTER (WHERE c.node IS DISTINCT FROM e.node),"
+     " 0), e.assignments + coalesce(sum(c.assignments) FILTER (WHERE c.node IS DISTINCT FROM"
+     " e.node AND c.node <> $2), 0) FROM experiments e"
      " LEFT JOIN exp_node_state c ON c.experiment = e.id AND length(c.state) = 0"
-     " AND c.node IS DISTINCT FROM e.node WHERE e.id = ANY($1::bigint[]) GROUP BY e.id"},
+     " WHERE e.id = ANY($1::bigint[]) GROUP BY e.id"},
     /* The next id is max + 1, after lock_exp_ids (PG_EXP_ID_LOCK_NS). A name that exists
      * inserts nothing and returns no id, without failing the transaction. */
     {"lock_exp_ids", "SELECT pg_advisory_xact_lock(" PG_EXP_ID_LOCK_NS ", 0)"},
@@ -1612,15 +1617,15 @@ static ldpb_err pg_shared_counts(agg_store *s, agg_store_counts *v, size_t n)
     for (size_t i = 0; i < n; i++)
         k += (size_t)snprintf(ids + k, cap - k, "%s%" PRId64, i ? "," : "", v[i].experiment);
     snprintf(ids + k, cap - k, "}");
-    const char *pv[1] = {ids};
-    PGresult *r = run_prepared(s, "shared_counts", 1, pv, NULL, NULL);
+    const char *pv[2] = {ids, s->node};
+    PGresult *r = run_prepared(s, "shared_counts", 2, pv, NULL, NULL);
     free(ids);
     ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading the nodes' counts");
     for (int i = 0; !err && i < PQntuples(r); i++) {
         int64_t id = 0;
-        uint64_t c[3];
+        uint64_t c[4];
         if (field_i64(r, i, 0, &id) || field_u64(r, i, 1, &c[0]) || field_u64(r, i, 2, &c[1]) ||
-            field_u64(r, i, 3, &c[2])) {
+            field_u64(r, i, 3, &c[2]) || field_u64(r, i, 4, &c[3])) {
             say(s->errmsg, "reading the nodes' counts: a malformed row");
             err = LDPB_ECORRUPT;
             break;
@@ -1628,9 +1633,10 @@ static ldpb_err pg_shared_counts(agg_store *s, agg_store_counts *v, size_t n)
         for (size_t j = 0; j < n; j++) {
             if (v[j].experiment != id)
                 continue;
-            v[j].reports = c[0];
-            v[j].duplicates = c[1];
-            v[j].assignments = c[2];
+            v[j].lead_duplicates = c[0];
+            v[j].lead_assignments = c[1];
+            v[j].follow_duplicates = c[2];
+            v[j].follow_assignments = c[3];
             v[j].found = 1;
         }
     }
