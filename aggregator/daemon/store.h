@@ -331,7 +331,8 @@ typedef struct agg_store_partial {
 } agg_store_partial;
 
 /* Outside a transaction: every partial state the other nodes committed (rows of experiments
- * held by another node, and exp_node_state rows of other nodes). *out malloc'd (NULL when *n is
+ * held by another node, and exp_node_state rows of other nodes but for those of counts only,
+ * agg_store_put_node_counts). *out malloc'd (NULL when *n is
  * 0), freed with agg_store_partials_free. SQLite: none. LDPB_EIO, LDPB_ENOMEM. */
 ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n);
 void agg_store_partials_free(agg_store_partial *v, size_t n);

@@ -13,7 +13,8 @@
  * marker (state_id.h; the identity row is in the database, shared by the nodes) and the replay
  * log. The experiments row holds the state of the first node that wrote it (experiments.node);
  * another node's partial state of an additive experiment is its exp_node_state row
- * (server_cluster.h merges them).
+ * (server_cluster.h merges them), and a follower's counts of a sequenced experiment its
+ * exp_node_state row with an empty state (no partial: the sequencer writes the one state).
  *
  * A lost connection is taken up again by the next transaction (agg_store_begin): PQreset, the
  * session settings, the advisory lock and the prepared statements again. Until then every
@@ -172,10 +173,11 @@ static const char migrate_decisions_sql[] =
  * row `p`), the count of reports, the sums over every node's partial that the count checks,
  * whether any node has a state, the row's node, whether other nodes hold partials. */
 /* clang-format off */
-#define OWN(c) "CASE WHEN e.node = $1 OR e.node IS NULL AND p.node IS NULL THEN e." c " ELSE p." c " END"
+#define OWN(c)                                                                                     \
+    "CASE WHEN e.node = $1 OR e.node IS NULL AND p.node IS NULL THEN e." c " ELSE p." c " END"
 #define ALL(c) "(e." c " + coalesce(q." c ", 0))::bigint"
 #define EXP_COLUMNS                                                                                \
-    "nullif(" OWN("state") ", ''::bytea),"                                                                               \
+    "nullif(" OWN("state") ", ''::bytea),"                                                         \
     " coalesce(" OWN("policy_version") ", 0), coalesce(" OWN("reports") ", 0),"                   \
     " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN("assignments") ", 0),"                   \
     " (SELECT count(*) FROM reports r WHERE r.experiment = e.id AND r.observed),"                  \
