@@ -9,6 +9,7 @@
 #include "ldpb/detail.h"
 #include "server.h"
 #include "server_cluster.h"
+#include "server_seq.h"
 
 #define say(out, ...) ldpb_detailf((out), AGG_SERVER_ERRMAX, __VA_ARGS__)
 
@@ -128,6 +129,22 @@ ldpb_err agg_experiment_restore(agg_experiment *e, const uint8_t *blob, size_t l
     atomic_store(&e->n_duplicates, c->duplicates);
     atomic_store(&e->n_assignments, c->assignments);
     return LDPB_OK;
+}
+
+void agg_experiment_counts(const agg_experiment *e, uint64_t *reports, uint64_t *duplicates,
+                           uint64_t *assignments)
+{
+    agg_experiment *m = (agg_experiment *)e; /* atomic_load of a const atomic is not C11 */
+    if (atomic_load(&m->counts_db) && atomic_load(&m->seq_role) != AGG_SEQ_LEADER) {
+        /* a follower: the sequencer's reports as served, the duplicates as committed */
+        *reports = atomic_load(&m->n_reports);
+        *duplicates = atomic_load(&m->follow_duplicates);
+        *assignments = atomic_load(&m->n_assignments) + atomic_load(&m->follow_assignments);
+        return;
+    }
+    *reports = atomic_load(&m->n_reports) + atomic_load(&m->peer_reports);
+    *duplicates = atomic_load(&m->n_duplicates) + atomic_load(&m->peer_duplicates);
+    *assignments = atomic_load(&m->n_assignments) + atomic_load(&m->peer_assignments);
 }
 
 /* ---- the registry ------------------------------------------------------------------------- */

@@ -40,6 +40,8 @@ typedef struct agg_experiment {
     atomic_uint_fast64_t retention_s;
     int from_config; /* declared by the configuration (else created at run time) */
     int declared;    /* committer-free scratch for a reload: still in the configuration */
+    int diverged;    /* several nodes: its settings in the database are not this node's (under
+                        exp_mu): not served here until a restart */
     size_t index;    /* position in declaration/creation order */
 
     agg_policy *policy; /* served: always a committed state */
@@ -60,8 +62,16 @@ typedef struct agg_experiment {
      * state and the other nodes' of an additive experiment; NULL otherwise. */
     struct agg_cluster_exp *cl;
 
-    agg_store_counters committed; /* committer only */
-    atomic_uint_fast64_t n_reports, n_duplicates, n_assignments;
+    agg_store_counters committed;                                /* committer only */
+    atomic_uint_fast64_t n_reports, n_duplicates, n_assignments; /* this node's */
+    /* Several nodes, an additive experiment: the other nodes' counts as the last merge refresh
+     * read them from their partial states (server_cluster.c); 0 otherwise. A sequenced one
+     * (counts_db set once read): peer_duplicates and peer_assignments are the other nodes' to
+     * add while this node is its sequencer, follow_* while it follows (store.h's
+     * agg_store_counts). */
+    atomic_uint_fast64_t peer_reports, peer_duplicates, peer_assignments;
+    atomic_uint_fast64_t follow_duplicates, follow_assignments;
+    atomic_int counts_db;
 
     /* committer only, during one batch */
     int touched, observed;
@@ -88,6 +98,12 @@ void agg_experiment_free(agg_experiment *e);
 /* Restores a stored state blob into both instances and sets the counters. */
 ldpb_err agg_experiment_restore(agg_experiment *e, const uint8_t *blob, size_t len,
                                 const agg_store_counters *c);
+
+/* The experiment's counts across the nodes of a shared store, for ldpb status and the operator's
+ * ExperimentInfo: this node's own plus the other nodes' as last read (each report counted once:
+ * each node's partial counts only the reports it took). On one node, this node's. */
+void agg_experiment_counts(const agg_experiment *e, uint64_t *reports, uint64_t *duplicates,
+                           uint64_t *assignments);
 
 /* 1 if `name` is NULL, empty or "default". */
 int agg_experiment_is_default_name(const char *name);

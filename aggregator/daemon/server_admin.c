@@ -149,8 +149,8 @@ static void info_of(agg_experiment *e, Ldpb__V1__ExperimentInfo *m)
         m->has_horizon = 1;
         m->horizon = ec->params.horizon;
     }
-    m->reports = atomic_load(&e->n_reports);
-    m->assignments = atomic_load(&e->n_assignments);
+    uint64_t dups = 0;
+    agg_experiment_counts(e, &m->reports, &dups, &m->assignments); /* every node's */
     m->running = atomic_load(&e->running) != 0;
 }
 

@@ -16,8 +16,9 @@
 typedef struct peer {
     char node[AGG_STORE_NODE_NAME_MAX + 1];
     agg_policy *p;
-    uint64_t version; /* its policy_version: a new one is a new COMMIT */
-    int have;         /* restored at least once */
+    uint64_t version;                          /* its policy_version: a new one is a new COMMIT */
+    int have;                                  /* restored at least once */
+    uint64_t reports, duplicates, assignments; /* its counts, as last read */
 } peer;
 
 struct agg_cluster_exp {
@@ -37,7 +38,8 @@ struct agg_cluster {
     uint32_t ring[STALE_RING];
     size_t n_samples; /* all time; the ring holds the last min(n, STALE_RING) */
     uint64_t refreshes;
-    int warned; /* a failing read logged once until one works */
+    int warned;     /* a failing read logged once until one works */
+    int follow_due; /* the experiments changed and are still to be read (a read failed) */
 };
 
 int agg_cluster_additive(const agg_experiment *e)
@@ -237,6 +239,10 @@ static int take_partial(agg_server *s, agg_experiment *e, const agg_store_partia
         snprintf(pr->node, sizeof pr->node, "%s", pt->node);
         c->n_peers++;
     }
+    /* the counts move without the state (a batch of assignments only) */
+    pr->reports = pt->reports;
+    pr->duplicates = pt->duplicates;
+    pr->assignments = pt->assignments;
     if (pr->have && pr->version == pt->policy_version)
         return 0;
     if (agg_policy_restore(pr->p, pt->state, pt->state_len)) {
@@ -247,6 +253,61 @@ static int take_partial(agg_server *s, agg_experiment *e, const agg_store_partia
     pr->version = pt->policy_version;
     pr->have = 1;
     return 1;
+}
+
+/* Every additive experiment's other nodes' counts (agg_experiment_counts), from what the
+ * refresh read. */
+static void sum_peer_counts(agg_server *s)
+{
+    size_t n = agg_registry_count(&s->exps);
+    for (size_t i = 0; i < n; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (!e->cl)
+            continue;
+        uint64_t r = 0, d = 0, a = 0;
+        for (size_t j = 0; j < e->cl->n_peers; j++) {
+            r += e->cl->peers[j].reports;
+            d += e->cl->peers[j].duplicates;
+            a += e->cl->peers[j].assignments;
+        }
+        atomic_store(&e->peer_reports, r);
+        atomic_store(&e->peer_duplicates, d);
+        atomic_store(&e->peer_assignments, a);
+    }
+}
+
+/* The sequenced experiments' counts, summed over the nodes by the database (one query for all
+ * of them; none without such experiments). */
+static void read_shared_counts(agg_server *s)
+{
+    size_t n = agg_registry_count(&s->exps), k = 0;
+    agg_store_counts *v = n ? calloc(n, sizeof *v) : NULL;
+    for (size_t i = 0; v && i < n; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (agg_seq_sequenced(s, e))
+            v[k++].experiment = e->store_id;
+    }
+    if (!k) {
+        free(v);
+        return;
+    }
+    pthread_mutex_lock(&s->store_mu);
+    ldpb_err err = agg_store_shared_counts(s->store, v, k);
+    pthread_mutex_unlock(&s->store_mu);
+    for (size_t i = 0, j = 0; !err && i < n && j < k; i++) {
+        agg_experiment *e = agg_registry_at(&s->exps, i);
+        if (!agg_seq_sequenced(s, e))
+            continue;
+        agg_store_counts *c = &v[j++];
+        if (!c->found)
+            continue;
+        atomic_store(&e->peer_duplicates, c->lead_duplicates);
+        atomic_store(&e->peer_assignments, c->lead_assignments);
+        atomic_store(&e->follow_duplicates, c->follow_duplicates);
+        atomic_store(&e->follow_assignments, c->follow_assignments);
+        atomic_store(&e->counts_db, 1);
+    }
+    free(v);
 }
 
 /* The staleness of what a refresh brings: every commit of another node that it serves for the
@@ -288,6 +349,7 @@ static void refresh(agg_server *s)
     }
     for (size_t j = 0; j < n_changed; j++)
         serve_merge(s, changed[j]);
+    sum_peer_counts(s);
     uint64_t now = mono_us(), took_ms = (now - t0) / 1000u;
     for (size_t i = 0; i < n_ages; i++) {
         uint64_t bound = prev ? (now - prev) / 1000u : ages[i] + took_ms;
@@ -299,6 +361,115 @@ static void refresh(agg_server *s)
     pthread_mutex_lock(&c->mu);
     c->refreshes++;
     pthread_mutex_unlock(&c->mu);
+}
+
+/* ---- experiments created, stopped or resumed by other nodes ------------------------------ */
+
+/* Whether `e`'s settings are the stored `text`: equal, or differing only where the running
+ * experiment may take the stored value (the decision retention, taken here). 0, or 1 with the
+ * reason in `why`. */
+static int settings_follow(agg_experiment *e, const agg_exp_config *stored, const char *text,
+                           char *why)
+{
+    char mine[AGG_EXP_SETTINGS_MAX];
+    size_t n = agg_exp_config_format(&e->ec, mine, sizeof mine);
+    if (n && strlen(text) == n && memcmp(mine, text, n) == 0)
+        return 0;
+    if (exp_change_refused(&e->ec, stored, why))
+        return 1;
+    if (e->ec.decision_retention_s != stored->decision_retention_s) {
+        atomic_store(&e->retention_s, stored->decision_retention_s);
+        e->ec.decision_retention_s = stored->decision_retention_s;
+    }
+    return 0;
+}
+
+/* A stored experiment this node does not know: built from its stored settings, registered with
+ * the stored running flag and a fresh state (an additive one merges the others' partials at the
+ * refresh that follows; a sequenced one serves its sequencer's state once the sequencer thread
+ * has seen it). */
+static void follow_new(agg_server *s, const agg_store_exp *st, const agg_exp_config *ec)
+{
+    char why[AGG_SERVER_ERRMAX] = "";
+    if (agg_registry_count(&s->exps) >= s->cfg->experiments_max) {
+        logf_(s, AGG_LOG_ERROR,
+              "experiment %s, created by another node, is not served here: this node holds "
+              "experiments_max = %" PRIu64 " experiments already",
+              st->name, s->cfg->experiments_max);
+        return;
+    }
+    agg_experiment *e = NULL;
+    ldpb_err err = agg_experiment_new(&e, ec, s->seed_rng, why); /* seed_rng: under exp_mu */
+    if (!err) {
+        e->from_config = st->from_config;
+        e->store_id = st->id;
+        atomic_store(&e->running, st->running);
+        err = agg_registry_add(&s->exps, e);
+        if (err)
+            agg_experiment_free(e);
+    }
+    if (err) {
+        logf_(s, AGG_LOG_ERROR, "experiment %s, created by another node, cannot be served: %s",
+              st->name, why[0] ? why : ldpb_strerror(err));
+        return;
+    }
+    logf_(s, AGG_LOG_INFO,
+          "experiment %s, created by another node, is served here too (%s): policy %s (%s "
+          "mode), %u arms",
+          e->ec.name, st->running ? "running" : "stopped", e->ec.policy, agg_mode_name(e->ec.mode),
+          (unsigned)e->ec.params.k);
+}
+
+/* One stored experiment: this node's copy follows its row. */
+static void follow_one(agg_server *s, const agg_store_exp *st)
+{
+    agg_exp_config ec;
+    char why[AGG_SERVER_ERRMAX] = "";
+    if (agg_exp_config_parse(&ec, st->name, st->settings, why)) {
+        logf_(s, AGG_LOG_ERROR, "experiment %s: the stored settings do not parse (%s)", st->name,
+              why);
+        return;
+    }
+    agg_experiment *e = agg_registry_find(&s->exps, st->name);
+    if (!e) {
+        follow_new(s, st, &ec);
+    } else if (e->diverged) {
+        /* refused once, logged once: it stays off here until a restart settles it */
+    } else if (settings_follow(e, &ec, st->settings, why)) {
+        e->diverged = 1;
+        atomic_store(&e->running, 0);
+        logf_(s, AGG_LOG_ERROR,
+              "experiment %s: its settings in the database are not this node's (%s): this node "
+              "no longer serves it",
+              st->name, why);
+    } else if ((atomic_load(&e->running) != 0) != (st->running != 0)) {
+        atomic_store(&e->running, st->running);
+        logf_(s, AGG_LOG_INFO, "experiment %s %s by another node", st->name,
+              st->running ? "resumed" : "stopped (its state is kept)");
+    }
+    agg_exp_config_fini(&ec);
+}
+
+/* When the database said the experiments changed: every row read (one query of names, settings
+ * and flags) and followed, under exp_mu as the operator's commands are, so a local create or stop
+ * and this read are one after the other. */
+static void follow_experiments(agg_server *s)
+{
+    agg_cluster *c = s->cluster;
+    agg_store_exp *v = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&s->exp_mu);
+    pthread_mutex_lock(&s->store_mu);
+    c->follow_due |= agg_store_experiments_changed(s->store);
+    ldpb_err err = c->follow_due ? agg_store_catalog(s->store, &v, &n) : LDPB_OK;
+    pthread_mutex_unlock(&s->store_mu);
+    if (c->follow_due && !err) {
+        c->follow_due = 0;
+        for (size_t i = 0; i < n; i++)
+            follow_one(s, &v[i]);
+    }
+    pthread_mutex_unlock(&s->exp_mu);
+    agg_store_experiments_free(v, n);
 }
 
 ldpb_err agg_cluster_init(agg_server *s, char *errmsg)
@@ -340,7 +511,9 @@ void agg_cluster_tick(agg_server *s)
     agg_cluster *c = s->cluster;
     if (!c || mono_us() < c->next_us)
         return;
+    follow_experiments(s);
     refresh(s);
+    read_shared_counts(s);
     c->next_us = mono_us() + s->cfg->merge_interval_ms * 1000u;
 }
 

@@ -657,8 +657,8 @@ void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
     env.status = &st;
     st.policy = e->ec.policy;
     st.model = (char *)model_name(e->policy->ops->model);
-    st.reports = atomic_load(&e->n_reports);
-    st.assignments = atomic_load(&e->n_assignments);
+    uint64_t dups = 0;
+    agg_experiment_counts(e, &st.reports, &dups, &st.assignments); /* every node's */
     /* Named only when asked for by name: an old client's status stays as it was. */
     if (name)
         st.experiment = e->ec.name;

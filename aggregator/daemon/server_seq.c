@@ -167,6 +167,10 @@ ldpb_err agg_seq_commit_hook(agg_server *s, agg_experiment *e, size_t n, int *do
         size_t nx = e->contextual && it->x ? agg_ctx_policy_d(e->next) : 0;
         err = agg_store_seq_defer(s->store, it->id, AGG_TOKEN_BYTES, nx ? it->x : NULL, nx);
     }
+    /* this node's duplicates and assignments, which the sequencer's row does not count */
+    if (!err)
+        err = agg_store_put_node_counts(s->store, e->store_id, e->b_dup,
+                                        atomic_load(&e->n_assignments));
     e->observed = 0;
     e->pending = e->committed;
     return err;

@@ -798,6 +798,40 @@ ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n)
     return s->ops->partials ? s->ops->partials(s, out, n) : LDPB_OK;
 }
 
+int agg_store_experiments_changed(agg_store *s)
+{
+    return s->ops->experiments_changed ? s->ops->experiments_changed(s) : 0;
+}
+
+ldpb_err agg_store_put_node_counts(agg_store *s, int64_t exp, uint64_t duplicates,
+                                   uint64_t assignments)
+{
+    return s->ops->put_counts ? s->ops->put_counts(s, exp, duplicates, assignments) : LDPB_OK;
+}
+
+ldpb_err agg_store_shared_counts(agg_store *s, agg_store_counts *v, size_t n)
+{
+    return s->ops->shared_counts && n ? s->ops->shared_counts(s, v, n) : LDPB_OK;
+}
+
+static ldpb_err pending_settings_over(agg_store *s, agg_store_exp *v, size_t nv);
+
+ldpb_err agg_store_catalog(agg_store *s, agg_store_exp **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    agg_store_exp *v = NULL;
+    size_t nv = 0;
+    ldpb_err err = s->ops->catalog ? s->ops->catalog(s, &v, &nv) : LDPB_OK;
+    if (!err)
+        err = pending_settings_over(s, v, nv);
+    if (!err) {
+        *out = v;
+        *n = nv;
+    }
+    return err;
+}
+
 void agg_store_partials_free(agg_store_partial *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
@@ -849,15 +883,10 @@ int64_t agg_store_default_experiment(const agg_store *s)
     return s->default_id;
 }
 
-ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
+/* The settings of `default` as the first transaction will write them (pending_settings); on
+ * failure v is freed. */
+static ldpb_err pending_settings_over(agg_store *s, agg_store_exp *v, size_t nv)
 {
-    *out = NULL;
-    *n = 0;
-    agg_store_exp *v = NULL;
-    size_t nv = 0;
-    ldpb_err err = s->ops->experiments(s, &v, &nv);
-    if (err)
-        return err;
     for (size_t i = 0; s->pending_settings && i < nv; i++) {
         if (v[i].id != s->default_id)
             continue;
@@ -870,6 +899,20 @@ ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
         free(v[i].settings);
         v[i].settings = t;
     }
+    return LDPB_OK;
+}
+
+ldpb_err agg_store_experiments(agg_store *s, agg_store_exp **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    agg_store_exp *v = NULL;
+    size_t nv = 0;
+    ldpb_err err = s->ops->experiments(s, &v, &nv);
+    if (!err)
+        err = pending_settings_over(s, v, nv);
+    if (err)
+        return err;
     if (s->pending_default) {
         /* Not written yet: listed as the first transaction will write it. */
         agg_store_exp *w = realloc(v, (nv + 1) * sizeof *w);

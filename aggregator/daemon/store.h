@@ -363,14 +363,51 @@ typedef struct agg_store_partial {
     size_t state_len;
     uint64_t policy_version;
     uint64_t reports;
-    uint64_t age_ms; /* the database's clock now minus its commit's */
+    uint64_t duplicates, assignments; /* that node's counts of the experiment */
+    uint64_t age_ms;                  /* the database's clock now minus its commit's */
 } agg_store_partial;
 
 /* Outside a transaction: every partial state the other nodes committed (rows of experiments
- * held by another node, and exp_node_state rows of other nodes). *out malloc'd (NULL when *n is
+ * held by another node, and exp_node_state rows of other nodes but for those of counts only,
+ * agg_store_put_node_counts). *out malloc'd (NULL when *n is
  * 0), freed with agg_store_partials_free. SQLite: none. LDPB_EIO, LDPB_ENOMEM. */
 ldpb_err agg_store_partials(agg_store *s, agg_store_partial **out, size_t *n);
 void agg_store_partials_free(agg_store_partial *v, size_t n);
+
+/* Outside a transaction: whether another node (or this one) may have created, stopped, resumed
+ * or changed an experiment since the last call: 1 once the database's notification of such a
+ * change arrived (PostgreSQL: LISTEN ldpb_experiments, sent by every transaction that writes an
+ * experiments row's name, settings or running flag), or after a reconnect (a notification may
+ * have been lost with the connection); then agg_store_catalog tells what. 0 otherwise, and
+ * always on SQLite (one node). Reads what the connection holds, no round trip. */
+int agg_store_experiments_changed(agg_store *s);
+
+/* Outside a transaction: every stored experiment's id, name, settings, origin and running flag
+ * (no state, counters zero), ordered by id, one query; freed with agg_store_experiments_free.
+ * SQLite: none (*n = 0). LDPB_EIO, LDPB_ENOMEM, LDPB_ECORRUPT. */
+ldpb_err agg_store_catalog(agg_store *s, agg_store_exp **out, size_t *n);
+
+/* Inside an open transaction, several nodes: this node's counts of a sequenced experiment `exp`
+ * whose state another node (its sequencer) writes: `duplicates` answered in this transaction
+ * (added to the stored ones) and its `assignments` so far (replacing them), in this node's
+ * exp_node_state row with an empty state. SQLite: nothing (one node). LDPB_EIO. */
+ldpb_err agg_store_put_node_counts(agg_store *s, int64_t exp, uint64_t duplicates,
+                                   uint64_t assignments);
+
+/* The other nodes' counts of one sequenced experiment (agg_store_shared_counts), to add to this
+ * node's own live ones: lead_* where this node is its sequencer (the followers' count rows; its
+ * own reports, duplicates and assignments are in the experiments row it writes), follow_* where
+ * it is a follower (its reports are the sequencer's; the duplicates are every node's as
+ * committed, this one's included; the assignments every other node's). */
+typedef struct agg_store_counts {
+    int64_t experiment; /* in */
+    uint64_t lead_duplicates, lead_assignments, follow_duplicates, follow_assignments;
+    int found;
+} agg_store_counts;
+
+/* Outside a transaction, several nodes: the counts of the sequenced experiments v[i].experiment
+ * (above), one query. SQLite: nothing found. LDPB_EIO, LDPB_ENOMEM. */
+ldpb_err agg_store_shared_counts(agg_store *s, agg_store_counts *v, size_t n);
 
 /* Counted reports per arm of experiment `exp` (0: `default`), through an index on (experiment,
  * arm): counts[0..k-1], zeroed first. LDPB_EIO; LDPB_ECORRUPT for an arm outside [0, k). */

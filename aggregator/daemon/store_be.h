@@ -86,6 +86,13 @@ typedef struct agg_store_ops {
     const char *no_backup;
     /* issue 19: sequenced experiments (store_seq.h); NULL: a sole node, the sequencer of all */
     const struct agg_store_seq_ops *seq;
+    /* store.h's agg_store_experiments_changed and agg_store_catalog; NULL: a backend of one
+     * node, whose experiments change only through it */
+    int (*experiments_changed)(agg_store *s);
+    ldpb_err (*catalog)(agg_store *s, agg_store_exp **out, size_t *n);
+    /* store.h's agg_store_put_node_counts and agg_store_shared_counts; NULL: one node */
+    ldpb_err (*put_counts)(agg_store *s, int64_t exp, uint64_t duplicates, uint64_t assignments);
+    ldpb_err (*shared_counts)(agg_store *s, agg_store_counts *v, size_t n);
 } agg_store_ops;
 
 extern const agg_store_ops agg_store_sqlite_ops;

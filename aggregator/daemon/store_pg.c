@@ -13,7 +13,8 @@
  * marker (state_id.h; the identity row is in the database, shared by the nodes) and the replay
  * log. The experiments row holds the state of the first node that wrote it (experiments.node);
  * another node's partial state of an additive experiment is its exp_node_state row
- * (server_cluster.h merges them).
+ * (server_cluster.h merges them), and a follower's counts of a sequenced experiment its
+ * exp_node_state row with an empty state (no partial: the sequencer writes the one state).
  *
  * A lost connection is taken up again by the next transaction (agg_store_begin): PQreset, the
  * session settings, the advisory lock and the prepared statements again. Until then every
@@ -50,6 +51,16 @@
  * "ldpb" read as a big-endian integer. */
 #define PG_NODE_LOCK_NS "1818521698"
 #define PG_LOCK_WAIT_MS 3000
+/* The lock around an experiment id's allocation, pg_advisory_xact_lock(PG_EXP_ID_LOCK_NS, 0):
+ * "ldex" read as a big-endian integer. Held to the end of the creating transaction, so the next
+ * creator's max + 1 (a statement after the lock, so a snapshot after that COMMIT) sees its row:
+ * nodes creating experiments at once get distinct ids, and one name twice gives one winner and
+ * one "exists", not a failed transaction. */
+#define PG_EXP_ID_LOCK_NS "1818518904"
+/* The notification of every transaction that adds an experiment or writes its running flag or
+ * settings, delivered at its COMMIT to every node's connection (each LISTENs from its session's
+ * start): agg_store_experiments_changed. */
+#define PG_EXP_CHANNEL "ldpb_experiments"
 
 typedef struct pg_store {
     PGconn *conn;
@@ -64,6 +75,7 @@ typedef struct pg_store {
     int unreachable;
     uint64_t stuck_generation; /* the generation it wrote */
     int64_t started_ms;        /* this node's start, for its row of `nodes` */
+    int exps_changed;          /* a reconnect: agg_store_experiments_changed says 1 once */
 } pg_store;
 
 #define BE(s) ((pg_store *)(s)->be)
@@ -84,8 +96,9 @@ typedef struct pg_store {
     " created_at_ms BIGINT NOT NULL);"
 
 /* Version 3, in PostgreSQL's types; `commit_generation` is this backend's (the file's header
- * says why). Experiment ids are the store's own (max + 1: one node writes a database), so the
- * `default` of a fresh state is id 1 whatever an earlier, rolled-back transaction did. */
+ * says why). Experiment ids are the store's own (max + 1, under PG_EXP_ID_LOCK_NS when several
+ * nodes create at once), so the `default` of a fresh state is id 1 whatever an earlier,
+ * rolled-back transaction did. */
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS experiments("
@@ -160,10 +173,11 @@ static const char migrate_decisions_sql[] =
  * row `p`), the count of reports, the sums over every node's partial that the count checks,
  * whether any node has a state, the row's node, whether other nodes hold partials. */
 /* clang-format off */
-#define OWN(c) "CASE WHEN e.node IS NULL OR e.node = $1 THEN e." c " ELSE p." c " END"
+#define OWN(c)                                                                                     \
+    "CASE WHEN e.node = $1 OR e.node IS NULL AND p.node IS NULL THEN e." c " ELSE p." c " END"
 #define ALL(c) "(e." c " + coalesce(q." c ", 0))::bigint"
 #define EXP_COLUMNS                                                                                \
-    OWN("state") ","                                                                               \
+    "nullif(" OWN("state") ", ''::bytea),"                                                         \
     " coalesce(" OWN("policy_version") ", 0), coalesce(" OWN("reports") ", 0),"                   \
     " coalesce(" OWN("duplicates") ", 0), coalesce(" OWN("assignments") ", 0),"                   \
     " (SELECT count(*) FROM reports r WHERE r.experiment = e.id AND r.observed),"                  \
@@ -237,18 +251,46 @@ static const struct {
     /* The partials of the other nodes ($1 this one), aged by the database's clock. */
     {"partials",
      "SELECT id, node, state, policy_version, reports, greatest(0, (extract(epoch FROM"
-     " clock_timestamp()) * 1000)::bigint - updated_at_ms) FROM experiments"
-     " WHERE node IS NOT NULL AND node <> $1 AND state IS NOT NULL UNION ALL"
+     " clock_timestamp()) * 1000)::bigint - updated_at_ms), duplicates, assignments"
+     " FROM experiments WHERE node IS NOT NULL AND node <> $1 AND state IS NOT NULL UNION ALL"
      " SELECT experiment, node, state, policy_version, reports, greatest(0, (extract(epoch FROM"
-     " clock_timestamp()) * 1000)::bigint - committed_at_ms) FROM exp_node_state"
-     " WHERE node <> $1"},
-    /* The next id is max + 1: one node writes a database (the advisory lock). A name that
-     * exists inserts nothing and returns no id, without failing the transaction. */
+     " clock_timestamp()) * 1000)::bigint - committed_at_ms), duplicates, assignments"
+     " FROM exp_node_state WHERE node <> $1 AND length(state) > 0"},
+    /* A follower's counts of a sequenced experiment ($1, node $2): a row of exp_node_state
+     * with an empty state, its duplicates added ($3, this transaction's), its assignments
+     * replaced ($4, its running total). */
+    {"put_counts",
+     "INSERT INTO exp_node_state(experiment, node, state, policy_version, reports, duplicates,"
+     " assignments, committed_at_ms) SELECT $1, $2, ''::bytea, 0, 0, $3, $4,"
+     " (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+     " WHERE EXISTS (SELECT 1 FROM experiments WHERE id = $1)"
+     " ON CONFLICT (experiment, node) DO UPDATE SET"
+     " duplicates = exp_node_state.duplicates + EXCLUDED.duplicates,"
+     " assignments = EXCLUDED.assignments, committed_at_ms = EXCLUDED.committed_at_ms"
+     " WHERE length(exp_node_state.state) = 0"},
+    /* The other nodes' counts of the experiments $1 (an array), $2 this node (store.h's
+     * agg_store_counts): as the sequencer, the followers' count rows; as a follower, the row's
+     * (the sequencer's: its reports count every report once) and the followers' count rows
+     * but for that of the row's own node (its counts went on in the row), this node's
+     * duplicates included, its assignments not (the caller's live count). */
+    {"shared_counts",
+     "SELECT e.id, coalesce(sum(c.duplicates) FILTER (WHERE c.node <> $2), 0),"
+     " coalesce(sum(c.assignments) FILTER (WHERE c.node <> $2), 0),"
+     " e.duplicates + coalesce(sum(c.duplicates) FILTER (WHERE c.node IS DISTINCT FROM e.node),"
+     " 0), e.assignments + coalesce(sum(c.assignments) FILTER (WHERE c.node IS DISTINCT FROM"
+     " e.node AND c.node <> $2), 0) FROM experiments e"
+     " LEFT JOIN exp_node_state c ON c.experiment = e.id AND length(c.state) = 0"
+     " WHERE e.id = ANY($1::bigint[]) GROUP BY e.id"},
+    /* The next id is max + 1, after lock_exp_ids (PG_EXP_ID_LOCK_NS). A name that exists
+     * inserts nothing and returns no id, without failing the transaction. */
+    {"lock_exp_ids", "SELECT pg_advisory_xact_lock(" PG_EXP_ID_LOCK_NS ", 0)"},
     {"add_experiment",
      "INSERT INTO experiments(id, name, settings, origin, running, created_at_ms, updated_at_ms)"
      " SELECT CASE WHEN $1::bigint > 0 THEN $1::bigint ELSE coalesce(max(id), 0) + 1 END, $2,"
      " $3, $4, 1, $5::bigint, $5::bigint FROM experiments ON CONFLICT (name) DO NOTHING"
      " RETURNING id"},
+    {"notify_experiments", "NOTIFY " PG_EXP_CHANNEL},
+    {"catalog", "SELECT id, name, settings, origin, running FROM experiments ORDER BY id"},
     {"set_running", "UPDATE experiments SET running = $2 WHERE id = $1"},
     {"set_settings", "UPDATE experiments SET settings = $2 WHERE id = $1"},
 };
@@ -364,7 +406,7 @@ static ldpb_err session_setup(agg_store *s)
     /* Explicit, whatever the server's or the role's default: an ack waits for the WAL flush. */
     ldpb_err err = run(s,
                        "SET synchronous_commit = on; SET client_min_messages = warning;"
-                       " SET lock_timeout = '5s'",
+                       " SET lock_timeout = '5s'; LISTEN " PG_EXP_CHANNEL,
                        PGRES_COMMAND_OK, NULL, "setting up the session");
     if (err)
         return err;
@@ -446,6 +488,7 @@ static ldpb_err reconnect(agg_store *s)
         }
     }
     b->unreachable = 0;
+    b->exps_changed = 1; /* a notification may have gone with the old session */
     return LDPB_OK;
 }
 
@@ -1060,6 +1103,15 @@ static ldpb_err pg_experiments(agg_store *s, agg_store_exp **out, size_t *n)
 
 static int pg_find(agg_store *s, const char *name, int64_t *id);
 
+/* The other nodes hear of the change at this transaction's COMMIT (PG_EXP_CHANNEL). */
+static ldpb_err notify_experiments(agg_store *s)
+{
+    PGresult *r = run_prepared(s, "notify_experiments", 0, NULL, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_COMMAND_OK, "notifying the other nodes");
+    PQclear(r);
+    return err;
+}
+
 static ldpb_err pg_add_experiment(agg_store *s, int64_t want, const char *name,
                                   const char *settings, int from_config, int64_t *id)
 {
@@ -1070,7 +1122,12 @@ static ldpb_err pg_add_experiment(agg_store *s, int64_t want, const char *name,
     snprintf(w, sizeof w, "%" PRId64, want);
     snprintf(now, sizeof now, "%" PRId64, agg_store_now_ms());
     const char *v[5] = {w, name, settings, from_config ? "config" : "runtime", now};
-    PGresult *r = run_prepared(s, "add_experiment", 5, v, NULL, NULL);
+    PGresult *r = run_prepared(s, "lock_exp_ids", 0, NULL, NULL, NULL);
+    err = check_result(s, r, PGRES_TUPLES_OK, "waiting for another node's experiment create");
+    PQclear(r);
+    if (err)
+        return err;
+    r = run_prepared(s, "add_experiment", 5, v, NULL, NULL);
     err = check_result(s, r, PGRES_TUPLES_OK, "adding an experiment");
     if (!err && PQntuples(r) == 0) {
         int64_t have = 0;
@@ -1084,7 +1141,7 @@ static ldpb_err pg_add_experiment(agg_store *s, int64_t want, const char *name,
         err = LDPB_EIO;
     }
     PQclear(r);
-    return err;
+    return err ? err : notify_experiments(s);
 }
 
 /* An UPDATE of one experiment row by id ($1) with one more parameter ($2). */
@@ -1102,7 +1159,7 @@ static ldpb_err update_exp(agg_store *s, const char *name, int64_t id, const cha
     err = check_result(s, r, PGRES_COMMAND_OK, "updating an experiment");
     *found = !err && strcmp(PQcmdTuples(r), "1") == 0;
     PQclear(r);
-    return err;
+    return err ? err : notify_experiments(s);
 }
 
 static ldpb_err pg_set_running(agg_store *s, int64_t id, int running, int *found)
@@ -1645,7 +1702,9 @@ static ldpb_err pg_partials(agg_store *s, agg_store_partial **out, size_t *n)
         size_t len = 0;
         unsigned char *blob = PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 2), &len);
         if (field_i64(r, i, 0, &p[k].experiment) || field_u64(r, i, 3, &p[k].policy_version) ||
-            field_u64(r, i, 4, &p[k].reports) || field_u64(r, i, 5, &age) || !blob) {
+            field_u64(r, i, 4, &p[k].reports) || field_u64(r, i, 5, &age) ||
+            field_u64(r, i, 6, &p[k].duplicates) || field_u64(r, i, 7, &p[k].assignments) ||
+            !blob) {
             PQfreemem(blob);
             say(s->errmsg, "reading the other nodes' states: a malformed row");
             err = LDPB_ECORRUPT;
@@ -1669,6 +1728,122 @@ static ldpb_err pg_partials(agg_store *s, agg_store_partial **out, size_t *n)
     *out = p;
     *n = rows;
     return LDPB_OK;
+}
+
+static int pg_experiments_changed(agg_store *s)
+{
+    pg_store *b = BE(s);
+    int changed = b->exps_changed;
+    b->exps_changed = 0;
+    /* What the connection received meanwhile (libpq keeps the notifications that came with the
+     * answers of other statements); a lost connection is noticed by the next transaction, whose
+     * reconnect sets exps_changed. */
+    if (PQstatus(b->conn) == CONNECTION_OK && PQtransactionStatus(b->conn) == PQTRANS_IDLE)
+        PQconsumeInput(b->conn);
+    PGnotify *n;
+    while ((n = PQnotifies(b->conn)) != NULL) {
+        changed |= strcmp(n->relname, PG_EXP_CHANNEL) == 0;
+        PQfreemem(n);
+    }
+    return changed;
+}
+
+static ldpb_err pg_catalog(agg_store *s, agg_store_exp **out, size_t *n)
+{
+    pg_store *b = BE(s);
+    if (b->stuck || ((PQstatus(b->conn) != CONNECTION_OK || b->unreachable) && reconnect(s)))
+        return LDPB_EIO;
+    PGresult *r = run_prepared(s, "catalog", 0, NULL, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading the experiments");
+    size_t rows = err ? 0 : (size_t)PQntuples(r), k = 0;
+    agg_store_exp *v = rows ? calloc(rows, sizeof *v) : NULL;
+    if (rows && !v) {
+        say(s->errmsg, "out of memory");
+        err = LDPB_ENOMEM;
+    }
+    for (; !err && k < rows; k++) {
+        int i = (int)k;
+        int64_t running = 0;
+        const char *name = PQgetvalue(r, i, 1);
+        if (field_i64(r, i, 0, &v[k].id) || !agg_store_exp_name_valid(name) ||
+            PQgetisnull(r, i, 2) || field_i64(r, i, 4, &running)) {
+            say(s->errmsg, "experiment %s: a malformed row", PQgetvalue(r, i, 0));
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        snprintf(v[k].name, sizeof v[k].name, "%s", name);
+        v[k].from_config = strcmp(PQgetvalue(r, i, 3), "config") == 0;
+        v[k].running = running != 0;
+        v[k].settings = strdup(PQgetvalue(r, i, 2));
+        if (!v[k].settings) {
+            say(s->errmsg, "out of memory");
+            err = LDPB_ENOMEM;
+        }
+    }
+    PQclear(r);
+    if (err) {
+        agg_store_experiments_free(v, rows);
+        return err;
+    }
+    *out = v;
+    *n = rows;
+    return LDPB_OK;
+}
+
+static ldpb_err pg_put_counts(agg_store *s, int64_t exp, uint64_t duplicates, uint64_t assignments)
+{
+    char id[24], dup[24], asg[24];
+    snprintf(id, sizeof id, "%" PRId64, exp);
+    u64_text(dup, sizeof dup, duplicates);
+    u64_text(asg, sizeof asg, assignments);
+    const char *v[4] = {id, s->node, dup, asg};
+    PGresult *r = run_prepared(s, "put_counts", 4, v, NULL, NULL);
+    ldpb_err err = check_result(s, r, PGRES_COMMAND_OK, "writing the node's counts");
+    PQclear(r);
+    return err;
+}
+
+static ldpb_err pg_shared_counts(agg_store *s, agg_store_counts *v, size_t n)
+{
+    pg_store *b = BE(s);
+    if (b->stuck || ((PQstatus(b->conn) != CONNECTION_OK || b->unreachable) && reconnect(s)))
+        return LDPB_EIO;
+    size_t cap = 2 + 21 * n;
+    char *ids = malloc(cap);
+    if (!ids) {
+        say(s->errmsg, "out of memory");
+        return LDPB_ENOMEM;
+    }
+    size_t k = 0;
+    ids[k++] = '{';
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(ids + k, cap - k, "%s%" PRId64, i ? "," : "", v[i].experiment);
+    snprintf(ids + k, cap - k, "}");
+    const char *pv[2] = {ids, s->node};
+    PGresult *r = run_prepared(s, "shared_counts", 2, pv, NULL, NULL);
+    free(ids);
+    ldpb_err err = check_result(s, r, PGRES_TUPLES_OK, "reading the nodes' counts");
+    for (int i = 0; !err && i < PQntuples(r); i++) {
+        int64_t id = 0;
+        uint64_t c[4];
+        if (field_i64(r, i, 0, &id) || field_u64(r, i, 1, &c[0]) || field_u64(r, i, 2, &c[1]) ||
+            field_u64(r, i, 3, &c[2]) || field_u64(r, i, 4, &c[3])) {
+            say(s->errmsg, "reading the nodes' counts: a malformed row");
+            err = LDPB_ECORRUPT;
+            break;
+        }
+        for (size_t j = 0; j < n; j++) {
+            if (v[j].experiment != id)
+                continue;
+            v[j].lead_duplicates = c[0];
+            v[j].lead_assignments = c[1];
+            v[j].follow_duplicates = c[2];
+            v[j].follow_assignments = c[3];
+            v[j].found = 1;
+        }
+    }
+    PQclear(r);
+    return err;
 }
 
 static int pg_needs_reload(const agg_store *s)
@@ -1723,6 +1898,10 @@ const agg_store_ops agg_store_pg_ops = {
     .prune_oldest = pg_prune_oldest,
     .put_state = pg_put_state,
     .partials = pg_partials,
+    .experiments_changed = pg_experiments_changed,
+    .catalog = pg_catalog,
+    .put_counts = pg_put_counts,
+    .shared_counts = pg_shared_counts,
     .unavailable = pg_unavailable,
     .needs_reload = pg_needs_reload,
     .reloaded = pg_reloaded,

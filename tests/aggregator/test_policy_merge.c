@@ -3,8 +3,9 @@
  * of their own reports and serve the merge. For each: reports split between two instances and
  * merged give the same saved state, byte for byte, as all of them observed by one; the op is
  * exactly where `mergeable` says; a different configuration and a policy without the op are
- * refused. Deterministic (fixed seeds, observations whose sums are exact in double precision):
- * no false failures. */
+ * refused; a K-armed merge has no horizon to check (the policies do not read it: one instance
+ * observes past it, so the merge accepts the same). Deterministic (fixed seeds, observations
+ * whose sums are exact in double precision): no false failures. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,11 +143,63 @@ static void no_merge_refused(void **state)
     agg_policy_free(b);
 }
 
+/* The contextual merges refuse a sum past the horizon because their state is bounded by it (a
+ * restore refuses more rounds). No K-armed policy with a merge reads the horizon: one instance
+ * observes past any horizon, its state saves and restores, so the merge of two partials past it
+ * is accepted too, equal to the whole, and what several nodes serve is what one node would. A
+ * K-armed additive policy that reads the horizon would have to check it in its merge: this test
+ * then fails, naming it. */
+static void k_armed_merge_past_horizon(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const agg_policy_ops *const *all = agg_policy_all(&n);
+    enum { HORIZON = 10, EACH = 3 * HORIZON };
+    for (size_t i = 0; i < n; i++) {
+        const agg_policy_ops *ops = all[i];
+        if (!ops->merge)
+            continue;
+        agg_policy_config cfg = config_of(ops);
+        cfg.horizon = HORIZON;
+        if (agg_policy_reads(ops, &cfg) & AGG_PARAM_HORIZON)
+            fail_msg("%s reads the horizon and merges: its merge must refuse a sum past it",
+                     ops->name);
+        agg_policy *a = NULL, *b = NULL, *whole = NULL, *back = NULL;
+        char msg[AGG_ERRMSG_MAX];
+        assert_int_equal(agg_policy_new(&a, ops->name, &cfg, msg), LDPB_OK);
+        assert_int_equal(agg_policy_new(&b, ops->name, &cfg, msg), LDPB_OK);
+        assert_int_equal(agg_policy_new(&whole, ops->name, &cfg, msg), LDPB_OK);
+        assert_int_equal(agg_policy_new(&back, ops->name, &cfg, msg), LDPB_OK);
+        agg_rand r, env_r;
+        agg_rand_seed_u64(&r, 7);
+        agg_rand_seed_u64(&env_r, 8);
+        agg_policy_env env = {&env_r, NULL};
+        for (int j = 0; j < 2 * EACH; j++) {
+            uint32_t arm = (uint32_t)(j % K);
+            double x = observation(ops, &r);
+            assert_int_equal(agg_policy_observe(j < EACH ? a : b, &env, arm, x), LDPB_OK);
+            assert_int_equal(agg_policy_observe(whole, &env, arm, x), LDPB_OK);
+        }
+        static uint8_t bw[1 << 16], bm[1 << 16];
+        size_t lw = saved(whole, bw, sizeof bw);
+        assert_int_equal(agg_policy_restore(back, bw, lw), LDPB_OK); /* one node's, past T */
+        assert_int_equal(agg_policy_merge(a, b), LDPB_OK);
+        size_t lm = saved(a, bm, sizeof bm);
+        assert_int_equal(lm, lw);
+        assert_memory_equal(bm, bw, lw);
+        agg_policy_free(a);
+        agg_policy_free(b);
+        agg_policy_free(whole);
+        agg_policy_free(back);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(merge_where_mergeable),
         cmocka_unit_test(no_merge_refused),
+        cmocka_unit_test(k_armed_merge_past_horizon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
