@@ -4,6 +4,8 @@
 #define LDPB_TEST_SUPPORT_TEST_PORT_H
 
 #include <netinet/in.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +33,25 @@ static inline long ldpb_test_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void ldpb_test_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits `min_ms`, then until *count (what the load threads have done so far: acked reports, ...)
+ * reaches `want`, for at most 30 s (more in a sanitizer build). Returns 1 when it did. A fault
+ * injected "under load" after a fixed sleep hits no load at all when the machine is slow enough
+ * (a sanitizer build, two busy cores): the test's "acked > 0" then fails for want of time. */
+static inline int ldpb_test_wait_count(const atomic_size_t *count, size_t want, long min_ms)
+{
+    ldpb_test_sleep_ms(min_ms);
+    for (long end = ldpb_test_now_ms() + 30000L * LDPB_TEST_SLOWDOWN;
+         atomic_load(count) < want && ldpb_test_now_ms() < end;)
+        ldpb_test_sleep_ms(10);
+    return atomic_load(count) >= want;
 }
 
 /* 1 if nothing holds TCP `port` on 127.0.0.1 now. */
