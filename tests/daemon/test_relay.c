@@ -69,8 +69,7 @@ static int relay_start(relay_proc *r, const dt_daemon *d, const char *batch)
     }
     r->pid = pid;
     /* a deadline, not a count of probes: each probe may wait its 200 ms out on a busy machine */
-    for (long end = ldpb_test_now_ms() + 30000L * LDPB_TEST_SLOWDOWN;
-         ldpb_test_now_ms() < end;) {
+    for (long end = ldpb_test_now_ms() + 30000L * LDPB_TEST_SLOWDOWN; ldpb_test_now_ms() < end;) {
         dt_client c;
         uint64_t pulls[K], reports = 0;
         int ok = dt_client_open(&c, r->url, d->server.pk, 200) == 0 &&
