@@ -1568,7 +1568,9 @@ static void expired_assignments(void **state)
     s.expires_in_ms = -1000;
     ldpb_client_opts o;
     opts_for(&o, &s, f->path);
-    o.timeout_ms = 100;
+    /* one attempt, but a second for the fake server's answer: a busy machine (two tests on two
+     * cores, a sanitizer build, qemu) can leave its thread unscheduled past 100 ms */
+    o.timeout_ms = 1000;
     o.max_attempts = 1;
     ldpb_client *c = NULL;
     assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
@@ -1589,7 +1591,12 @@ static void expired_assignments(void **state)
     assert_int_equal(ldpb_ledger_count(ldpb_client_ledger(c)), 0);
 
     /* A value drawn before expiry is still delivered after it: it costs nothing new, and the
-     * server may have counted it already (its Ack was lost). */
+     * server may have counted it already (its Ack was lost). The assignment lives 1.5 s, time
+     * for the first report to draw on a busy machine; the second comes after 1 s (the dropped
+     * report's timeout) and 1.6 s more. */
+    fs_lock(&s);
+    s.expires_in_ms = 1500;
+    fs_unlock(&s);
     assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_OK);
     fs_lock(&s);
     s.drop_all = 1;
@@ -1597,7 +1604,7 @@ static void expired_assignments(void **state)
     assert_int_equal(ldpb_client_report(c, &a, 0.5), LDPB_ETIMEDOUT);
     double charged = spent(c);
     assert_true(charged > 0.0);
-    sleep_ms(350);
+    sleep_ms(1600);
     fs_lock(&s);
     s.drop_all = 0;
     fs_unlock(&s);
