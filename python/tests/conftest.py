@@ -6,6 +6,7 @@ first entry of LDPB_LIBRARY_PATH, else the repository's build/rel. A missing bin
 test that needs it: nothing here skips."""
 
 import os
+import random
 import socket
 import subprocess
 import time
@@ -95,11 +96,27 @@ def daemon(tmp_path):
 
 
 def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A free port outside the kernel's ephemeral range (tests/support/free_port.py says why: a
+    port from a bind to port 0 may be taken by another process's connection before the daemon
+    binds it, or while it restarts on it)."""
+    lo, hi = 32768, 60999
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split()[:2])
+    except (OSError, ValueError):
+        pass
+    first, count = (10000, lo - 10000) if lo - 10000 >= 1000 else (hi + 1, 65535 - hi)
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = first + rng.randrange(count)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no free port outside the ephemeral range")
 
 
 class Trap:

@@ -11,6 +11,9 @@ LDPB=${1:?usage: $(basename "$0") PATH/TO/ldpb PATH/TO/ldpb-aggregator}
 AGG=${2:?usage: $(basename "$0") PATH/TO/ldpb PATH/TO/ldpb-aggregator}
 LDPB=$(cd "$(dirname "$LDPB")" && pwd)/$(basename "$LDPB")
 AGG=$(cd "$(dirname "$AGG")" && pwd)/$(basename "$AGG")
+# tests/support: free_port.py, a port outside the ephemeral range (a bind to port 0 hands out one
+# that another process's connection may take while the daemon starts or restarts)
+SUPPORT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../support" && pwd)
 TMP=$(mktemp -d)
 PID=
 cleanup() {
@@ -65,7 +68,7 @@ now_ms() { date +%s%3N; }
 "$LDPB" keygen --out keys >/dev/null
 "$LDPB" keygen --out other >/dev/null
 PUB=keys/aggregator.pub
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(python3 "$SUPPORT/free_port.py")
 IPC="ipc://$TMP/agg.sock"
 TCP="tcp://127.0.0.1:$PORT"
 

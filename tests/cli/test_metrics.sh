@@ -19,7 +19,7 @@ if [ -z "$PROMTOOL" ]; then
     exit 1
 fi
 
-MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+MPORT=$(python3 "$SUPPORT/free_port.py")
 
 # scrape FILE: GET /metrics into FILE; prints the Content-Type.
 scrape() {

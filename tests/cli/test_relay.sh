@@ -37,7 +37,7 @@ check "an unbindable --listen exits 1 (got $rc)" test "$rc" = 1
 check "... and says so" grep -q 'cannot bind' err
 
 start_daemon
-RPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+RPORT=$(python3 "$SUPPORT/free_port.py")
 RIPC="ipc://$TMP/relay.sock"
 RTCP="tcp://127.0.0.1:$RPORT"
 "$LDPB" relay --listen "$RIPC" --listen "$RTCP" --upstream "$IPC" --batch 32 2>relay.log &

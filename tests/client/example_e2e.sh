@@ -22,7 +22,8 @@ trap cleanup EXIT
 
 rm -rf "$work"
 mkdir -p "$work"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# outside the ephemeral range (tests/support/free_port.py says why)
+port=$(python3 "$(cd "$(dirname "$0")/../support" && pwd)/free_port.py")
 url="tcp://127.0.0.1:$port"
 "$ldpb" keygen --out "$work/keys" >/dev/null
 "$aggregator" --listen "$url" --state-dir "$work/state" --key "$work/keys/aggregator.key" \

@@ -35,6 +35,7 @@
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
 
+#include "../support/test_port.h"
 #include "ldpb/client.h"
 #include "ldpb/keyfile.h"
 #include "ldpb/seal.h"
@@ -104,21 +105,14 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
-/* A TCP port with nothing listening on it right now (bound to port 0, then released). */
+/* A TCP port with nothing listening on it right now, outside the ephemeral range: a port from a
+ * bind to port 0 may be taken by another process's connection before the server binds it, or
+ * while the daemon restarts on it (tests/support/test_port.h). */
 static int free_tcp_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
-    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t len = sizeof sa;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
+    int port = ldpb_test_free_port();
+    assert_true(port > 0);
+    return port;
 }
 
 /* ---- the fake aggregator ------------------------------------------------------------------- */
@@ -1574,7 +1568,9 @@ static void expired_assignments(void **state)
     s.expires_in_ms = -1000;
     ldpb_client_opts o;
     opts_for(&o, &s, f->path);
-    o.timeout_ms = 100;
+    /* one attempt, but a second for the fake server's answer: a busy machine (two tests on two
+     * cores, a sanitizer build, qemu) can leave its thread unscheduled past 100 ms */
+    o.timeout_ms = 1000;
     o.max_attempts = 1;
     ldpb_client *c = NULL;
     assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
@@ -1595,7 +1591,12 @@ static void expired_assignments(void **state)
     assert_int_equal(ldpb_ledger_count(ldpb_client_ledger(c)), 0);
 
     /* A value drawn before expiry is still delivered after it: it costs nothing new, and the
-     * server may have counted it already (its Ack was lost). */
+     * server may have counted it already (its Ack was lost). The assignment lives 1.5 s, time
+     * for the first report to draw on a busy machine; the second comes after 1 s (the dropped
+     * report's timeout) and 1.6 s more. */
+    fs_lock(&s);
+    s.expires_in_ms = 1500;
+    fs_unlock(&s);
     assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_OK);
     fs_lock(&s);
     s.drop_all = 1;
@@ -1603,7 +1604,7 @@ static void expired_assignments(void **state)
     assert_int_equal(ldpb_client_report(c, &a, 0.5), LDPB_ETIMEDOUT);
     double charged = spent(c);
     assert_true(charged > 0.0);
-    sleep_ms(350);
+    sleep_ms(1600);
     fs_lock(&s);
     s.drop_all = 0;
     fs_unlock(&s);
@@ -2407,16 +2408,17 @@ static void daemon_start(daemon_proc *d, const char *mech, const char *eps)
     o.epsilon_cap = LDPB_EPSILON_MAX;
     o.timeout_ms = 200;
     o.max_attempts = 1;
-    for (int i = 0;; i++) {
+    /* a deadline on the clock: a probe may wait its 200 ms out many times on a busy machine */
+    for (long end = ldpb_test_now_ms() + 30000L * LDPB_TEST_SLOWDOWN;;) {
         int status = 0;
         if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
             d->pid = d->f->daemon = 0;
             print_daemon_log(d);
             fail_msg("ldpb-aggregator exited (status %d)", status);
         }
-        if (i == 50) {
+        if (ldpb_test_now_ms() >= end) {
             print_daemon_log(d);
-            fail_msg("ldpb-aggregator not answering after 10 s");
+            fail_msg("ldpb-aggregator not answering after %ld s", 30L * LDPB_TEST_SLOWDOWN);
         }
         ldpb_client *c = NULL;
         assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);

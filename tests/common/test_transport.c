@@ -19,30 +19,37 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/test_port.h"
 #include "ldpb/transport.h"
 #include "ldpb/wire.h"
 
 #define RECV_MAX 1024
 
-static void url_of(char *out, size_t cap, int ipc, int n)
-{
-    if (ipc)
-        snprintf(out, cap, "ipc:///tmp/ldpb-test-transport-%ld-%d.sock", (long)getpid(), n);
-    else
-        snprintf(out, cap, "tcp://127.0.0.1:%d", 21000 + (int)(getpid() % 20000) + n);
-}
-
-static ldpb_tp *listen_on(const char *url, const char *with)
+/* Listens on a fresh address: ipc:// (a path of this process) or tcp:// on a port outside the
+ * ephemeral range (tests/support/test_port.h), drawn again while the draw turns out taken by the
+ * time of the bind (EADDRINUSE, LDPB_ETRANSPORT): never a port another process may be using. The
+ * URL goes into `url`. */
+static ldpb_tp *listen_fresh(char *url, size_t cap, int ipc, int n, const char *with)
 {
     ldpb_tp_opts o;
     ldpb_tp_opts_init(&o);
     o.recv_max = RECV_MAX;
-    ldpb_tp *l = NULL;
     char detail[LDPB_DETAIL_BYTES] = "";
-    const char *u = url;
-    ldpb_err err = ldpb_tp_listen_with(&l, with ? ldpb_tp_named(with) : NULL, &u, 1, &o, detail);
-    if (err)
-        print_message("listen %s: %s\n", url, detail);
+    ldpb_err err = LDPB_ETRANSPORT;
+    ldpb_tp *l = NULL;
+    for (int tries = 0; tries < 20 && err == LDPB_ETRANSPORT; tries++) {
+        if (ipc) {
+            snprintf(url, cap, "ipc:///tmp/ldpb-test-transport-%ld-%d.sock", (long)getpid(), n);
+        } else {
+            int port = ldpb_test_free_port();
+            assert_true(port > 0);
+            snprintf(url, cap, "tcp://127.0.0.1:%d", port);
+        }
+        const char *u = url;
+        err = ldpb_tp_listen_with(&l, with ? ldpb_tp_named(with) : NULL, &u, 1, &o, detail);
+        if (err)
+            print_message("listen %s: %s\n", url, detail);
+    }
     assert_int_equal(err, LDPB_OK);
     return l;
 }
@@ -68,8 +75,7 @@ static void recv_one(ldpb_tp *l, ldpb_tp_msg *m, ldpb_tp_route *r)
 static void round_trips(const char *listener, int ipc)
 {
     char url[128];
-    url_of(url, sizeof url, ipc, 1);
-    ldpb_tp *l = listen_on(url, listener);
+    ldpb_tp *l = listen_fresh(url, sizeof url, ipc, 1, listener);
     ldpb_tp *a = dial(url), *b = dial(url);
     assert_int_equal(ldpb_tp_send(a, (const uint8_t *)"from a", 6, NULL), LDPB_OK);
     ldpb_tp_msg ma, mb;
@@ -132,8 +138,7 @@ static void test_oversized_drops_connection(void **state)
 {
     (void)state;
     char url[128];
-    url_of(url, sizeof url, 0, 2);
-    ldpb_tp *l = listen_on(url, "sp");
+    ldpb_tp *l = listen_fresh(url, sizeof url, 0, 2, "sp");
     ldpb_tp *big = dial(url), *small = dial(url);
     static uint8_t huge[RECV_MAX + 100];
     assert_int_equal(ldpb_tp_send(big, huge, sizeof huge, NULL), LDPB_OK);
@@ -175,8 +180,7 @@ static void test_hostile_peers(void **state)
 {
     (void)state;
     char url[128];
-    url_of(url, sizeof url, 0, 3);
-    ldpb_tp *l = listen_on(url, "sp");
+    ldpb_tp *l = listen_fresh(url, sizeof url, 0, 3, "sp");
     int fd = raw_connect(url);
     const uint8_t rep_hs[8] = {0, 'S', 'P', 0, 0, 49, 0, 0};
     const uint8_t msg[16] = {0, 0, 0, 0, 0, 0, 0, 8, 0x80, 0, 0, 1, 'a', 'b', 'c', 'd'};
@@ -243,8 +247,7 @@ static void test_table(void **state)
     assert_non_null(strstr(detail, "tcp://, ipc://"));
     assert_null(ldpb_tp_named("carrier-pigeon"));
     char url[128];
-    url_of(url, sizeof url, 0, 4);
-    ldpb_tp *l = listen_on(url, NULL);
+    ldpb_tp *l = listen_fresh(url, sizeof url, 0, 4, NULL);
     ldpb_tp_opts o;
     ldpb_tp_opts_init(&o);
     ldpb_tp *again = NULL;

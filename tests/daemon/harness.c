@@ -34,20 +34,7 @@ static void sleep_ms(long ms)
 
 int dt_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+    return ldpb_test_free_port();
 }
 
 int dt_pg_database(const char *name, char *url, size_t cap)
@@ -184,7 +171,10 @@ int dt_daemon_start(dt_daemon *d, const char *const *args, int *status)
     dt_client c;
     if (dt_client_open(&c, d->ipc_url, d->server.pk, 200) != 0)
         return -1;
-    for (int i = 0; i < 100; i++) {
+    /* A deadline on the clock, not a count of probes: a probe lasts up to its 200 ms timeout
+     * and a loaded machine (restoring a large state, a sanitizer build) may need far longer than
+     * usual; an exit is seen at once all the same. */
+    for (long end = ldpb_test_now_ms() + DT_START_MS;;) {
         int st;
         pid_t done = waitpid(d->pid, &st, WNOHANG);
         if (done == d->pid) {
@@ -206,6 +196,8 @@ int dt_daemon_start(dt_daemon *d, const char *const *args, int *status)
             return 0;
         }
         dt_reply_clear(&r);
+        if (ldpb_test_now_ms() >= end)
+            break;
         sleep_ms(100);
     }
     dt_client_close(&c);

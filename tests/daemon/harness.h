@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../support/test_port.h"
 #include "ldpb/rng.h"
 #include "ldpb/seal.h"
 #include "ldpb/wire.h"
@@ -42,8 +43,11 @@ int dt_pg_database(const char *name, char *url, size_t cap);
  * (more "key = value" lines, may be NULL). */
 int dt_daemon_write_config(dt_daemon *d, const char *extra);
 
+/* How long dt_daemon_start waits for a daemon to answer: 30 s, more in a sanitizer build. */
+#define DT_START_MS (30000L * LDPB_TEST_SLOWDOWN)
+
 /* Starts the daemon with --config plus `args` (NULL-terminated, may be NULL) and waits until
- * it answers a request (up to 10 s). Returns 0 when ready, -1 if it exited or hung
+ * it answers a request (up to DT_START_MS). Returns 0 when ready, -1 if it exited or hung
  * (then d->pid is 0 and the exit status is in *status if not NULL). */
 int dt_daemon_start(dt_daemon *d, const char *const *args, int *status);
 
@@ -116,7 +120,7 @@ int dt_is_error(const dt_reply *r, int sealed, uint32_t code);
 /* 1 if `r` is an Ack; *duplicate gets its flag. */
 int dt_is_ack(const dt_reply *r, int *duplicate);
 
-/* A free TCP port on 127.0.0.1. */
+/* A free TCP port on 127.0.0.1, outside the ephemeral range (tests/support/test_port.h). */
 int dt_free_port(void);
 
 #endif

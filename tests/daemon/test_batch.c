@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +24,6 @@
 #include "ldpb/err.h"
 
 #define K 3
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static const char conf[] = "arms = 3\n"
                            "policy = ldp-ts-b\n"
@@ -483,6 +478,9 @@ typedef struct load_arg {
     size_t n;
 } load_arg;
 
+/* Reports acked so far by the load threads: the kill comes once the load is going. */
+static atomic_size_t load_acked;
+
 static void *load_main(void *p)
 {
     load_arg *a = p;
@@ -512,6 +510,7 @@ static void *load_main(void *p)
         for (size_t i = 0; ok && i < BATCH; i++) {
             const Ldpb__V1__ReportResult *res = rep.env->batch_ack->results[i];
             lr[i].acked = code_of(res) == 0 && !dup_of(res);
+            atomic_fetch_add(&load_acked, (size_t)lr[i].acked);
         }
         dt_reply_clear(&rep);
         if (!ok)
@@ -533,11 +532,13 @@ static void kill9_batched_x(const char *extra, int exported)
     memset(recs, 0, sizeof recs);
     load_arg args[LOAD_THREADS];
     pthread_t th[LOAD_THREADS];
+    atomic_store(&load_acked, 0);
     for (int i = 0; i < LOAD_THREADS; i++) {
         args[i] = (load_arg){&d, i % 2 ? d.tcp_url : d.ipc_url, recs[i], 0};
         assert_int_equal(pthread_create(&th[i], NULL, load_main, &args[i]), 0);
     }
-    sleep_ms(800);
+    /* at least the BATCH acks asserted below, whatever the machine's speed */
+    ldpb_test_wait_count(&load_acked, 4 * BATCH, 800);
     assert_int_equal(dt_daemon_signal_wait(&d, SIGKILL), 128 + SIGKILL);
     for (int i = 0; i < LOAD_THREADS; i++)
         pthread_join(th[i], NULL);

@@ -470,9 +470,15 @@ static void test_sighup(void **state)
     section(conf, sizeof conf, &n, "fresh", 1.0);
     assert_int_equal(dt_daemon_write_config(&d, conf), 0);
     assert_int_equal(kill(d.pid, SIGHUP), 0);
-    for (int i = 0; i < 100 && !log_has(&d, "reload: "); i++)
-        sleep_ms(50);
-    sleep_ms(200);
+    /* The reload's last line, logged once every experiment is started, stopped or refused (the
+     * refusal's line comes first, before gone is stopped and fresh started: waiting for any
+     * "reload: " line raced with the rest of the reload). */
+    static const char done[] = "reload: 1 experiments started or resumed, 1 stopped, "
+                               "1 changes refused";
+    for (long end = ldpb_test_now_ms() + 30000L * LDPB_TEST_SLOWDOWN;
+         !log_has(&d, done) && ldpb_test_now_ms() < end;)
+        sleep_ms(20);
+    assert_true(log_has(&d, done));
     assert_true(log_has(&d, "stop it and start one under a new name"));
     /* keep runs as it was: epsilon 1, its count */
     assert_int_equal(assign_in(&c, "keep", &a), 0);

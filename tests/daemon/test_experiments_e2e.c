@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +24,6 @@
 #include "ldpb/err.h"
 
 #define K 3
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* An experiment section of the daemon's configuration: ldp-ts-b, linear, epsilon 1, K arms. */
 static int section(char *buf, size_t cap, const char *name)
@@ -331,6 +326,9 @@ static void exp_name(int i, char out[16])
 /* Each thread assigns and reports in a loop, each round in the next experiment of its own
  * stride, recording each assignment and whether its report was acknowledged, until a request
  * fails (the daemon is gone). */
+/* Reports acked so far by the load threads: the kill comes once the load has spread. */
+static atomic_size_t load_acked;
+
 static void *load_main(void *p)
 {
     load_arg *a = p;
@@ -353,6 +351,7 @@ static void *load_main(void *p)
             break;
         int dup = 0;
         r->acked = dt_is_ack(&rep, &dup) && !dup;
+        atomic_fetch_add(&load_acked, (size_t)r->acked);
         int got = rep.kind;
         dt_reply_clear(&rep);
         if (!got)
@@ -381,11 +380,15 @@ static void test_kill9_many_experiments(void **state)
     memset(recs, 0, sizeof recs);
     load_arg args[LOAD_THREADS];
     pthread_t th[LOAD_THREADS];
+    atomic_store(&load_acked, 0);
     for (int i = 0; i < LOAD_THREADS; i++) {
         args[i] = (load_arg){&d, i % 2 ? d.tcp_url : d.ipc_url, i, recs[i], 0};
         assert_int_equal(pthread_create(&th[i], NULL, load_main, &args[i]), 0);
     }
-    sleep_ms(1000);
+    /* Acks enough for the spread asserted below: a thread's first N_EXP reports go to distinct
+     * experiments, so 2 * N_EXP acks over the LOAD_THREADS threads touch N_EXP / 2 of them at
+     * least (with LOAD_THREADS <= 4). A fixed second acked too few on a slow machine. */
+    ldpb_test_wait_count(&load_acked, 2 * N_EXP, 1000);
     assert_int_equal(dt_daemon_signal_wait(&d, SIGKILL), 128 + SIGKILL);
     for (int i = 0; i < LOAD_THREADS; i++)
         pthread_join(th[i], NULL);

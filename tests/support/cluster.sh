@@ -45,8 +45,9 @@ dir=${2:-}
 ldpb=${LDPB:-ldpb}
 agg=${LDPB_AGGREGATOR:-ldpb-aggregator}
 
+# outside the ephemeral range: free_port.py says why
 free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    python3 "$here/free_port.py"
 }
 
 # wait_ready URL PID LOG: until URL answers a status request (30 s), or the process exits.

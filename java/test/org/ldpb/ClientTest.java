@@ -8,10 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.util.OptionalDouble;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -39,10 +42,33 @@ class ClientTest {
         return v;
     }
 
+    /* A free port outside the kernel's ephemeral range (tests/support/free_port.py says why: a
+     * port from a bind to port 0 may be taken by another process's connection before the daemon
+     * binds it, or while it restarts on it). */
     private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
+        int lo = 32768, hi = 60999;
+        try {
+            String[] r = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim()
+                    .split("\\s+");
+            lo = Integer.parseInt(r[0]);
+            hi = Integer.parseInt(r[1]);
+        } catch (IOException | RuntimeException e) {
+            // the defaults above
         }
+        int first = lo - 10000 >= 1000 ? 10000 : hi + 1;
+        int count = lo - 10000 >= 1000 ? lo - 10000 : 65535 - hi;
+        SecureRandom rng = new SecureRandom();
+        for (int i = 0; i < 200; i++) {
+            int port = first + rng.nextInt(count);
+            try (ServerSocket s = new ServerSocket()) {
+                s.setReuseAddress(true);
+                s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+                return port;
+            } catch (IOException e) {
+                // taken: draw again
+            }
+        }
+        throw new IOException("no free port outside the ephemeral range");
     }
 
     @BeforeEach
