@@ -130,9 +130,8 @@ static sqlite3_int64 to_i64(uint64_t v)
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
 }
 
-static ldpb_err put_report(shard *h, const agg_store_row *r, int *is_new)
+void agg_sqlite_bind_report(sqlite3_stmt *st, const agg_store_row *r)
 {
-    sqlite3_stmt *st = h->add_report;
     sqlite3_bind_blob(st, 1, r->id, (int)r->id_len, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, r->experiment);
     sqlite3_bind_int64(st, 3, r->arm);
@@ -143,15 +142,10 @@ static ldpb_err put_report(shard *h, const agg_store_row *r, int *is_new)
     sqlite3_bind_double(st, 8, r->value);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)r->expires_at_ms);
     sqlite3_bind_int64(st, 10, (sqlite3_int64)r->at_ms);
-    sqlite3_bind_int64(st, 11, to_i64(h->set->batch));
-    ldpb_err err = step_done(h, st, "inserting a report");
-    *is_new = !err && sqlite3_changes(h->db) == 1;
-    return err;
 }
 
-static ldpb_err put_decision(shard *h, const agg_store_row *d, uint64_t *added)
+void agg_sqlite_bind_decision(sqlite3_stmt *st, const agg_store_row *d)
 {
-    sqlite3_stmt *st = h->add_decision;
     sqlite3_bind_blob(st, 1, d->id, (int)d->id_len, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, d->experiment);
     sqlite3_bind_int64(st, 3, d->arm);
@@ -162,6 +156,22 @@ static ldpb_err put_decision(shard *h, const agg_store_row *d, uint64_t *added)
     sqlite3_bind_int64(st, 8, (sqlite3_int64)d->at_ms);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)d->expires_at_ms);
     sqlite3_bind_int64(st, 10, to_i64(d->retain_until_ms));
+}
+
+static ldpb_err put_report(shard *h, const agg_store_row *r, int *is_new)
+{
+    sqlite3_stmt *st = h->add_report;
+    agg_sqlite_bind_report(st, r);
+    sqlite3_bind_int64(st, 11, to_i64(h->set->batch));
+    ldpb_err err = step_done(h, st, "inserting a report");
+    *is_new = !err && sqlite3_changes(h->db) == 1;
+    return err;
+}
+
+static ldpb_err put_decision(shard *h, const agg_store_row *d, uint64_t *added)
+{
+    sqlite3_stmt *st = h->add_decision;
+    agg_sqlite_bind_decision(st, d);
     sqlite3_bind_int64(st, 11, to_i64(h->set->batch));
     ldpb_err err = step_done(h, st, "logging a decision");
     *added += err ? 0 : (uint64_t)sqlite3_changes(h->db);

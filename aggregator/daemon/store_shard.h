@@ -46,6 +46,12 @@ uint64_t agg_shards_batch(const agg_shards *sh);
 /* Whether any shard holds rows of the open batch (begun and not yet committed). */
 int agg_shards_active(const agg_shards *sh);
 
+/* The parameters ?1..?10 of a report's or a decision's INSERT, in the column order that
+ * aggregator.db and the row shards share (the shards add ?11, the batch). */
+struct sqlite3_stmt;
+void agg_sqlite_bind_report(struct sqlite3_stmt *st, const agg_store_row *r);
+void agg_sqlite_bind_decision(struct sqlite3_stmt *st, const agg_store_row *d);
+
 /* Each shard's rows of rows[0..n) (store.h's agg_store_write_batch) written by its writer, in
  * parallel, inside the shard's open transaction (begun as needed), each row's `found` as
  * agg_store_write_batch says. Within a shard the rows go in the order of rows[] for equal ids: a

@@ -1260,16 +1260,7 @@ static ldpb_err sq_add_report(agg_store *s, const agg_store_row *r, int *is_new)
     if (BE(s)->shards)
         return agg_shards_add_report(BE(s)->shards, r, is_new, s->errmsg);
     sqlite3_stmt *st = BE(s)->add_report;
-    sqlite3_bind_blob(st, 1, r->id, (int)r->id_len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, r->experiment);
-    sqlite3_bind_int64(st, 3, r->arm);
-    sqlite3_bind_text(st, 4, r->mechanism, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, r->epsilon);
-    sqlite3_bind_double(st, 6, r->propensity);
-    sqlite3_bind_int64(st, 7, (sqlite3_int64)r->policy_version);
-    sqlite3_bind_double(st, 8, r->value);
-    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->expires_at_ms);
-    sqlite3_bind_int64(st, 10, (sqlite3_int64)r->at_ms);
+    agg_sqlite_bind_report(st, r);
     ldpb_err err = step_done(s, st, "inserting a report");
     *is_new = !err && sqlite3_changes(BE(s)->db) == 1;
     return err;
@@ -1307,23 +1298,12 @@ static ldpb_err sq_remove_report(agg_store *s, const uint8_t *id, size_t id_len)
     return err;
 }
 
-static sqlite3_int64 to_i64(uint64_t v);
-
 static ldpb_err sq_add_decision(agg_store *s, const agg_store_row *d, uint64_t *added)
 {
     if (BE(s)->shards)
         return agg_shards_add_decision(BE(s)->shards, d, added, s->errmsg);
     sqlite3_stmt *st = BE(s)->add_decision;
-    sqlite3_bind_blob(st, 1, d->id, (int)d->id_len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, d->experiment);
-    sqlite3_bind_int64(st, 3, d->arm);
-    sqlite3_bind_text(st, 4, d->mechanism, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, d->epsilon);
-    sqlite3_bind_double(st, 6, d->propensity);
-    sqlite3_bind_int64(st, 7, (sqlite3_int64)d->policy_version);
-    sqlite3_bind_int64(st, 8, (sqlite3_int64)d->at_ms);
-    sqlite3_bind_int64(st, 9, (sqlite3_int64)d->expires_at_ms);
-    sqlite3_bind_int64(st, 10, to_i64(d->retain_until_ms));
+    agg_sqlite_bind_decision(st, d);
     ldpb_err err = step_done(s, st, "logging a decision");
     *added = err ? 0 : (uint64_t)sqlite3_changes(BE(s)->db);
     return err;
