@@ -196,10 +196,13 @@ static void handle_relay_batch(agg_server *s, agg_worker *w, const uint8_t *msg,
     b->outstanding = n + 1;
     for (size_t i = 0; i < n; i++)
         b->slots[i].id = w->relay_in[i].id;
+    /* The relay waits for the whole batch's reply anyway: one COMMIT for all its reports */
+    enqueue_hold(s);
     for (size_t i = 0; i < n; i++) {
         agg_reply_to inner = {b, AGG_REPLY_RELAY | (uint64_t)i};
         handle_frame(s, w, w->relay_in[i].frame, w->relay_in[i].len, inner);
     }
+    enqueue_release(s);
     pthread_mutex_lock(&b->mu);
     int last = --b->outstanding == 0;
     pthread_mutex_unlock(&b->mu);
