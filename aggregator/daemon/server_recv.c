@@ -194,7 +194,7 @@ static void handle_frame(agg_server *s, agg_worker *w, const uint8_t *msg, size_
  * instead of one per frame. A frame whose record could not be written is refused as a direct
  * one would be (LDPB_EBUSY). LDPB_ENOMEM, with nothing opened, when the working memory cannot
  * be had: the caller then serves them one by one. batch_len bounds the plaintexts (each is
- * shorter than its sealed frame). */
+ * shorter than its sealed frame, so a frame's own length is room enough for it). */
 static ldpb_err serve_inner_logged(agg_server *s, agg_worker *w, relay_batch *b, size_t batch_len,
                                    size_t n)
 {
@@ -217,7 +217,9 @@ static ldpb_err serve_inner_logged(agg_server *s, agg_worker *w, relay_batch *b,
     for (size_t i = 0; i < n; i++) {
         agg_reply_to inner = {b, AGG_REPLY_RELAY | (uint64_t)i};
         const ldpb_relay_entry *e = &w->relay_in[i];
-        if (open_frame(s, w, e->frame, e->len, inner, pt + at, e->len, &o[i].pt_len, &o[i].key,
+        /* the same bound as a direct frame's (w->pt) */
+        size_t cap = e->len < LDPB_PLAINTEXT_MAX ? e->len : LDPB_PLAINTEXT_MAX;
+        if (open_frame(s, w, e->frame, e->len, inner, pt + at, cap, &o[i].pt_len, &o[i].key,
                        &o[i].pk, recs + n_recs * AGG_NONCE_LOG_RECORD) == 0) {
             o[i].pt = pt + at;
             at += e->len;
