@@ -47,8 +47,7 @@ int enqueue(agg_server *s, const item *it, size_t limit)
             s->q_reports++;
         /* a held batch wakes the committer once, at its release */
         if (s->q_holds ? hold_full(s)
-                       : it->kind == ITEM_REPORT || s->q_count == 1 ||
-                             s->q_count >= DECISION_BATCH)
+                       : it->kind == ITEM_REPORT || s->q_count == 1 || s->q_count >= DECISION_BATCH)
             pthread_cond_signal(&s->queue_cv);
     }
     pthread_mutex_unlock(&s->queue_mu);
@@ -482,8 +481,7 @@ static int commit_due(const agg_server *s)
 {
     if (s->committer_stop && s->q_count)
         return 1;
-    if (s->q_holds && !hold_full(s) &&
-        mono_us() < s->q_waiting_since_us + HOLD_MAX_US)
+    if (s->q_holds && !hold_full(s) && mono_us() < s->q_waiting_since_us + HOLD_MAX_US)
         return 0;
     if (s->q_reports > 0 || s->q_count >= DECISION_BATCH)
         return 1;

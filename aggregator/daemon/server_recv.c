@@ -69,13 +69,13 @@ static int open_frame(agg_server *s, agg_worker *w, const uint8_t *msg, size_t l
      * an attacker's fresh one) runs unlocked, so it never stalls the workers serving known keys. */
     seal_guard guard = {s, 0};
     const ldpb_seal_lock lk = {seal_lock, seal_unlock, &guard};
-    err = ldpb_seal_open_request_locked(s->kc, s->rp, &lk, &fr, ldpb_seal_now_ms(), pt, cap,
-                                        pt_len, key, detail);
+    err = ldpb_seal_open_request_locked(s->kc, s->rp, &lk, &fr, ldpb_seal_now_ms(), pt, cap, pt_len,
+                                        key, detail);
     if (!err && s->nlog)
-        err = rec ? agg_nonce_log_check(s->nlog, fr.client_pk, fr.nonce, ldpb_seal_now_ms(), rec,
-                                        detail)
-                  : agg_nonce_log_accept(s->nlog, fr.client_pk, fr.nonce, ldpb_seal_now_ms(),
-                                         detail);
+        err =
+            rec ? agg_nonce_log_check(s->nlog, fr.client_pk, fr.nonce, ldpb_seal_now_ms(), rec,
+                                      detail)
+                : agg_nonce_log_accept(s->nlog, fr.client_pk, fr.nonce, ldpb_seal_now_ms(), detail);
     const int first_eviction = guard.first_eviction;
     /* An unauthenticated refusal for the budget: a flood sends thousands a second, so warn at
      * most once a minute. Only that refusal takes seal_mu here again. */

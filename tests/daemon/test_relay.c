@@ -1102,9 +1102,9 @@ static void test_batch_mixed_one_commit(void **state)
         if (i == 1) { /* an id the daemon never issued, sealed by device 1 */
             uint8_t bogus[16];
             memset(bogus, 0x5a, sizeof bogus);
-            e[MIX_N] = (ldpb_relay_entry){(uint32_t)MIX_N, frames[MIX_N],
-                                          report_frame(&dev[1], bogus, sizeof bogus, mech, eps,
-                                                       frames[MIX_N])};
+            e[MIX_N] = (ldpb_relay_entry){
+                (uint32_t)MIX_N, frames[MIX_N],
+                report_frame(&dev[1], bogus, sizeof bogus, mech, eps, frames[MIX_N])};
         }
     }
     /* a second copy of device 0's report, and eight bytes that are no frame */
@@ -1170,10 +1170,14 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_malicious_relay),        cmocka_unit_test(test_relay_routes_by_id),
-        cmocka_unit_test(test_batch_waits_for_commit), cmocka_unit_test(test_clients_through_relay),
-        cmocka_unit_test(test_relay_kill9_restart),    cmocka_unit_test(test_relay_failover),
-        cmocka_unit_test(test_relay_bad_upstreams),    cmocka_unit_test(test_batch_mixed_one_commit),
+        cmocka_unit_test(test_malicious_relay),
+        cmocka_unit_test(test_relay_routes_by_id),
+        cmocka_unit_test(test_batch_waits_for_commit),
+        cmocka_unit_test(test_clients_through_relay),
+        cmocka_unit_test(test_relay_kill9_restart),
+        cmocka_unit_test(test_relay_failover),
+        cmocka_unit_test(test_relay_bad_upstreams),
+        cmocka_unit_test(test_batch_mixed_one_commit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
