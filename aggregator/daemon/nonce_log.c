@@ -333,10 +333,10 @@ fail:
     return err;
 }
 
-ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY_BYTES],
-                              const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms, char *detail)
+ldpb_err agg_nonce_log_check(const agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY_BYTES],
+                             const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms,
+                             uint8_t rec[AGG_NONCE_LOG_RECORD], char *detail)
 {
-    uint8_t rec[AGG_NONCE_LOG_RECORD];
     digest_of(l, client_pk, nonce, rec);
     uint64_t t = get_le64(nonce);
     int refused = agg_nl_refused(&l->ld, rec, t, now_ms);
@@ -355,25 +355,35 @@ ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY
         return LDPB_EREPLAY;
     }
     put_le64(rec + DIGEST_BYTES, t);
+    return LDPB_OK;
+}
+
+ldpb_err agg_nonce_log_write(agg_nonce_log *l, const uint8_t *recs, size_t n, uint64_t now_ms,
+                             char *detail)
+{
     ldpb_err err = LDPB_OK;
     char why[LDPB_DETAIL_BYTES] = "";
+    size_t bytes = n * AGG_NONCE_LOG_RECORD;
+    if (!n)
+        return LDPB_OK;
     pthread_mutex_lock(&l->mu);
     if (now_ms > l->clock_ms)
         l->clock_ms = now_ms;
     if (l->fd < 0 || l->clock_ms - l->start_ms >= 2 * l->window_ms)
         err = rotate(l, l->clock_ms, why, sizeof why);
     if (!err) {
-        ssize_t n = write(l->fd, rec, sizeof rec);
-        if (n != (ssize_t)sizeof rec) {
-            snprintf(why, sizeof why, "%s", n < 0 ? strerror(errno) : "short write");
-            if (n > 0 && ftruncate(l->fd, (off_t)l->size) != 0) {
+        /* one write(2) for them all: a relay batch's records cost one system call */
+        ssize_t w = write(l->fd, recs, bytes);
+        if (w != (ssize_t)bytes) {
+            snprintf(why, sizeof why, "%s", w < 0 ? strerror(errno) : "short write");
+            if (w > 0 && ftruncate(l->fd, (off_t)l->size) != 0) {
                 /* A misaligned segment would garble every later record: start a new one. */
                 close(l->fd);
                 l->fd = -1;
             }
             err = LDPB_EBUSY;
         } else {
-            l->size += sizeof rec;
+            l->size += bytes;
             l->dirty = 1;
         }
     }
@@ -382,6 +392,14 @@ ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY
         ldpb_detailf(detail, LDPB_DETAIL_BYTES,
                      "the aggregator cannot record the nonce in %s (%s); retry later", l->cur, why);
     return err ? LDPB_EBUSY : LDPB_OK;
+}
+
+ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY_BYTES],
+                              const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms, char *detail)
+{
+    uint8_t rec[AGG_NONCE_LOG_RECORD];
+    ldpb_err err = agg_nonce_log_check(l, client_pk, nonce, now_ms, rec, detail);
+    return err ? err : agg_nonce_log_write(l, rec, 1, now_ms, detail);
 }
 
 size_t agg_nonce_log_loaded(const agg_nonce_log *l)

@@ -57,6 +57,17 @@ ldpb_err agg_nonce_log_open(agg_nonce_log **out, const char *dir,
 ldpb_err agg_nonce_log_accept(agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY_BYTES],
                               const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms, char *detail);
 
+/* agg_nonce_log_accept in two steps, for a caller that records several requests with one
+ * write (a relay batch's inner frames): the check (LDPB_OK with the record in `rec`, or
+ * LDPB_EREPLAY), then agg_nonce_log_write of the n records the caller gathered, before it acts
+ * on any of them (LDPB_OK, or LDPB_EBUSY: none is recorded, refuse them all). `detail`
+ * (LDPB_DETAIL_BYTES) says why. */
+ldpb_err agg_nonce_log_check(const agg_nonce_log *l, const uint8_t client_pk[LDPB_KEY_BYTES],
+                             const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms,
+                             uint8_t rec[AGG_NONCE_LOG_RECORD], char *detail);
+ldpb_err agg_nonce_log_write(agg_nonce_log *l, const uint8_t *recs, size_t n, uint64_t now_ms,
+                             char *detail);
+
 /* Records loaded from earlier runs at open (for the log line and the tests). */
 size_t agg_nonce_log_loaded(const agg_nonce_log *l);
 

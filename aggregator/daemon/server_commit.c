@@ -25,6 +25,13 @@ const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS] = {
 
 /* ---- the committer's queue --------------------------------------------------------------- */
 
+/* Whether a held queue is as full as one transaction takes, or as full as decisions may make it:
+ * then the committer starts, hold or not, so a hold never turns into refusals. */
+static int hold_full(const agg_server *s)
+{
+    return s->q_count >= s->cfg->batch_max || s->q_count >= s->q_cap / 2;
+}
+
 /* Appends `it` if fewer than `limit` items wait; 0 otherwise. Decisions are queued only while
  * the queue is less than half full, so logging can never crowd out reports. */
 int enqueue(agg_server *s, const item *it, size_t limit)
@@ -38,11 +45,29 @@ int enqueue(agg_server *s, const item *it, size_t limit)
         s->q_count++;
         if (it->kind == ITEM_REPORT)
             s->q_reports++;
-        if (it->kind == ITEM_REPORT || s->q_count == 1 || s->q_count >= DECISION_BATCH)
+        /* a held batch wakes the committer once, at its release */
+        if (s->q_holds ? hold_full(s)
+                       : it->kind == ITEM_REPORT || s->q_count == 1 || s->q_count >= DECISION_BATCH)
             pthread_cond_signal(&s->queue_cv);
     }
     pthread_mutex_unlock(&s->queue_mu);
     return ok;
+}
+
+void enqueue_hold(agg_server *s)
+{
+    pthread_mutex_lock(&s->queue_mu);
+    s->q_holds++;
+    pthread_mutex_unlock(&s->queue_mu);
+}
+
+void enqueue_release(agg_server *s)
+{
+    pthread_mutex_lock(&s->queue_mu);
+    s->q_holds--;
+    if (!s->q_holds && s->q_count)
+        pthread_cond_signal(&s->queue_cv);
+    pthread_mutex_unlock(&s->queue_mu);
 }
 
 /* ---- the committer ----------------------------------------------------------------------- */
@@ -454,7 +479,11 @@ size_t agg_server_commit_batch(agg_server *s)
 /* Under queue_mu: whether the committer should commit now (see DECISION_DELAY_MS). */
 static int commit_due(const agg_server *s)
 {
-    if (s->q_reports > 0 || s->q_count >= DECISION_BATCH || (s->committer_stop && s->q_count))
+    if (s->committer_stop && s->q_count)
+        return 1;
+    if (s->q_holds && !hold_full(s) && mono_us() < s->q_waiting_since_us + HOLD_MAX_US)
+        return 0;
+    if (s->q_reports > 0 || s->q_count >= DECISION_BATCH)
         return 1;
     return s->q_count > 0 && mono_us() >= s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
 }
@@ -478,6 +507,8 @@ void *committer_main(void *arg)
             uint64_t due = check_at;
             if (s->q_count && s->q_waiting_since_us + DECISION_DELAY_MS * 1000u < due)
                 due = s->q_waiting_since_us + DECISION_DELAY_MS * 1000u;
+            if (s->q_count && s->q_holds && s->q_waiting_since_us + HOLD_MAX_US < due)
+                due = s->q_waiting_since_us + HOLD_MAX_US;
             struct timespec ts = {(time_t)(due / 1000000u), (long)(due % 1000000u) * 1000L};
             pthread_cond_timedwait(&s->queue_cv, &s->queue_mu, &ts);
         }

@@ -64,6 +64,12 @@
  * many of them are queued. */
 #define DECISION_DELAY_MS 50
 #define DECISION_BATCH    256
+/* While a worker serves a relay batch's inner frames (enqueue_hold), the committer leaves their
+ * reports queued until the last is in, so a batch's reports share one COMMIT and one fdatasync
+ * instead of being split at whatever frame the committer woke on; for at most this long after
+ * the queue became non-empty, so a slow batch or several workers holding in turn never keep the
+ * queue waiting for longer (docs/aggregator.md, "Where the CPU goes", through a relay). */
+#define HOLD_MAX_US 2000
 /* A privatized Laplace value further than this many noise scales from [0,1] has probability
  * below e^-100 for an honest client: refuse it before it can swamp a sum. */
 #define LAPLACE_MAX_SCALES 100.0
@@ -160,6 +166,7 @@ struct agg_server {
     size_t q_cap, q_head, q_count;
     size_t q_reports;            /* reports among the queued items */
     uint64_t q_waiting_since_us; /* mono_us() when the queue became non-empty or was last drained */
+    size_t q_holds;              /* workers inside enqueue_hold .. enqueue_release */
     pthread_mutex_t queue_mu;
     pthread_cond_t queue_cv;
     int committer_stop;
@@ -361,6 +368,10 @@ void *worker_main(void *arg);
 /* Saves policy p into *buf, grown as needed (the committer's and the sequencer's buffers). */
 ldpb_err save_policy(const agg_policy *p, uint8_t **buf, size_t *cap, size_t *len);
 int enqueue(agg_server *s, const item *it, size_t limit);
+/* Around the inner frames of one relay batch: what they enqueue is committed together once the
+ * release comes (or HOLD_MAX_US after the queue became non-empty, whichever is first). */
+void enqueue_hold(agg_server *s);
+void enqueue_release(agg_server *s);
 /* Counts an assignment that goes out and queues its decision row (best effort). */
 void count_decision(agg_server *s, const item *it);
 /* A ReportAndAssign's next assignment goes out only with the Ack of its report (docs/protocol.md

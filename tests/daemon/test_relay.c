@@ -1068,14 +1068,116 @@ static void test_relay_bad_upstreams(void **state)
     assert_false(wrote);
 }
 
+/* ---- a batch with failing frames: one commit, each slot answered, recorded before served ---- */
+
+/* A relay batch of MIX_N devices' reports with refusals mixed in (a frame that is no frame, a
+ * second copy of a report in the same batch, a report for an assignment the daemon never issued):
+ * every slot gets its own answer, the good reports are committed in one transaction (the
+ * committer waits for the batch's last inner frame, docs/aggregator.md "Where the CPU goes"),
+ * and the batch's nonce records (written to the nonce log in one write) survive a kill -9: the
+ * same batch resent to the restarted daemon is refused slot by slot, nothing counted twice. */
+#define MIX_N 24
+static void test_batch_mixed_one_commit(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    relay_proc unused;
+    int mport = dt_free_port();
+    char more[64];
+    snprintf(more, sizeof more, "metrics = 127.0.0.1:%d\n", mport);
+    setup_with(&d, &unused, more);
+    static dt_client dev[MIX_N];
+    static uint8_t frames[MIX_N + 3][LDPB_FRAME_MAX];
+    ldpb_relay_entry e[MIX_N + 3];
+    for (int i = 0; i < MIX_N; i++) {
+        uint32_t arm;
+        int mech;
+        double eps;
+        uint8_t id[LDPB_WIRE_ID_MAX];
+        size_t idl;
+        assert_int_equal(dt_client_open(&dev[i], d.ipc_url, d.server.pk, 5000), 0);
+        assert_int_equal(dt_assign(&dev[i], &arm, &mech, &eps, id, &idl), 0);
+        e[i] = (ldpb_relay_entry){(uint32_t)i, frames[i],
+                                  report_frame(&dev[i], id, idl, mech, eps, frames[i])};
+        if (i == 1) { /* an id the daemon never issued, sealed by device 1 */
+            uint8_t bogus[16];
+            memset(bogus, 0x5a, sizeof bogus);
+            e[MIX_N] = (ldpb_relay_entry){
+                (uint32_t)MIX_N, frames[MIX_N],
+                report_frame(&dev[1], bogus, sizeof bogus, mech, eps, frames[MIX_N])};
+        }
+    }
+    /* a second copy of device 0's report, and eight bytes that are no frame */
+    e[MIX_N + 1] = (ldpb_relay_entry){(uint32_t)MIX_N + 1, frames[0], e[0].len};
+    memcpy(frames[MIX_N + 2], "notframe", 8);
+    e[MIX_N + 2] = (ldpb_relay_entry){(uint32_t)MIX_N + 2, frames[MIX_N + 2], 8};
+    /* the direct assignments' decisions are committed by now (DECISION_DELAY_MS is 50 ms) */
+    sleep_ms(300);
+    uint64_t before = daemon_reports(&d);
+    long long commits = metric(mport, "ldpb_commits_total");
+    assert_true(commits >= 0);
+    mal m = {.sock = nn_socket(AF_SP, NN_REQ)};
+    int tmo = 5000, big = -1;
+    nn_setsockopt(m.sock, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof tmo);
+    nn_setsockopt(m.sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &big, sizeof big);
+    assert_true(nn_connect(m.sock, d.ipc_url) >= 0);
+    assert_int_equal(mal_send(&m, e, MIX_N + 3), 0);
+    assert_int_equal(m.n, MIX_N + 3);
+    dt_reply r;
+    for (int i = 0; i < MIX_N; i++) {
+        int dup = -1;
+        assert_int_equal(m.got[i].id, (uint32_t)i);
+        open_reply(&dev[i], &m.got[i], &r);
+        assert_true(dt_is_ack(&r, &dup));
+        assert_int_equal(dup, 0);
+        dt_reply_clear(&r);
+    }
+    open_reply(&dev[1], &m.got[MIX_N], &r);
+    assert_int_equal(r.kind, 1);
+    assert_int_equal(r.env->body_case, LDPB__V1__ENVELOPE__BODY_ERROR);
+    dt_reply_clear(&r);
+    open_reply(&dev[0], &m.got[MIX_N + 1], &r);
+    assert_true(dt_is_error(&r, 1, LDPB_EREPLAY));
+    dt_reply_clear(&r);
+    open_reply(&dev[0], &m.got[MIX_N + 2], &r);
+    assert_true(dt_is_error(&r, 0, LDPB_EPROTO));
+    dt_reply_clear(&r);
+    assert_int_equal(daemon_reports(&d) - before, MIX_N);
+    /* all of the batch's reports in one transaction (daemon_reports asked nothing durable) */
+    assert_int_equal(metric(mport, "ldpb_commits_total") - commits, 1);
+
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGKILL), 128 + SIGKILL);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    assert_int_equal(daemon_reports(&d) - before, MIX_N);
+    assert_int_equal(mal_send(&m, e, MIX_N + 2), 0);
+    assert_int_equal(m.n, MIX_N + 2);
+    for (int i = 0; i < MIX_N + 2; i++) {
+        open_reply(&dev[i < MIX_N ? i : i == MIX_N ? 1 : 0], &m.got[i], &r);
+        assert_true(dt_is_error(&r, 1, LDPB_EREPLAY));
+        dt_reply_clear(&r);
+    }
+    assert_int_equal(daemon_reports(&d) - before, MIX_N);
+    if (m.reply)
+        nn_freemsg(m.reply);
+    nn_close(m.sock);
+    for (int i = 0; i < MIX_N; i++)
+        dt_client_close(&dev[i]);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_malicious_relay),        cmocka_unit_test(test_relay_routes_by_id),
-        cmocka_unit_test(test_batch_waits_for_commit), cmocka_unit_test(test_clients_through_relay),
-        cmocka_unit_test(test_relay_kill9_restart),    cmocka_unit_test(test_relay_failover),
+        cmocka_unit_test(test_malicious_relay),
+        cmocka_unit_test(test_relay_routes_by_id),
+        cmocka_unit_test(test_batch_waits_for_commit),
+        cmocka_unit_test(test_clients_through_relay),
+        cmocka_unit_test(test_relay_kill9_restart),
+        cmocka_unit_test(test_relay_failover),
         cmocka_unit_test(test_relay_bad_upstreams),
+        cmocka_unit_test(test_batch_mixed_one_commit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
