@@ -200,6 +200,9 @@ static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms
     COUNTER("ldpb_commit_items_total", "Reports and decisions in committed transactions.",
             st.batch_items);
     COUNTER("ldpb_commit_failures_total", "Transactions rolled back.", st.commit_failures);
+    COUNTER("ldpb_commit_retries_total",
+            "Transactions the database ended to break a deadlock between nodes, run again.",
+            st.commit_retries);
     EMIT("# HELP ldpb_commit_seconds Duration of committed transactions (fsync included).\n"
          "# TYPE ldpb_commit_seconds histogram\n");
     uint64_t cumulative = 0;

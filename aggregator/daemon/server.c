@@ -485,6 +485,7 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     o->batches = atomic_load(&s->n_batches);
     o->batch_items = atomic_load(&s->n_batch_items);
     o->commit_failures = atomic_load(&s->n_commit_failures);
+    o->commit_retries = atomic_load(&s->n_commit_retries);
     o->commit_us = atomic_load(&s->commit_us);
     for (size_t b = 0; b <= AGG_COMMIT_BUCKETS; b++)
         o->commit_hist[b] = atomic_load(&s->commit_hist[b]);

@@ -57,6 +57,7 @@ typedef struct agg_server_stats {
     uint64_t batches;           /* committed transactions */
     uint64_t batch_items;       /* reports and decisions in them */
     uint64_t commit_failures;   /* transactions rolled back */
+    uint64_t commit_retries;    /* transactions the database ended (deadlock), run again */
     uint64_t commit_us;         /* total time in commit, microseconds */
     uint64_t decisions_dropped; /* decisions not logged because the queue was full */
     uint64_t send_failures;     /* replies the transport could not send */

@@ -426,6 +426,25 @@ static ldpb_err commit_experiment(agg_server *s, agg_experiment *e, size_t n)
     return err;
 }
 
+/* Times a batch's transaction is run again after the database ended it to break a deadlock. */
+#define COMMIT_RETRIES 3
+
+/* One transaction for the batch, whichever experiments it holds: each observes into its own
+ * `next` and writes its own state; the COMMIT makes all of them durable at once. */
+static ldpb_err write_batch_txn(agg_server *s, size_t n, uint64_t *n_deleted)
+{
+    ldpb_err err = agg_store_begin(s->store);
+    if (!err)
+        err = write_rows(s, n);
+    for (size_t i = 0; i < s->n_touched && !err; i++)
+        err = commit_experiment(s, s->touched[i], n);
+    if (!err)
+        err = prune_decisions(s, n, n_deleted);
+    if (!err)
+        err = agg_store_commit(s->store);
+    return err;
+}
+
 size_t agg_server_commit_batch(agg_server *s)
 {
     check_space(s);
@@ -438,18 +457,20 @@ size_t agg_server_commit_batch(agg_server *s)
     uint64_t t0 = mono_us();
     collect_touched(s, n);
     pthread_mutex_lock(&s->store_mu);
-    ldpb_err err = agg_store_begin(s->store);
-    if (!err)
-        err = write_rows(s, n);
-    /* One transaction for the batch, whichever experiments it holds: each observes into its
-     * own `next` and writes its own state; the COMMIT makes all of them durable at once. */
-    for (size_t i = 0; i < s->n_touched && !err; i++)
-        err = commit_experiment(s, s->touched[i], n);
     uint64_t n_deleted = 0;
-    if (!err)
-        err = prune_decisions(s, n, &n_deleted);
-    if (!err)
-        err = agg_store_commit(s->store);
+    ldpb_err err = write_batch_txn(s, n, &n_deleted);
+    /* Nodes sharing a PostgreSQL database: the database may end a transaction to break a
+     * deadlock (or a serialization conflict) between nodes' batches. As PostgreSQL advises, the
+     * transaction is run again from the start: each `next` is restored from its served state
+     * and observed again, the noise drawn by the ended attempt never released. */
+    for (int retry = 0; err && retry < COMMIT_RETRIES && agg_store_conflict(s->store); retry++) {
+        agg_store_rollback(s->store);
+        for (size_t i = 0; i < s->n_touched; i++)
+            s->touched[i]->b_new = s->touched[i]->b_dup = 0;
+        n_deleted = 0;
+        atomic_fetch_add(&s->n_commit_retries, 1);
+        err = write_batch_txn(s, n, &n_deleted);
+    }
     if (err) {
         /* Each `next` and its noise are dropped unreleased; the served states were never
          * touched. */

@@ -227,6 +227,7 @@ struct agg_server {
     atomic_uint_fast64_t n_requests, n_status, n_plain_errors, n_errors[32];
     atomic_uint_fast64_t n_assignments, n_reports, n_duplicates;
     atomic_uint_fast64_t n_batches, n_batch_items, n_commit_failures, commit_us;
+    atomic_uint_fast64_t n_commit_retries; /* transactions run again after a deadlock */
     atomic_uint_fast64_t commit_hist[AGG_COMMIT_BUCKETS + 1]; /* per bucket, +Inf last */
     atomic_uint_fast64_t n_decisions_dropped, n_send_failures;
     atomic_uint_fast64_t n_relay_batches;

@@ -139,6 +139,11 @@ int agg_store_unavailable(const agg_store *s)
     return s->ops->unavailable && s->ops->unavailable(s);
 }
 
+int agg_store_conflict(const agg_store *s)
+{
+    return s->ops->conflict && s->ops->conflict(s);
+}
+
 int agg_store_needs_reload(const agg_store *s)
 {
     return s->ops->needs_reload && s->ops->needs_reload(s);

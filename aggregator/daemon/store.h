@@ -108,6 +108,11 @@ const char *agg_store_node_name(const agg_store *s);
  * states are reloaded): the daemon answers "busy, resend" rather than an I/O error. */
 int agg_store_unavailable(const agg_store *s);
 
+/* 1 when the last failure was the database ending the transaction to break a deadlock or a
+ * serialization conflict between nodes (PostgreSQL's SQLSTATE 40P01, 40001), the connection
+ * sound: rolled back, the same transaction run again may well succeed. */
+int agg_store_conflict(const agg_store *s);
+
 /* 1 when a COMMIT whose answer was lost with the connection turned out, at the reconnect, to
  * have gone through (PostgreSQL): the caller's memory lacks that transaction, so every
  * transaction fails until it has reloaded its states (agg_store_experiments) and called

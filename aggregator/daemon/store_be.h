@@ -71,6 +71,9 @@ typedef struct agg_store_ops {
     ldpb_err (*partials)(agg_store *s, agg_store_partial **out, size_t *n);
     /* 1 when the database cannot be reached now (agg_store_unavailable); NULL: never. */
     int (*unavailable)(const agg_store *s);
+    /* 1 when the last failure was the database ending the transaction to break a deadlock or a
+     * serialization conflict (agg_store_conflict); NULL: never. */
+    int (*conflict)(const agg_store *s);
     /* store.h's agg_store_needs_reload and agg_store_reloaded; NULL: never needed. */
     int (*needs_reload)(const agg_store *s);
     void (*reloaded)(agg_store *s);

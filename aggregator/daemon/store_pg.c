@@ -73,6 +73,10 @@ typedef struct pg_store {
      * down or starting up): the daemon answers "busy, resend". Kept until a BEGIN succeeds, so a
      * reconnect between the failure and its answer does not turn it into an I/O error. */
     int unreachable;
+    /* The last failure was PostgreSQL ending the transaction to break a deadlock or a
+     * serialization conflict (SQLSTATE 40P01, 40001): run again, it may well succeed. Kept until
+     * the next BEGIN. */
+    int conflict;
     uint64_t stuck_generation; /* the generation it wrote */
     int64_t started_ms;        /* this node's start, for its row of `nodes` */
     int exps_changed;          /* a reconnect: agg_store_experiments_changed says 1 once */
@@ -322,6 +326,19 @@ static int sqlstate_unreachable(const PGresult *r)
            !strcmp(st, "57P03");
 }
 
+/* What a failed statement's result says of the failure: the database out of reach, or a
+ * transaction ended by PostgreSQL's deadlock or serialization check. */
+static void note_failure(pg_store *b, const PGresult *r)
+{
+    if (sqlstate_unreachable(r)) {
+        b->unreachable = 1;
+        return;
+    }
+    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (st && (!strcmp(st, "40P01") || !strcmp(st, "40001")))
+        b->conflict = 1;
+}
+
 static ldpb_err pg_fail(agg_store *s, const char *what)
 {
     if (PQstatus(BE(s)->conn) != CONNECTION_OK)
@@ -339,8 +356,7 @@ static ldpb_err run(agg_store *s, const char *sql, ExecStatusType want, PGresult
 {
     PGresult *r = PQexec(BE(s)->conn, sql);
     if (PQresultStatus(r) != want) {
-        if (sqlstate_unreachable(r))
-            BE(s)->unreachable = 1;
+        note_failure(BE(s), r);
         ldpb_err err = pg_fail(s, what);
         PQclear(r);
         return err;
@@ -363,8 +379,7 @@ static ldpb_err check_result(agg_store *s, PGresult *r, ExecStatusType want, con
 {
     if (PQresultStatus(r) == want)
         return LDPB_OK;
-    if (sqlstate_unreachable(r))
-        BE(s)->unreachable = 1;
+    note_failure(BE(s), r);
     return pg_fail(s, what);
 }
 
@@ -514,7 +529,7 @@ static ldpb_err pg_begin(agg_store *s)
         err = run(s, "BEGIN", PGRES_COMMAND_OK, NULL, "BEGIN");
     }
     if (!err)
-        b->unreachable = 0;
+        b->unreachable = b->conflict = 0;
     return err;
 }
 
@@ -524,8 +539,8 @@ static ldpb_err pg_commit(agg_store *s)
     PGresult *r = PQexec(b->conn, "COMMIT");
     /* A COMMIT of a failed transaction answers ROLLBACK (COMMAND_OK, tag "ROLLBACK"). */
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(r), "COMMIT") == 0;
-    if (!ok && sqlstate_unreachable(r))
-        b->unreachable = 1;
+    if (!ok)
+        note_failure(b, r);
     PQclear(r);
     if (ok) {
         b->generation = b->pending_generation;
@@ -653,7 +668,8 @@ static void pipe_answer(agg_store *s, const pipe_reader *rd, size_t i, PGresult 
         rd->answer(rd->ctx, i, r);
         return;
     }
-    if (sqlstate_unreachable(r) || PQstatus(BE(s)->conn) != CONNECTION_OK)
+    note_failure(BE(s), r);
+    if (PQstatus(BE(s)->conn) != CONNECTION_OK)
         BE(s)->unreachable = 1;
     char why[AGG_STORE_ERRMAX];
     snprintf(why, sizeof why, "%s", PQresultErrorMessage(r));
@@ -1214,9 +1230,36 @@ static ldpb_err not_ours(agg_store *s)
     return LDPB_ESTATE;
 }
 
+/* How many of the tables and indexes that schema_sql creates are missing (the names read from
+ * schema_sql itself, after each "IF NOT EXISTS "); -1 on failure. */
+static int64_t schema_missing(agg_store *s)
+{
+    static const char mark[] = "IF NOT EXISTS ";
+    char q[2048] = "SELECT 0";
+    size_t len = strlen(q);
+    for (const char *p = strstr(schema_sql, mark); p; p = strstr(p, mark)) {
+        p += sizeof mark - 1;
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz_0123456789");
+        int w =
+            snprintf(q + len, sizeof q - len, " + (to_regclass('%.*s') IS NULL)::int", (int)n, p);
+        if (w < 0 || (size_t)w >= sizeof q - len)
+            return -1;
+        len += (size_t)w;
+    }
+    return query_count(s, q, "reading the schema");
+}
+
+/* The DDL runs only where something is missing: CREATE INDEX IF NOT EXISTS takes a SHARE lock
+ * on its table even where the index is there, so a node starting beside running nodes would
+ * wait on their batches' row inserts while holding the locks of the statements before it, on
+ * which their batches wait in turn (PostgreSQL ended such a start with "deadlock detected" when
+ * a node killed under load started again). */
 static ldpb_err pg_create(agg_store *s)
 {
-    if (run(s, schema_sql, PGRES_COMMAND_OK, NULL, "creating the schema"))
+    int64_t missing = schema_missing(s);
+    if (missing < 0)
+        return LDPB_EIO;
+    if (missing > 0 && run(s, schema_sql, PGRES_COMMAND_OK, NULL, "creating the schema"))
         return not_ours(s);
     return LDPB_OK;
 }
@@ -1861,6 +1904,13 @@ static void pg_reloaded(agg_store *s)
     b->stuck = 0;
 }
 
+static int pg_conflict(const agg_store *s)
+{
+    const pg_store *b = s->be;
+    return b && b->conflict && !b->unreachable && !b->stuck && !b->in_doubt &&
+           PQstatus(b->conn) == CONNECTION_OK;
+}
+
 static int pg_unavailable(const agg_store *s)
 {
     const pg_store *b = s->be;
@@ -1903,6 +1953,7 @@ const agg_store_ops agg_store_pg_ops = {
     .put_counts = pg_put_counts,
     .shared_counts = pg_shared_counts,
     .unavailable = pg_unavailable,
+    .conflict = pg_conflict,
     .needs_reload = pg_needs_reload,
     .reloaded = pg_reloaded,
     .arm_counts = pg_arm_counts,

@@ -813,6 +813,79 @@ static void test_pg_batch_fails(void **state)
     remove_tree(f->dir);
 }
 
+typedef struct state_writer {
+    agg_store *s;
+    ldpb_err err;
+} state_writer;
+
+static void *write_state_main(void *arg)
+{
+    state_writer *w = arg;
+    agg_store_counters ct = {7, 7, 1, 7};
+    w->err = agg_store_put_state(w->s, (const uint8_t *)"abc7", 4, &ct);
+    return NULL;
+}
+
+/* Two transactions waiting on each other (as two nodes' batches can): PostgreSQL ends one with
+ * SQLSTATE 40P01. The store's, waiting first, is the one its deadlock check ends (the check runs
+ * deadlock_timeout after a wait begins): agg_store_conflict says so and the database is not
+ * called out of reach, so the committer runs the batch again, which then succeeds. */
+static void test_pg_deadlock(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store *s = open_ok(f);
+    write_batch(s);
+    PGconn *c = admin(f);
+    agg_store_batch_row rows[4];
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(fail_batch(s, rows), LDPB_OK); /* holds the new rows 41..43 */
+    sql(c, "BEGIN");
+    sql(c, "UPDATE experiments SET updated_at_ms = updated_at_ms"); /* holds the state's row */
+    state_writer w = {s, LDPB_OK};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, write_state_main, &w), 0);
+    static const char waiting[] = "SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                                  " current_database() AND wait_event_type = 'Lock'";
+    long n = 0;
+    for (int i = 0; i < 2000 && (n = count(c, waiting)) == 0; i++)
+        usleep(10000);
+    assert_int_equal(n, 1); /* the store's state write waits on this transaction */
+    /* ... and this one now on the store's report 41 (0x29): a cycle */
+    assert_int_equal(
+        PQsendQuery(c, "INSERT INTO reports(assignment_id, experiment, arm, mechanism, epsilon,"
+                       " propensity, policy_version, value, expires_at_ms, reported_at_ms)"
+                       " SELECT '\\x29292929292929292929292929292929'::bytea, id, 0, 'linear',"
+                       " 1, 0.5, 1, 0, 0, 0 FROM experiments LIMIT 1"),
+        1);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(w.err, LDPB_EIO);
+    assert_non_null(strstr(agg_store_errmsg(s), "deadlock"));
+    assert_int_equal(agg_store_conflict(s), 1);
+    assert_int_equal(agg_store_unavailable(s), 0);
+    agg_store_rollback(s);
+    PGresult *r;
+    while ((r = PQgetResult(c)) != NULL) { /* its INSERT, once the store's rows are gone */
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+    }
+    sql(c, "ROLLBACK");
+
+    /* Run again, the batch goes through */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_conflict(s), 0);
+    assert_int_equal(fail_batch(s, rows), LDPB_OK);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rows[i].found, 1);
+    write_state_main(&w);
+    assert_int_equal(w.err, LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(count(c, "SELECT count(*) FROM reports"), 7);
+    agg_store_close(s);
+    PQfinish(c);
+    remove_tree(f->dir);
+}
+
 /* A commit hook that ends the store's session from the server just before its COMMIT: the
  * COMMIT's answer is lost with the connection. */
 static PGconn *killer;
@@ -1726,6 +1799,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pg_one_node),    cmocka_unit_test(test_pg_reconnect),
         cmocka_unit_test(test_pg_backup),      cmocka_unit_test(test_pg_commit_in_doubt),
         cmocka_unit_test(test_pg_nodes),       cmocka_unit_test(test_pg_batch_fails),
+        cmocka_unit_test(test_pg_deadlock),
     };
     int failed = cmocka_run_group_tests_name("store: sqlite", common, setup_sqlite, NULL);
     failed += cmocka_run_group_tests_name("store: sqlite only", sqlite_only, setup_sqlite, NULL);
