@@ -62,6 +62,13 @@ _Static_assert(LEDGER_FILE_MAX / LDPB_LEDGER_ENTRIES_MAX >=
                "LEDGER_FILE_MAX wrapped");
 _Static_assert(LEDGER_FILE_MAX > UINT32_MAX, "a full ledger is larger than 4 GiB");
 
+/* A length within LEDGER_FILE_MAX, compared in uint64_t: where size_t is 32 bits every length
+ * is, and a comparison written on the size_t would be one the compiler calls always false. */
+static inline int ledger_len_within_max(uint64_t len)
+{
+    return len <= LEDGER_FILE_MAX;
+}
+
 /* The largest file the loader reads into one buffer: PTRDIFF_MAX on a 32-bit target (2 GiB;
  * malloc gives no more), LEDGER_FILE_MAX where that is smaller (64-bit). */
 #define LEDGER_LOAD_MAX                                                                            \
