@@ -2304,7 +2304,11 @@ static void example_assigns_and_reports(void **state)
     fx *f = *state;
     fake_server s;
     fs_start(&s, f->ipc);
+    /* under the server's lock, which its thread holds to answer: the request comes from another
+     * process, so nothing else orders this write before that read (ThreadSanitizer) */
+    fs_lock(&s);
     s.arm = 1;
+    fs_unlock(&s);
     char pub[200];
     snprintf(pub, sizeof pub, "%s/server.pub", f->dir);
     assert_int_equal(ldpb_keyfile_write(pub, LDPB_KEYFILE_PUBLIC, s.kp.pk, 1, NULL), LDPB_OK);
