@@ -63,7 +63,7 @@ typedef struct agg_experiment {
      * it is made and lives as long as the experiment, whichever instance is served. */
     const agg_policy_ops *ops;
     const ldpb_ctxstat *ctx_mech;
-    int wire_mechanism;      /* what every assignment asks for */
+    int wire_mechanism; /* what every assignment asks for */
     double wire_epsilon;
     const ldpb_mech_desc *wire_desc;
 
