@@ -93,12 +93,16 @@ typedef struct relay_thread {
     pthread_t th;
 } relay_thread;
 
-static volatile sig_atomic_t stop_flag;
+/* Set by the signal handler on the main thread, read by every relay thread: a volatile
+ * sig_atomic_t is safe only within one thread (a data race across threads, which
+ * ThreadSanitizer reports), a lock-free atomic is safe both in a handler and across threads. */
+static atomic_int stop_flag;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "stop_flag is set in a signal handler");
 
 static void on_signal(int sig)
 {
     (void)sig;
-    stop_flag = 1;
+    atomic_store(&stop_flag, 1);
 }
 
 static uint64_t mono_us(void)
@@ -309,7 +313,7 @@ static int gather(relay_thread *t)
             if (el >= o->wait_us)
                 return (int)n;
             wait_ms = (int)((o->wait_us - el + 999) / 1000);
-        } else if (stop_flag) {
+        } else if (atomic_load(&stop_flag)) {
             return 0;
         }
         int ready = 0;
@@ -604,7 +608,7 @@ int cmd_relay(int argc, char **argv)
     for (; started < o.threads; started++)
         if (pthread_create(&ts[started].th, NULL, relay_main, &ts[started]) != 0) {
             fprintf(stderr, "%s: cannot start thread %zu\n", PROG, started);
-            stop_flag = 1;
+            atomic_store(&stop_flag, 1);
             break;
         }
     print_start(&o);

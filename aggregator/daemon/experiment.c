@@ -54,6 +54,9 @@ static ldpb_err set_wire(agg_experiment *e, char *errmsg)
         return LDPB_EINVAL;
     }
     e->local_ctx = e->contextual && agg_ctx_policy_is_local(e->policy);
+    e->ctx_d = e->contextual ? agg_ctx_policy_d(e->policy) : 0;
+    e->ctx_mech = e->local_ctx ? agg_ctx_policy_mech(e->policy) : NULL;
+    e->ops = e->policy->ops;
     if (e->local_ctx) /* devices report statistics, whatever `mechanism` says */
         e->wire_desc = ldpb_mech_desc_of(LDPB_MECH_ID_GAUSSIAN_STATS);
     e->wire_mechanism = e->wire_desc->id;

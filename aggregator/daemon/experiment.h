@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ldpb/ctxstat.h"
 #include "ldpb/err.h"
 #include "ldpb/mech_table.h"
 #include "ldpb/rng.h"
@@ -54,7 +55,15 @@ typedef struct agg_experiment {
     int mc_propensity;       /* ops->choose_is_draw without ops->propensity */
     int contextual;          /* ctx_policy.h */
     int local_ctx;           /* the local contextual mode: devices choose */
-    int wire_mechanism;      /* what every assignment asks for */
+    /* A contextual policy's feature dimension, fixed when the experiment is built: workers read
+     * it without policy_mu, which they could not do through `policy` (the committer swaps it). */
+    uint32_t ctx_d;
+    /* Likewise fixed at build: the two instances' operations (one table), and in the local
+     * contextual mode the device mechanism of the first instance, which is never changed after
+     * it is made and lives as long as the experiment, whichever instance is served. */
+    const agg_policy_ops *ops;
+    const ldpb_ctxstat *ctx_mech;
+    int wire_mechanism; /* what every assignment asks for */
     double wire_epsilon;
     const ldpb_mech_desc *wire_desc;
 

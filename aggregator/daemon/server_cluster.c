@@ -45,7 +45,7 @@ struct agg_cluster {
 int agg_cluster_additive(const agg_experiment *e)
 {
     /* the contextual policies too where their statistics add (linucb, ldp-linucb-gaussian) */
-    return e->policy->ops->merge != NULL;
+    return e->ops->merge != NULL;
 }
 
 static int shared_store(const agg_server *s)

@@ -171,7 +171,7 @@ static void do_assign_local(agg_server *s, agg_experiment *e, agg_worker *w, agg
                           reason);
         return;
     }
-    const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(agg_ctx_policy_mech(e->policy));
+    const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(e->ctx_mech);
     Ldpb__V1__LocalModel lm = LDPB__V1__LOCAL_MODEL__INIT;
     lm.d = mo->d;
     lm.n_stats = n;
@@ -224,7 +224,7 @@ static void do_assign_contextual(agg_server *s, agg_experiment *e, agg_worker *w
      * arm had probability exactly 1/ties. */
     t.propensity = 1.0 / (double)ties;
     t.arm = arm;
-    uint32_t d = agg_ctx_policy_d(e->policy);
+    uint32_t d = e->ctx_d;
     issue_assignment(s, e, w, to, client_pk, key, req, &t, ar->context + (size_t)arm * d, d, NULL);
 }
 
@@ -339,7 +339,7 @@ static ldpb_err check_report(agg_experiment *e, const agg_token *t, const Ldpb__
     if (e->local_ctx) {
         /* The statistics of the local contextual mode: the mechanism devices were told to use
          * must be the one the report claims, and its values ones it can produce. */
-        const ldpb_ctxstat *m = agg_ctx_policy_mech(e->policy);
+        const ldpb_ctxstat *m = e->ctx_mech;
         const ldpb_ctxstat_opts *mo = ldpb_ctxstat_get_opts(m);
         if (!r->has_delta || r->delta != mo->delta) {
             snprintf(reason, 256, "report delta %.17g differs from the assignment's %.17g",
@@ -408,7 +408,7 @@ static ldpb_err open_report(agg_server *s, const Ldpb__V1__Report *r, int featur
         return LDPB_ENOEXPERIMENT;
     it->exp = e;
     ldpb_err err = LDPB_OK;
-    uint32_t d = e->contextual ? agg_ctx_policy_d(e->policy) : 0;
+    uint32_t d = e->ctx_d;
     const uint8_t *id = r->assignment_id.data;
     size_t id_len = r->assignment_id.len;
     if (e->contextual && !features) {
@@ -454,7 +454,7 @@ void do_report(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
     agg_experiment *e = it.exp;
     if (!err && e->contextual) {
         /* the local mode's report carries its statistics where the others carry features */
-        size_t nx = e->local_ctx ? r->n_stats : agg_ctx_policy_d(e->policy);
+        size_t nx = e->local_ctx ? r->n_stats : e->ctx_d;
         it.x = malloc(nx * sizeof *it.x);
         if (!it.x) {
             err = LDPB_ENOMEM;
@@ -656,7 +656,7 @@ void do_status(agg_server *s, agg_worker *w, agg_reply_to to, const uint8_t *cli
     env.body_case = LDPB__V1__ENVELOPE__BODY_STATUS;
     env.status = &st;
     st.policy = e->ec.policy;
-    st.model = (char *)model_name(e->policy->ops->model);
+    st.model = (char *)model_name(e->ops->model);
     uint64_t dups = 0;
     agg_experiment_counts(e, &st.reports, &dups, &st.assignments); /* every node's */
     /* Named only when asked for by name: an old client's status stays as it was. */

@@ -126,6 +126,12 @@ static ldpb_err load(ldpb_ledger *l, int fd)
         err = LDPB_ECORRUPT;
         goto done;
     }
+    /* A well-formed size, but more than this process can hold (only on a 32-bit target): the
+     * file is not corrupt, and is never compared or allocated through a wrapped size_t. */
+    if ((uint64_t)sb.st_size > LEDGER_LOAD_MAX) {
+        err = LDPB_ENOMEM;
+        goto done;
+    }
     size_t size = (size_t)sb.st_size;
     buf = malloc(size ? size : 1);
     if (!buf) {

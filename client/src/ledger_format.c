@@ -594,7 +594,7 @@ ldpb_err ledger_parse(const uint8_t *buf, size_t len, ledger_state *st)
     ledger_record r;
     memset(&r, 0, sizeof r);
     uint8_t *used = NULL; /* format 3: which names of the table the entries use */
-    if (!buf || len < LEDGER_HEADER_BYTES + LEDGER_CHECKSUM_BYTES || len > LEDGER_FILE_MAX)
+    if (!buf || len < LEDGER_HEADER_BYTES + LEDGER_CHECKSUM_BYTES || !ledger_len_within_max(len))
         goto fail;
 
     /* The checksum first: a file that fails it is not looked at further. */

@@ -48,11 +48,31 @@
 #define LEDGER_UNIT_BITS       32
 #define LEDGER_DELTA_UNIT_BITS 63
 
-/* The largest well-formed file: anything bigger is refused before it is read. */
+/* The largest well-formed file: anything bigger is refused before it is read. About 4.9 GB, so
+ * it is computed in uint64_t: in size_t it would wrap on a 32-bit target (armhf) to about 0.9 GB
+ * and call a good ledger corrupt. A file within it that this process cannot address is refused by
+ * LEDGER_LOAD_MAX instead. */
 #define LEDGER_FILE_MAX                                                                            \
-    ((size_t)LEDGER_HEADER2_BYTES + 4u +                                                           \
-     (size_t)LDPB_LEDGER_ENTRIES_MAX * (1u + LEDGER_EXP_NAME_MAX + LEDGER_ENTRY3_MAX) +            \
+    ((uint64_t)LEDGER_HEADER2_BYTES + 4u +                                                         \
+     (uint64_t)LDPB_LEDGER_ENTRIES_MAX * (1u + LEDGER_EXP_NAME_MAX + LEDGER_ENTRY3_MAX) +          \
      LEDGER_CHECKSUM_BYTES)
+/* The product did not wrap (nor would on any word size: the operands are uint64_t). */
+_Static_assert(LEDGER_FILE_MAX / LDPB_LEDGER_ENTRIES_MAX >=
+                   1u + LEDGER_EXP_NAME_MAX + (uint64_t)LEDGER_ENTRY3_MAX,
+               "LEDGER_FILE_MAX wrapped");
+_Static_assert(LEDGER_FILE_MAX > UINT32_MAX, "a full ledger is larger than 4 GiB");
+
+/* A length within LEDGER_FILE_MAX, compared in uint64_t: where size_t is 32 bits every length
+ * is, and a comparison written on the size_t would be one the compiler calls always false. */
+static inline int ledger_len_within_max(uint64_t len)
+{
+    return len <= LEDGER_FILE_MAX;
+}
+
+/* The largest file the loader reads into one buffer: PTRDIFF_MAX on a 32-bit target (2 GiB;
+ * malloc gives no more), LEDGER_FILE_MAX where that is smaller (64-bit). */
+#define LEDGER_LOAD_MAX                                                                            \
+    ((uint64_t)PTRDIFF_MAX < LEDGER_FILE_MAX ? (uint64_t)PTRDIFF_MAX : LEDGER_FILE_MAX)
 
 typedef struct ledger_record {
     uint8_t id[LDPB_ASSIGNMENT_ID_MAX];

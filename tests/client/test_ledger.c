@@ -906,7 +906,7 @@ static void corrupt_files_are_refused_and_left_alone(void **state)
     assert_int_equal(ldpb_ledger_open(&l, f->path, NULL), LDPB_ECORRUPT);
     struct stat sb;
     assert_int_equal(stat(f->path, &sb), 0);
-    assert_true((size_t)sb.st_size == LEDGER_FILE_MAX + 1);
+    assert_true((uint64_t)sb.st_size == LEDGER_FILE_MAX + 1);
 
     /* The original still opens. */
     write_all(f->path, good, len);
@@ -915,6 +915,30 @@ static void corrupt_files_are_refused_and_left_alone(void **state)
     ldpb_ledger_close(l);
     free(img);
     free(good);
+}
+
+/* The size bound is the format's on every word size: 68 + 4 + 2^20 * (1 + 64 + 24 + 64 + 8 * 561)
+ * + 32 bytes, over 4 GiB, which a size_t computation wrapped to about 0.9 GB on armhf. A file
+ * past what the process can address (only on a 32-bit target: 2 GiB + 1 here) but within the
+ * bound is refused as too big for memory, not called corrupt, and left untouched. */
+static void file_size_bound_is_the_same_on_every_word_size(void **state)
+{
+    fx *f = *state;
+    assert_true(LEDGER_FILE_MAX == UINT64_C(4866441320));
+    uint64_t size = LEDGER_LOAD_MAX < LEDGER_FILE_MAX ? LEDGER_LOAD_MAX + 1 : LEDGER_FILE_MAX + 1;
+    ldpb_err want = LEDGER_LOAD_MAX < LEDGER_FILE_MAX ? LDPB_ENOMEM : LDPB_ECORRUPT;
+    write_all(f->path, (const uint8_t *)"x", 1);
+    int fd = open(f->path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)size), 0); /* sparse: no disk used */
+    close(fd);
+    ldpb_ledger *l = NULL;
+    assert_int_equal(ldpb_ledger_open(&l, f->path, NULL), want);
+    assert_null(l);
+    struct stat sb;
+    assert_int_equal(stat(f->path, &sb), 0);
+    assert_true((uint64_t)sb.st_size == size);
+    assert_no_tmp(f);
 }
 
 static void reseal(uint8_t *img, size_t len)
@@ -1326,6 +1350,7 @@ int main(void)
         T(non_regular_path_refused_without_blocking),
         T(planted_links_are_not_followed),
         T(corrupt_files_are_refused_and_left_alone),
+        T(file_size_bound_is_the_same_on_every_word_size),
         T(resealed_structural_defects_are_corrupt),
         T(laplace_value_beyond_the_admissible_range_is_corrupt),
         T(kill_at_each_step),

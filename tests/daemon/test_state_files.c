@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,8 +191,8 @@ static void test_export_reads_only(void **state)
 
 typedef struct load_arg {
     dt_daemon *d;
-    volatile int stop;
-    int acked;
+    atomic_int stop; /* set by the main thread while the load runs (a volatile int was a race) */
+    int acked;       /* read after the join */
 } load_arg;
 
 static void *load_main(void *p)
@@ -200,7 +201,7 @@ static void *load_main(void *p)
     dt_client c;
     if (dt_client_open(&c, a->d->ipc_url, a->d->server.pk, 5000) != 0)
         return NULL;
-    while (!a->stop)
+    while (!atomic_load(&a->stop))
         a->acked += report_n(&c, 1);
     dt_client_close(&c);
     return NULL;
@@ -236,7 +237,7 @@ static void test_backup_live(void **state)
     if (rc)
         print_message("backup: %s\n", err);
     assert_int_equal(rc, 0);
-    la.stop = 1;
+    atomic_store(&la.stop, 1);
     pthread_join(th, NULL);
     uint64_t live[K], live_reports = 0;
     assert_int_equal(dt_status(&c, live, K, &live_reports), K);

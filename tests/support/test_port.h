@@ -15,12 +15,17 @@
 #include <unistd.h>
 
 /* How many times longer a wait may take in this build. AddressSanitizer and UBSan make the daemon
- * and its clients several times slower, and the suite runs them two at a time on two cores; a
- * deadline sized for the optimized build would then measure the machine, not the code. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+ * and its clients several times slower, ThreadSanitizer 5 to 15 times, and the suite runs them two
+ * at a time on two cores; a deadline sized for the optimized build would then measure the
+ * machine, not the code. */
+#if defined(__SANITIZE_THREAD__)
+#define LDPB_TEST_SLOWDOWN 10
+#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
 #define LDPB_TEST_SLOWDOWN 4
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#if __has_feature(thread_sanitizer)
+#define LDPB_TEST_SLOWDOWN 10
+#elif __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
 #define LDPB_TEST_SLOWDOWN 4
 #endif
 #endif

@@ -85,7 +85,8 @@ LDPB_API void ldpb_ledger_opts_init(ldpb_ledger_opts *opts);
  * link, a directory, a FIFO, a socket or a device: refused at once, never waited on), LDPB_ERANGE
  * (opts out of range), LDPB_EIO, LDPB_ECORRUPT (the file failed validation; it is left untouched),
  * LDPB_ESTATE (locked by another process or handle; the lock is flock on "<path>.lock"),
- * LDPB_ENOMEM, LDPB_ECRYPTO (libsodium failed to initialise). */
+ * LDPB_ENOMEM (also: the file is larger than this process can address, over 2 GiB on a 32-bit
+ * target; it is left untouched), LDPB_ECRYPTO (libsodium failed to initialise). */
 LDPB_API ldpb_err ldpb_ledger_open(ldpb_ledger **out, const char *path,
                                    const ldpb_ledger_opts *opts);
 
