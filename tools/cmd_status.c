@@ -271,15 +271,7 @@ static void print_table(FILE *f, const char *url, const char *experiment, const 
 
 int tool_experiment_name_valid(const char *s)
 {
-    size_t n = strlen(s);
-    if (n < 1 || n > LDPB_EXPERIMENT_NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
+    return ldpb_wire_experiment_valid(s, strlen(s)); /* the rule the aggregator applies */
 }
 
 int tool_load_server_key(const char *prog, const char *path, uint8_t pk[TOOL_KEY_BYTES])

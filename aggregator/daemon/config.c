@@ -22,6 +22,7 @@
 #include "ldpb/mech_table.h"
 #include "ldpb/seal.h"
 #include "ldpb/transport.h"
+#include "ldpb/wire.h"
 #include "metrics.h"
 #include "policy.h"
 #include "store.h"
@@ -469,19 +470,11 @@ void agg_config_fini(agg_config *cfg)
 
 /* ---- experiments ------------------------------------------------------------------------- */
 
+_Static_assert(AGG_EXPERIMENT_NAME_MAX == LDPB_WIRE_EXPERIMENT_MAX, "one experiment name rule");
+
 int agg_exp_name_valid(const char *name)
 {
-    if (!name || !name[0])
-        return 0;
-    for (size_t n = 0; name[n]; n++) {
-        char ch = name[n];
-        if (n == AGG_EXPERIMENT_NAME_MAX)
-            return 0;
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' ||
-              ch == '-'))
-            return 0;
-    }
-    return 1;
+    return name && ldpb_wire_experiment_valid(name, strlen(name)); /* the wire's rule */
 }
 
 void agg_exp_config_fini(agg_exp_config *e)

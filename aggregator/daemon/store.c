@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ldpb/wire.h"
 #include "store_be.h"
 
 #define say agg_store_say
@@ -104,15 +105,7 @@ int64_t agg_store_now_ms(void)
 
 int agg_store_exp_name_valid(const char *name)
 {
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0 || n > AGG_STORE_EXP_NAME_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
+    return name && ldpb_wire_experiment_valid(name, strlen(name)); /* the wire's rule */
 }
 
 int agg_store_node_name_valid(const char *name)
