@@ -397,28 +397,6 @@ static ldpb_err prepare_shard(shard *h)
     return LDPB_OK;
 }
 
-/* Creates the file 0600 (its -wal and -shm get its mode), refusing a link or a non-file. */
-static ldpb_err make_private(const char *path, char *errmsg)
-{
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_CREAT, 0600);
-    if (fd < 0) {
-        say(errmsg, "%s: cannot open: %s", path,
-            errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-        return LDPB_EIO;
-    }
-    struct stat st;
-    ldpb_err err = LDPB_OK;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        say(errmsg, "%s: not a regular file", path);
-        err = LDPB_EINVAL;
-    } else if ((st.st_mode & 0777) != 0600 && fchmod(fd, 0600) != 0) {
-        say(errmsg, "%s: cannot make it mode 0600: %s", path, strerror(errno));
-        err = LDPB_EIO;
-    }
-    close(fd);
-    return err;
-}
-
 static int64_t count1(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st = NULL;
@@ -443,16 +421,11 @@ static ldpb_err open_shard(shard *h, const char *dir, unsigned n, uint64_t appli
     int existed = stat(path, &st) == 0 && st.st_size > 0;
     for (int k = 0; k < 2; k++) {
         snprintf(side, sizeof side, "%s%s", path, k ? "-shm" : "-wal");
-        if (lstat(side, &st) == 0 && !S_ISREG(st.st_mode)) {
-            say(errmsg, "%s: not a regular file", side);
-            return LDPB_EINVAL;
-        }
-        if (lstat(side, &st) == 0 && (st.st_mode & 0777) != 0600 && chmod(side, 0600) != 0) {
-            say(errmsg, "%s: cannot make it mode 0600: %s", side, strerror(errno));
-            return LDPB_EIO;
-        }
+        ldpb_err err = agg_sqlite_make_private(side, 0, errmsg);
+        if (err)
+            return err;
     }
-    ldpb_err err = make_private(path, errmsg);
+    ldpb_err err = agg_sqlite_make_private(path, 1, errmsg);
     if (err)
         return err;
     if (sqlite3_open_v2(path, &h->db,

@@ -49,6 +49,9 @@ int agg_shards_active(const agg_shards *sh);
 /* The parameters ?1..?10 of a report's or a decision's INSERT, in the column order that
  * aggregator.db and the row shards share (the shards add ?11, the batch). */
 struct sqlite3_stmt;
+/* A database file or its -wal/-shm opened without following a link (created if `create`, else
+ * absent is fine), refused unless a regular file, made mode 0600 (store_sqlite.c). */
+ldpb_err agg_sqlite_make_private(const char *path, int create, char *errmsg);
 void agg_sqlite_bind_report(struct sqlite3_stmt *st, const agg_store_row *r);
 void agg_sqlite_bind_decision(struct sqlite3_stmt *st, const agg_store_row *d);
 

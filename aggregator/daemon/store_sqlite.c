@@ -333,7 +333,7 @@ static ldpb_err count_decisions(agg_store *s)
  * to 0600, before SQLite opens it: SQLite creates its -wal and -shm files with the database
  * file's permissions, so the reports never become readable by group or others through a
  * permissive umask or directory. A symbolic link or a non-regular file is refused. */
-static ldpb_err make_private(const char *path, int create, char *errmsg)
+ldpb_err agg_sqlite_make_private(const char *path, int create, char *errmsg)
 {
     int fd = open(
         path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (create ? O_CREAT : 0),
@@ -734,12 +734,12 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
             say(errmsg, "state_dir %s: path too long", dir);
             return LDPB_EINVAL;
         }
-        err = make_private(path, 0, errmsg);
+        err = agg_sqlite_make_private(path, 0, errmsg);
         if (err)
             return err;
     }
     snprintf(path, sizeof path, "%s/%s", dir, AGG_STORE_DB_NAME);
-    err = make_private(path, 1, errmsg);
+    err = agg_sqlite_make_private(path, 1, errmsg);
     if (err)
         return err;
     if (sqlite3_open_v2(path, &b->db,
