@@ -4,23 +4,10 @@
 #include <sodium.h>
 
 #include "assign_token.h"
+#include "le_bytes.h"
 
 static const char token_context[] = "ldpb assignment token key v1";
 static const char state_context[] = "ldpb assignment token key v3";
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 static uint64_t dbl_bits(double d)
 {
@@ -101,14 +88,14 @@ static void encode(uint8_t version, const agg_token *t, uint8_t *id)
     *p++ = version;
     for (int i = 7; i >= 0; i--)
         *p++ = (uint8_t)(t->expires_at_ms >> (8 * i));
-    put_le(p, t->arm, 4);
+    agg_put_le(p, t->arm, 4);
     p += 4;
     *p++ = t->mechanism;
-    put_le(p, dbl_bits(t->epsilon), 8);
+    agg_put_le(p, dbl_bits(t->epsilon), 8);
     p += 8;
-    put_le(p, dbl_bits(t->propensity), 8);
+    agg_put_le(p, dbl_bits(t->propensity), 8);
     p += 8;
-    put_le(p, t->policy_version, 8);
+    agg_put_le(p, t->policy_version, 8);
     p += 8;
     memcpy(p, t->random, AGG_TOKEN_RANDOM_BYTES);
 }
@@ -147,18 +134,18 @@ static void decode(const uint8_t *id, agg_token *out)
         for (int i = 0; i < 8; i++)
             out->expires_at_ms = out->expires_at_ms << 8 | *p++;
     }
-    out->arm = (uint32_t)get_le(p, 4);
+    out->arm = (uint32_t)agg_get_le(p, 4);
     p += 4;
     out->mechanism = *p++;
-    out->epsilon = bits_dbl(get_le(p, 8));
+    out->epsilon = bits_dbl(agg_get_le(p, 8));
     p += 8;
     if (id[0] == 1) {
-        out->expires_at_ms = get_le(p, 8);
+        out->expires_at_ms = agg_get_le(p, 8);
         p += 8;
     }
-    out->propensity = bits_dbl(get_le(p, 8));
+    out->propensity = bits_dbl(agg_get_le(p, 8));
     p += 8;
-    out->policy_version = get_le(p, 8);
+    out->policy_version = agg_get_le(p, 8);
     p += 8;
     memcpy(out->random, p, AGG_TOKEN_RANDOM_BYTES);
 }
@@ -179,7 +166,7 @@ static int mac_bound(const agg_token_key *key, const uint8_t *body, const double
     crypto_generichash_update(&st, (const uint8_t *)bound_context, sizeof bound_context - 1);
     for (size_t i = 0; i < n; i++) {
         uint8_t b[8];
-        put_le(b, dbl_bits(x[i]), 8);
+        agg_put_le(b, dbl_bits(x[i]), 8);
         crypto_generichash_update(&st, b, sizeof b);
     }
     return crypto_generichash_final(&st, out, AGG_TOKEN_MAC_BYTES);
@@ -237,7 +224,7 @@ static int mac_exp(const agg_token_key *key, const uint8_t *body, const double *
         crypto_generichash_update(&st, (const uint8_t *)bound_context, sizeof bound_context - 1);
         for (size_t i = 0; i < n; i++) {
             uint8_t b[8];
-            put_le(b, dbl_bits(x[i]), 8);
+            agg_put_le(b, dbl_bits(x[i]), 8);
             crypto_generichash_update(&st, b, sizeof b);
         }
     }

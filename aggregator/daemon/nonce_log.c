@@ -15,6 +15,7 @@
 #include "ldpb/detail.h"
 #include "ldpb/durable.h"
 #include "ldpb/wire.h"
+#include "le_bytes.h"
 #include "nonce_log.h"
 #include "nonce_log_parse.h"
 #include "state_id.h"
@@ -42,20 +43,6 @@ struct agg_nonce_log {
     pthread_t syncer;
 };
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 static void digest_of(const agg_nonce_log *l, const uint8_t *pk, const uint8_t *nonce,
                       uint8_t out[DIGEST_BYTES])
 {
@@ -80,7 +67,7 @@ int agg_nl_header(const uint8_t *p, size_t len, uint64_t *start_ms)
 {
     if (len < AGG_NONCE_LOG_HEADER || memcmp(p, magic, sizeof magic))
         return 0;
-    *start_ms = get_le64(p + 8);
+    *start_ms = agg_get_le(p + 8, 8);
     return 1;
 }
 
@@ -90,7 +77,7 @@ ldpb_err agg_nl_take(agg_nl_set *s, const uint8_t *p, size_t len, uint64_t windo
     size_t whole = len - len % AGG_NONCE_LOG_RECORD;
     *used = whole;
     for (size_t off = 0; off < whole; off += AGG_NONCE_LOG_RECORD) {
-        uint64_t t = get_le64(p + off + DIGEST_BYTES);
+        uint64_t t = agg_get_le(p + off + DIGEST_BYTES, 8);
         /* Only a nonce whose time can still pass the window check needs refusing. */
         if (t + window_ms < now_ms || t > now_ms + window_ms)
             continue;
@@ -199,7 +186,7 @@ static ldpb_err new_segment(agg_nonce_log *l, uint64_t now_ms, char *errmsg, siz
     }
     uint8_t hdr[AGG_NONCE_LOG_HEADER];
     memcpy(hdr, magic, sizeof magic);
-    put_le64(hdr + 8, now_ms);
+    agg_put_le(hdr + 8, now_ms, 8);
     if (write(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
         ldpb_detailf(errmsg, errcap, "%s: cannot write: %s", l->cur, strerror(errno));
         close(fd);
@@ -338,7 +325,7 @@ ldpb_err agg_nonce_log_check(const agg_nonce_log *l, const uint8_t client_pk[LDP
                              uint8_t rec[AGG_NONCE_LOG_RECORD], char *detail)
 {
     digest_of(l, client_pk, nonce, rec);
-    uint64_t t = get_le64(nonce);
+    uint64_t t = agg_get_le(nonce, 8);
     int refused = agg_nl_refused(&l->ld, rec, t, now_ms);
     if (refused == 1) {
         ldpb_detailf(detail, LDPB_DETAIL_BYTES,
@@ -354,7 +341,7 @@ ldpb_err agg_nonce_log_check(const agg_nonce_log *l, const uint8_t client_pk[LDP
                      "restarted (a replayed message)");
         return LDPB_EREPLAY;
     }
-    put_le64(rec + DIGEST_BYTES, t);
+    agg_put_le(rec + DIGEST_BYTES, t, 8);
     return LDPB_OK;
 }
 

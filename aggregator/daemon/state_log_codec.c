@@ -3,37 +3,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "le_bytes.h"
 #include "state_log_codec.h"
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 void agg_slog_put_header(uint8_t p[AGG_SLOG_HEADER], uint32_t count)
 {
     p[0] = (uint8_t)AGG_SLOG_VERSION;
-    put_le(p + 1, count, 4);
+    agg_put_le(p + 1, count, 4);
 }
 
 void agg_slog_put_fixed(uint8_t p[AGG_SLOG_FIXED], int64_t exp, const agg_store_counters *c,
                         uint32_t len)
 {
-    put_le(p, (uint64_t)exp, 8);
-    put_le(p + 8, c->policy_version, 8);
-    put_le(p + 16, c->reports, 8);
-    put_le(p + 24, c->duplicates, 8);
-    put_le(p + 32, c->assignments, 8);
-    put_le(p + 40, len, 4);
+    agg_put_le(p, (uint64_t)exp, 8);
+    agg_put_le(p + 8, c->policy_version, 8);
+    agg_put_le(p + 16, c->reports, 8);
+    agg_put_le(p + 24, c->duplicates, 8);
+    agg_put_le(p + 32, c->assignments, 8);
+    agg_put_le(p + 40, len, 4);
 }
 
 __attribute__((format(printf, 3, 4))) static ldpb_err refuse(char *why, size_t cap, const char *fmt,
@@ -59,7 +46,7 @@ ldpb_err agg_slog_decode(const uint8_t *p, size_t n, agg_slog_entry **out, size_
     if (p[0] != AGG_SLOG_VERSION)
         return refuse(why, why_cap, "unknown encoding version %u (this build reads %u)", p[0],
                       AGG_SLOG_VERSION);
-    uint64_t want = get_le(p + 1, 4);
+    uint64_t want = agg_get_le(p + 1, 4);
     /* Each entry takes at least AGG_SLOG_FIXED + 1 bytes, so a count the bytes cannot hold is
      * refused before anything is allocated for it. */
     if (want == 0 || want > (n - AGG_SLOG_HEADER) / (AGG_SLOG_FIXED + 1))
@@ -80,8 +67,8 @@ ldpb_err agg_slog_decode(const uint8_t *p, size_t n, agg_slog_entry **out, size_
         const uint8_t *q = p + off;
         uint64_t v[5];
         for (int k = 0; k < 5; k++)
-            v[k] = get_le(q + 8 * k, 8);
-        uint64_t len = get_le(q + 40, 4);
+            v[k] = agg_get_le(q + 8 * k, 8);
+        uint64_t len = agg_get_le(q + 40, 4);
         off += AGG_SLOG_FIXED;
         const char *bad = v[0] == 0 || v[0] > INT64_MAX ? "an experiment id outside 1..2^63-1"
                           : (v[1] | v[2] | v[3] | v[4]) > INT64_MAX ? "a counter above 2^63-1"
