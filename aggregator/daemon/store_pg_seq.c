@@ -67,8 +67,20 @@ ldpb_err agg_pg_seq_schema(agg_store *s)
         if (!ok)
             return seq_fail(s, "adding the columns of sequenced experiments");
     }
-    PGresult *r = PQexec(agg_pg_conn(s), "CREATE INDEX IF NOT EXISTS reports_unobserved"
-                                         " ON reports(experiment, seq) WHERE NOT observed");
+    /* Checked first too: CREATE INDEX IF NOT EXISTS takes a SHARE lock on `reports` before it
+     * finds the index there, so a node starting beside nodes under load waited on their batches
+     * while holding its open's locks (store_pg.c, pg_create, saw that end in a deadlock). */
+    PGresult *r = PQexec(agg_pg_conn(s), "SELECT to_regclass('reports_unobserved') IS NULL");
+    int missing = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
+                      ? strcmp(PQgetvalue(r, 0, 0), "t") == 0
+                      : -1;
+    PQclear(r);
+    if (missing < 0)
+        return seq_fail(s, "reading the index of unobserved reports");
+    if (!missing)
+        return LDPB_OK;
+    r = PQexec(agg_pg_conn(s), "CREATE INDEX IF NOT EXISTS reports_unobserved"
+                               " ON reports(experiment, seq) WHERE NOT observed");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     return ok ? LDPB_OK : seq_fail(s, "creating the index of unobserved reports");

@@ -156,6 +156,30 @@ static pid_t spawn(const dt_daemon *d, const char *const *args, int use_config, 
     _exit(127);
 }
 
+/* A start that fails says why on the test's stderr: the daemon's own last words, which the
+ * temporary directory would otherwise take away with it. A start a test expects to be refused
+ * prints them too (its refusal message). */
+static void print_log_tail(const dt_daemon *d, const char *what)
+{
+    enum { TAIL = 2048 };
+    FILE *f = fopen(d->log, "r");
+    fprintf(stderr, "dt_daemon_start: %s; the end of its log (%s):\n", what, d->log);
+    if (!f)
+        return;
+    char buf[TAIL + 1];
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        if (size > TAIL)
+            fseek(f, size - TAIL, SEEK_SET);
+        else
+            rewind(f);
+    }
+    size_t n = fread(buf, 1, TAIL, f);
+    buf[n] = '\0';
+    fclose(f);
+    fprintf(stderr, "%s%s", buf, n && buf[n - 1] != '\n' ? "\n" : "");
+}
+
 int dt_daemon_start(dt_daemon *d, const char *const *args, int *status)
 {
     if (status)
@@ -178,10 +202,14 @@ int dt_daemon_start(dt_daemon *d, const char *const *args, int *status)
         int st;
         pid_t done = waitpid(d->pid, &st, WNOHANG);
         if (done == d->pid) {
+            int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             if (status)
-                *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                *status = code;
             d->pid = 0;
             dt_client_close(&c);
+            char what[64];
+            snprintf(what, sizeof what, "the daemon exited with status %d", code);
+            print_log_tail(d, what);
             return -1;
         }
         /* Any reply means it serves (a PLAIN_ERROR too: an allow-list refuses the probe). */
@@ -204,6 +232,7 @@ int dt_daemon_start(dt_daemon *d, const char *const *args, int *status)
     kill(d->pid, SIGKILL);
     dt_wait_status(d->pid);
     d->pid = 0;
+    print_log_tail(d, "the daemon did not answer in time and was killed");
     return -1;
 }
 

@@ -6,7 +6,8 @@
  * and a second node of an experiment whose statistics do not add are refused; two nodes serve
  * one contextual experiment whose statistics add (linucb, ldp-linucb-gaussian); the database
  * stopped (immediate) and restarted under load: reports get LDPB_EBUSY while it is down, no
- * acked report is lost, and the node serves again by itself. */
+ * acked report is lost, and the node serves again by itself; a node starts beside another's
+ * writing transaction without waiting on its table lock. */
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -645,6 +646,75 @@ static void test_database_stopped(void **state)
     dt_daemon_cleanup(&a);
 }
 
+/* One number from `sql` on the database of `d` (psql, the store URL); -1 if none. */
+static long psql_number(const dt_daemon *d, const char *sql)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "psql -Atq '%s' -c \"%s\"", d->store, sql);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    long v = -1;
+    if (fscanf(p, "%ld", &v) != 1)
+        v = -1;
+    pclose(p);
+    return v;
+}
+
+/* A node starts beside nodes whose batches are writing: its open checks the schema without DDL,
+ * whose table locks (CREATE INDEX IF NOT EXISTS takes SHARE on its table even when the index is
+ * there) would wait behind their row inserts and time out (lock_timeout 5 s: exit 1) or deadlock.
+ * The batches are stood in for by a session holding ROW EXCLUSIVE, the lock a batch's writes
+ * take, on the tables they write, for 20 s. */
+static void test_start_beside_writers(void **state)
+{
+    (void)state;
+    dt_daemon a, b;
+    assert_int_equal(dt_daemon_init(&a), 0);
+    write_conf(&a, "node-a", NULL);
+    assert_int_equal(dt_daemon_start(&a, NULL, NULL), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "psql -Atq '%s' -c 'BEGIN; LOCK TABLE reports, decisions, exp_node_state, "
+             "commit_generation IN ROW EXCLUSIVE MODE;"
+             " SELECT pg_sleep(20); COMMIT;' >/dev/null 2>&1",
+             a.store);
+    FILE *writer = popen(cmd, "r");
+    assert_non_null(writer);
+    long held = 0;
+    for (uint64_t end = now_ms() + 10000u * LDPB_TEST_SLOWDOWN; held < 4 && now_ms() < end;) {
+        held = psql_number(
+            &a, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid ="
+                " l.relation WHERE c.relname IN ('reports', 'decisions', 'exp_node_state',"
+                " 'commit_generation') AND l.mode = 'RowExclusiveLock' AND"
+                " l.granted");
+        if (held < 4)
+            sleep_ms(50);
+    }
+    assert_int_equal(held, 4);
+    second_node(&a, &b);
+    write_conf(&b, "node-b", NULL);
+    uint64_t t0 = now_ms();
+    int st = 0;
+    int started = dt_daemon_start(&b, NULL, &st);
+    print_message("node-b started in %" PRIu64 " ms beside a writer holding the batches' tables\n",
+                  now_ms() - t0);
+    assert_int_equal(started, 0);
+    /* the writer still holds its lock: node-b did not wait for it */
+    assert_int_equal(psql_number(&a, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid ="
+                                     " l.relation WHERE c.relname = 'reports' AND l.mode ="
+                                     " 'RowExclusiveLock' AND l.granted"),
+                     1);
+    assert_int_equal(dt_daemon_signal_wait(&b, SIGTERM), 0);
+    assert_int_equal(dt_daemon_signal_wait(&a, SIGTERM), 0);
+    /* the writer's session ended (its sleep is the test's, not the check's) */
+    psql_number(&a, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query"
+                    " LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()");
+    pclose(writer);
+    dt_daemon_cleanup(&b);
+    dt_daemon_cleanup(&a);
+}
+
 int main(void)
 {
     if (!getenv("LDPB_TEST_PG_STATE")) {
@@ -659,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_linucb_two_nodes),
         cmocka_unit_test(test_ldp_linucb_two_nodes),
         cmocka_unit_test(test_database_stopped),
+        cmocka_unit_test(test_start_beside_writers),
     };
     return cmocka_run_group_tests_name("nodes on one PostgreSQL", tests, NULL, NULL);
 }
