@@ -534,16 +534,20 @@ static ldpb_err attach_files(sqlite3 *db, const char *dir, unsigned n, char *err
     return LDPB_OK;
 }
 
+/* The columns of a report and of a decision row that aggregator.db and the shards share. */
+static const char report_cols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
+                                  " policy_version, value, expires_at_ms, reported_at_ms";
+static const char decision_cols[] = "assignment_id, experiment, arm, mechanism, epsilon,"
+                                    " propensity, policy_version, issued_at_ms, expires_at_ms,"
+                                    " retain_until_ms";
+
 /* Temporary views `reports` and `decisions` over the attached shards, which the queries of one
  * database read unchanged (an unqualified name is looked up in the temporary schema first): the
  * rows of applied batches only. After the schema's creation, whose unqualified names they would
  * take. */
 static ldpb_err shard_views(sqlite3 *db, unsigned n, char *errmsg)
 {
-    static const char rcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
-                                " policy_version, value, expires_at_ms, reported_at_ms";
-    static const char dcols[] = "assignment_id, experiment, arm, mechanism, epsilon, propensity,"
-                                " policy_version, issued_at_ms, expires_at_ms, retain_until_ms";
+    const char *rcols = report_cols, *dcols = decision_cols;
     size_t cap = 1024 + (size_t)n * 512;
     char *sql = malloc(cap);
     if (!sql) {
@@ -1625,6 +1629,118 @@ done:
 
 /* ---- backup ------------------------------------------------------------------------------ */
 
+/* A sharded state's backup (docs/aggregator.md, "Backup"): the shards attached to the read-only
+ * source, then one read transaction that reads aggregator.db first, so that the shards' snapshots
+ * are all taken after its own. A shard COMMITs a batch before aggregator.db records it as
+ * applied, so those later snapshots hold every row of every batch that aggregator.db's snapshot
+ * counts; the views (shard_views) leave out the rows of later batches. Each shard file must be
+ * the one its name says (its `shard` row), as at the daemon's open. */
+static ldpb_err shards_snapshot(sqlite3 *src, const char *dir, unsigned n, char *errmsg)
+{
+    char path[4096];
+    struct stat sb;
+    for (unsigned i = 0; i < n; i++) {
+        if (!agg_shard_path(path, sizeof path, dir, i) || stat(path, &sb) != 0) {
+            say(errmsg, "%s: missing: the state keeps its rows in %u databases", path, n);
+            return LDPB_ESTATE;
+        }
+    }
+    ldpb_err err = attach_shards(src, dir, n, errmsg);
+    if (err)
+        return err;
+    if (sqlite3_exec(src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        say(errmsg, "%s", sqlite3_errmsg(src));
+        return LDPB_EIO;
+    }
+    uint64_t applied = 0;
+    if (stored_shards(src, &applied) != (int64_t)n) { /* aggregator.db's snapshot begins here */
+        say(errmsg, "unreadable row_shards table: %s", sqlite3_errmsg(src));
+        return LDPB_ECORRUPT;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        char sql[64];
+        sqlite3_stmt *st = NULL;
+        snprintf(sql, sizeof sql, "SELECT shard, shards FROM rows%u.shard", i);
+        int rc = sqlite3_prepare_v2(src, sql, -1, &st, NULL) == SQLITE_OK ? sqlite3_step(st)
+                                                                          : SQLITE_ERROR;
+        int64_t idx = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1,
+                of = rc == SQLITE_ROW ? sqlite3_column_int64(st, 1) : -1;
+        agg_shard_path(path, sizeof path, dir, i);
+        if (rc != SQLITE_ROW)
+            say(errmsg, "%s: not a rows database: %s", path, sqlite3_errmsg(src));
+        else if (idx != (int64_t)i || of != (int64_t)n)
+            say(errmsg, "%s: holds rows database %lld of %lld, expected %u of %u", path,
+                (long long)idx, (long long)of, i, n);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_ROW || idx != (int64_t)i || of != (int64_t)n)
+            return LDPB_ESTATE;
+    }
+    return LDPB_OK;
+}
+
+/* The rows of one view of `src` (temp.reports or temp.decisions) into the same table of `dst`. A
+ * row already there (none in the copy of a sharded aggregator.db) fails the INSERT. */
+static ldpb_err copy_rows(sqlite3 *src, sqlite3 *dst, const char *table, const char *cols,
+                          const char *dest, char *errmsg)
+{
+    char sql[512];
+    sqlite3_stmt *sel = NULL, *ins = NULL;
+    ldpb_err err = LDPB_EIO;
+    snprintf(sql, sizeof sql, "SELECT %s FROM temp.%s", cols, table);
+    if (sqlite3_prepare_v2(src, sql, -1, &sel, NULL) != SQLITE_OK) {
+        say(errmsg, "reading the %s of the row shards: %s", table, sqlite3_errmsg(src));
+        goto done;
+    }
+    snprintf(sql, sizeof sql,
+             "INSERT INTO main.%s(%s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", table,
+             cols);
+    if (sqlite3_prepare_v2(dst, sql, -1, &ins, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: %s", dest, sqlite3_errmsg(dst));
+        goto done;
+    }
+    int rc;
+    while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+        for (int c = 0; c < 10; c++)
+            sqlite3_bind_value(ins, c + 1, sqlite3_column_value(sel, c));
+        int wr = sqlite3_step(ins);
+        sqlite3_reset(ins);
+        if (wr != SQLITE_DONE) {
+            say(errmsg, "%s: copying the %s: %s", dest, table, sqlite3_errmsg(dst));
+            goto done;
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        say(errmsg, "reading the %s of the row shards: %s", table, sqlite3_errmsg(src));
+        goto done;
+    }
+    err = LDPB_OK;
+done:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(ins);
+    return err;
+}
+
+/* The copy of aggregator.db in `dst` made a state of one database: the shards' applied rows in
+ * its own tables, and no row_shards table, so that it opens as a state without shards. */
+static ldpb_err merge_shards(sqlite3 *src, sqlite3 *dst, const char *dest, char *errmsg)
+{
+    if (sqlite3_exec(dst, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: %s", dest, sqlite3_errmsg(dst));
+        return LDPB_EIO;
+    }
+    ldpb_err err = copy_rows(src, dst, "reports", report_cols, dest, errmsg);
+    if (!err)
+        err = copy_rows(src, dst, "decisions", decision_cols, dest, errmsg);
+    if (!err &&
+        sqlite3_exec(dst, "DROP TABLE main.row_shards; COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        say(errmsg, "%s: %s", dest, sqlite3_errmsg(dst));
+        err = LDPB_EIO;
+    }
+    if (err && !sqlite3_get_autocommit(dst))
+        sqlite3_exec(dst, "ROLLBACK", NULL, NULL, NULL);
+    return err;
+}
+
 static ldpb_err sq_backup(const char *url, const char *dir, const char *dest, char *errmsg)
 {
     (void)url;
@@ -1651,21 +1767,18 @@ static ldpb_err sq_backup(const char *url, const char *dir, const char *dest, ch
     sqlite3_finalize(st);
     st = NULL;
     uint64_t applied = 0;
-    if (stored_shards(src, &applied) > 1) {
-        say(errmsg,
-            "%s: the state's rows are split over row shards (aggregator-rows-*.db): --backup "
-            "copies one database; stop the daemon and copy state_dir's files instead",
-            path);
-        err = LDPB_ENOTSUP;
+    int64_t shards = stored_shards(src, &applied);
+    if (shards > 1 && (err = shards_snapshot(src, dir, (unsigned)shards, errmsg)) != LDPB_OK)
         goto done;
-    }
+    err = LDPB_EIO;
     if (sqlite3_open_v2(dest, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
         say(errmsg, "%s: cannot open: %s", dest, dst ? sqlite3_errmsg(dst) : "out of memory");
         goto done;
     }
-    /* One step copies every page under one read transaction of the source: a consistent
-     * snapshot, and in WAL mode the daemon's commits go on meanwhile. */
+    /* One step copies every page under one read transaction of the source (with row shards,
+     * the one shards_snapshot began): a consistent snapshot, and in WAL mode the daemon's
+     * commits go on meanwhile. */
     sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
     if (!b) {
         say(errmsg, "%s: cannot start the backup: %s", dest, sqlite3_errmsg(dst));
@@ -1677,6 +1790,9 @@ static ldpb_err sq_backup(const char *url, const char *dir, const char *dest, ch
         say(errmsg, "backup of %s failed: %s", path, sqlite3_errstr(rc));
         goto done;
     }
+    if (shards > 1 && (err = merge_shards(src, dst, dest, errmsg)) != LDPB_OK)
+        goto done;
+    err = LDPB_EIO;
     if (sqlite3_exec(dst, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK) {
         say(errmsg, "%s: %s", dest, sqlite3_errmsg(dst));
         goto done;
@@ -1688,7 +1804,7 @@ done:
         say(errmsg, "%s: cannot close", dest);
         err = LDPB_EIO;
     }
-    sqlite3_close(src);
+    sqlite3_close(src); /* ends the read transaction of a sharded state */
     return err;
 }
 

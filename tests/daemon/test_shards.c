@@ -3,7 +3,8 @@
  * shards' COMMITs and before aggregator.db's (the batch's shard rows gone at the next open, its
  * resends counted once); such a COMMIT failing in process (the rows deleted before the next
  * batch); the export equal to the applied batches, also while a batch sits committed in the
- * shards only; the number of shards fixed by the state; --backup refused; a state without shards
+ * shards only; the number of shards fixed by the state; --backup's copy, also taken while a batch
+ * sits committed in the shards only, one database of the applied batches; a state without shards
  * byte for byte the layout of before (no shard files, no row_shards table). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -403,7 +404,7 @@ static void test_retention(void **state_)
     remove_tree();
 }
 
-/* The number of shards belongs to the state; --backup refuses a sharded state. */
+/* The number of shards belongs to the state; --backup copies a sharded state (refused before). */
 static void test_fixed_and_backup(void **state_)
 {
     (void)state_;
@@ -418,8 +419,10 @@ static void test_fixed_and_backup(void **state_)
     assert_int_equal(open_n(2, &s, msg), LDPB_ESTATE);
     char dest[160];
     snprintf(dest, sizeof dest, "%s/copy.db", dir);
-    assert_int_equal(agg_store_backup(state, dest, msg), LDPB_ENOTSUP);
-    assert_non_null(strstr(msg, "row shards"));
+    ldpb_err be = agg_store_backup(state, dest, msg);
+    if (be)
+        print_error("backup: %s\n", msg);
+    assert_int_equal(be, LDPB_OK);
     s = open_ok(SHARDS);
     assert_int_equal(counted(s), 10);
     agg_store_close(s);
@@ -461,6 +464,83 @@ static void test_fixed_and_backup(void **state_)
     remove_tree();
 }
 
+static char backup_dest[160];
+
+/* --backup run while a batch is committed in the shards and not in aggregator.db; the COMMIT
+ * then goes on. */
+static int backup_now(void *ctx)
+{
+    char msg[AGG_STORE_ERRMAX];
+    ldpb_err *e = ctx;
+    *e = agg_store_backup(state, backup_dest, msg);
+    if (*e)
+        print_error("backup: %s\n", msg);
+    return 0;
+}
+
+static int64_t count_in(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* A backup taken between the shards' COMMITs of a batch and aggregator.db's holds the applied
+ * batches only (the batch's rows were in the shards, committed), in one database of the layout
+ * without shards: no row_shards table, every row in its own tables. Restored, it is refused with
+ * row_shards = 4, and with row_shards = 1 it counts the applied reports and exports them byte for
+ * byte as the sharded state did before that batch. */
+static void test_backup_between_commits(void **state_)
+{
+    (void)state_;
+    new_state();
+    static int st[2048];
+    static char before[1 << 16], restored[1 << 16];
+    agg_store *s = open_ok(SHARDS);
+    assert_int_equal(batch(s, 0, 40, NULL, 0, 40, st), LDPB_OK);
+    assert_int_equal(batch(s, 40, 60, NULL, 0, 60, st), LDPB_OK);
+    export_csv(before, sizeof before);
+    assert_int_equal(lines(before), 61);
+    snprintf(backup_dest, sizeof backup_dest, "%s/copy.db", dir);
+    ldpb_err be = LDPB_EIO;
+    agg_store_set_shard_hook(s, backup_now, &be);
+    assert_int_equal(batch(s, 60, 80, NULL, 0, 80, st), LDPB_OK);
+    agg_store_set_shard_hook(s, NULL, NULL);
+    assert_int_equal(be, LDPB_OK);
+    int64_t third = 0;
+    for (unsigned i = 0; i < SHARDS; i++)
+        third += shard_rows(i, "reports", 3);
+    assert_int_equal(third, 20);
+    assert_int_equal(counted(s), 80);
+    agg_store_close(s);
+
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(backup_dest, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(count_in(db, "SELECT count(*) FROM sqlite_master WHERE name = 'row_shards'"),
+                     0);
+    assert_int_equal(count_in(db, "SELECT count(*) FROM reports"), 60);
+    assert_int_equal(count_in(db, "SELECT count(*) FROM decisions"), 60);
+    sqlite3_close(db);
+
+    snprintf(state, sizeof state, "%s/restored", dir);
+    assert_int_equal(mkdir(state, 0700), 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/aggregator.db", state);
+    assert_int_equal(rename(backup_dest, path), 0);
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(open_n(SHARDS, &s, msg), LDPB_ESTATE);
+    assert_non_null(strstr(msg, "row_shards = 1"));
+    s = open_ok(1);
+    assert_int_equal(counted(s), 60);
+    agg_store_close(s);
+    export_csv(restored, sizeof restored);
+    assert_string_equal(restored, before);
+    remove_tree();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_failed_commit_and_export),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_fixed_and_backup),
+        cmocka_unit_test(test_backup_between_commits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
