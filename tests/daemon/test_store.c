@@ -268,6 +268,62 @@ static void test_prune(void **state)
     remove_tree(f->dir);
 }
 
+/* Retention skips its query while no decision can be due (the store's retention floor), but never
+ * a decision that is: one inserted below the floor, or one whose deletion a rollback took back. */
+static void test_prune_floor(void **state)
+{
+    fixture *f = *state;
+    new_state(f);
+    agg_store *s = open_ok(f);
+    write_batch(s); /* decisions 1..6, retained until 1060 .. 6060 s */
+    uint64_t deleted = 0;
+    agg_store_counters c = {4, 4, 1, 6};
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 2060000u + 1, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 2);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    /* Nothing more is due before 3060 s; then a decision retained until 0.5 s comes in. */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 3000000u, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 0);
+    agg_store_row d = row(7, 0, 1000, 0);
+    d.retain_until_ms = 500;
+    assert_int_equal(agg_store_add_decision(s, &d), LDPB_OK);
+    assert_int_equal(agg_store_put_state(s, (const uint8_t *)"abc", 3, &c), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_decision_rows(s), 4);
+    /* A prune that a rollback takes back: its decisions are due again. */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 5060000u + 1, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 3);
+    agg_store_rollback(s);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 5060000u + 1, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 3);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    /* A prune stopped by its limit leaves the rest due. */
+    d = row(8, 0, 1000, 0);
+    d.retain_until_ms = 600;
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_add_decision(s, &d), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_decision_rows(s), 0);
+    agg_store_close(s);
+    remove_tree(f->dir);
+}
+
 static agg_store_batch_row batch_row(agg_batch_kind kind, uint8_t tag, uint32_t arm)
 {
     agg_store_batch_row b = {kind, row(tag, arm, 7000000u + tag, 0.5), -1};
@@ -1789,7 +1845,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_migrate_v1), cmocka_unit_test(test_migrate_v1_empty),
         cmocka_unit_test(test_migrate_v2), cmocka_unit_test(test_two_experiments),
         cmocka_unit_test(test_no_default), cmocka_unit_test(test_many_experiments),
-        cmocka_unit_test(test_batch),
+        cmocka_unit_test(test_batch),      cmocka_unit_test(test_prune_floor),
     };
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(test_migrate_v1_file),
