@@ -28,6 +28,7 @@
 #include "state_log_codec.h"
 #include "store_be.h"
 #include "store_shard.h"
+#include "wal_vfs.h"
 
 typedef struct sq_store {
     sqlite3 *db;
@@ -752,9 +753,10 @@ static ldpb_err sq_open(agg_store *s, const char *url, const char *dir, const ag
     err = agg_sqlite_make_private(path, 1, errmsg);
     if (err)
         return err;
+    /* wal_vfs.h: a commit's WAL frames in one write (NULL: the default VFS) */
     if (sqlite3_open_v2(path, &b->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
-                        NULL) != SQLITE_OK) {
+                        agg_wal_vfs_name()) != SQLITE_OK) {
         say(errmsg, "%s: cannot open: %s", path, b->db ? sqlite3_errmsg(b->db) : "out of memory");
         return LDPB_EIO;
     }
