@@ -1,5 +1,6 @@
 /* The SQLite backend of the store (store.h, store_be.h): one database, aggregator.db, in the
- * state directory (WAL, synchronous=FULL: the WAL is fsynced at every commit). Every statement is
+ * state directory (WAL, synchronous=FULL: the WAL is fsynced at every commit; opened through
+ * wal_vfs.h, which writes a commit's frames in one call). Every statement is
  * prepared once; a batch is one transaction of INSERT OR IGNOREs plus one state_log row holding
  * the states of every experiment it touched, so its COMMIT makes the reports and the states that
  * count them durable together.
