@@ -676,6 +676,24 @@ static ldpb_err check_shards(agg_store *s, const char *dir, int64_t *n, char *er
     return attach_files(BE(s)->db, dir, (unsigned)*n, errmsg);
 }
 
+/* The least retain_until_ms of every decision: aggregator.db's, or the row shards' (the committed
+ * rows of their attached files; a row a writer's open transaction deleted still counts, which
+ * only makes the floor lower). */
+static ldpb_err prepare_min_retain(agg_store *s)
+{
+    sq_store *b = BE(s);
+    if (!b->shards)
+        return prepare(s, &b->min_retain, "SELECT min(retain_until_ms) FROM main.decisions");
+    char sql[64 + AGG_SHARDS_MAX * 72];
+    size_t len = (size_t)snprintf(sql, sizeof sql, "SELECT min(m) FROM (");
+    for (unsigned i = 0; i < s->row_shards; i++)
+        len += (size_t)snprintf(sql + len, sizeof sql - len,
+                                "%sSELECT min(retain_until_ms) AS m FROM rows%u.decisions",
+                                i ? " UNION ALL " : "", i);
+    snprintf(sql + len, sizeof sql - len, ")");
+    return prepare(s, &b->min_retain, sql);
+}
+
 /* The statements of the batches, prepared once. */
 static ldpb_err prepare_all(agg_store *s)
 {
@@ -718,7 +736,7 @@ static ldpb_err prepare_all(agg_store *s)
                       " created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)"
                       " ON CONFLICT (name) DO NOTHING");
     if (!err)
-        err = prepare(s, &b->min_retain, "SELECT min(retain_until_ms) FROM main.decisions");
+        err = prepare_min_retain(s);
     if (!err)
         err = prepare(s, &b->arm_counts,
                       "SELECT arm, count(*) FROM reports WHERE experiment = ?1 GROUP BY arm");
@@ -1360,24 +1378,22 @@ static ldpb_err prune_step(agg_store *s, sqlite3_stmt *st, uint64_t *n)
 }
 
 /* After a prune that left no decision retained until before `before_ms`: the transaction's floor
- * from the rows themselves (their least retain_until_ms, read through the index), or, with row
- * shards, whose rows another connection writes, `before_ms` itself. */
+ * from the rows themselves, their least retain_until_ms (prepare_min_retain, through the
+ * retention index), and at least `before_ms`. */
 static ldpb_err floor_raise(agg_store *s, uint64_t before_ms)
 {
     sq_store *b = BE(s);
     uint64_t floor = before_ms;
-    if (!b->shards) {
-        sqlite3_stmt *st = b->min_retain;
-        int rc = sqlite3_step(st);
-        sqlite3_int64 least = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-        if (rc == SQLITE_ROW) /* no decision: nothing is ever due until one comes */
-            floor = sqlite3_column_type(st, 0) == SQLITE_NULL ? UINT64_MAX
-                    : least < 0                               ? 0
-                                                              : (uint64_t)least;
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW)
-            return sql_fail(s, "reading the retention floor");
-    }
+    sqlite3_stmt *st = b->min_retain;
+    int rc = sqlite3_step(st);
+    sqlite3_int64 least = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_NULL)
+        floor = UINT64_MAX; /* no decision: nothing is due until one comes */
+    else if (rc == SQLITE_ROW && least > 0 && (uint64_t)least > floor)
+        floor = (uint64_t)least;
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW)
+        return sql_fail(s, "reading the retention floor");
     if (floor > b->txn_floor)
         b->txn_floor = floor;
     return LDPB_OK;

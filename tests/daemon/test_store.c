@@ -269,12 +269,16 @@ static void test_prune(void **state)
 }
 
 /* Retention skips its query while no decision can be due (the store's retention floor), but never
- * a decision that is: one inserted below the floor, or one whose deletion a rollback took back. */
-static void test_prune_floor(void **state)
+ * a decision that is: one inserted below the floor, or one whose deletion a rollback took back.
+ * `shards`: the SQLite store with that many row shards (0: none). */
+static void prune_floor(fixture *f, unsigned shards)
 {
-    fixture *f = *state;
     new_state(f);
-    agg_store *s = open_ok(f);
+    agg_store_meta m = meta_of(f, K);
+    m.row_shards = shards;
+    agg_store *s = NULL;
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
     write_batch(s); /* decisions 1..6, retained until 1060 .. 6060 s */
     uint64_t deleted = 0;
     agg_store_counters c = {4, 4, 1, 6};
@@ -305,23 +309,38 @@ static void test_prune_floor(void **state)
     assert_int_equal(agg_store_prune_decisions(s, 5060000u + 1, 100, 100, &deleted), LDPB_OK);
     assert_int_equal(deleted, 3);
     assert_int_equal(agg_store_commit(s), LDPB_OK);
-    /* A prune stopped by its limit leaves the rest due. */
-    d = row(8, 0, 1000, 0);
-    d.retain_until_ms = 600;
+    /* Decisions of a batch, as the committer writes them, lower the floor too; a prune stopped
+     * by its limit leaves the rest due. */
+    agg_store_batch_row b[2] = {{AGG_BATCH_DECISION, row(8, 0, 1000, 0), -1},
+                                {AGG_BATCH_DECISION, row(9, 0, 1000, 0), -1}};
+    b[0].row.retain_until_ms = 600;
+    b[1].row.retain_until_ms = 700;
     assert_int_equal(agg_store_begin(s), LDPB_OK);
-    assert_int_equal(agg_store_add_decision(s, &d), LDPB_OK);
+    assert_int_equal(agg_store_write_batch(s, b, 2), LDPB_OK);
     assert_int_equal(agg_store_commit(s), LDPB_OK);
     assert_int_equal(agg_store_begin(s), LDPB_OK);
-    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 1, &deleted), LDPB_OK);
     assert_int_equal(deleted, 1);
-    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 1, &deleted), LDPB_OK);
     assert_int_equal(deleted, 1);
-    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 1, &deleted), LDPB_OK);
     assert_int_equal(deleted, 0);
+    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1); /* decision 6 */
     assert_int_equal(agg_store_commit(s), LDPB_OK);
     assert_int_equal(agg_store_decision_rows(s), 0);
     agg_store_close(s);
     remove_tree(f->dir);
+}
+
+static void test_prune_floor(void **state)
+{
+    prune_floor(*state, 0);
+}
+
+static void test_prune_floor_shards(void **state)
+{
+    prune_floor(*state, 4);
 }
 
 static agg_store_batch_row batch_row(agg_batch_kind kind, uint8_t tag, uint32_t arm)
@@ -1849,6 +1868,7 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(test_migrate_v1_file),
+        cmocka_unit_test(test_prune_floor_shards),
     };
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_wrong_schema),
