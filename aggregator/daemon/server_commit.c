@@ -116,6 +116,7 @@ void check_space(agg_server *s)
     uint64_t free_b = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
     atomic_store(&s->free_bytes, free_b);
     int low = s->cfg->min_free_mb && free_b < s->cfg->min_free_mb * 1048576u;
+    s->space_checked_us = mono_us();
     int was = atomic_exchange(&s->space_low, low);
     if (low && !was)
         logf_(s, AGG_LOG_WARN,
@@ -125,6 +126,14 @@ void check_space(agg_server *s)
     else if (!low && was)
         logf_(s, AGG_LOG_WARN, "state_dir %s has %.1f MiB free again: assignments resumed",
               s->cfg->state_dir, (double)free_b / 1048576.0);
+}
+
+void check_space_due(agg_server *s)
+{
+    /* while paused for space, every transaction looks again: assignments resume at once */
+    if (atomic_load(&s->space_low) || !s->space_checked_us ||
+        mono_us() - s->space_checked_us >= SPACE_CHECK_US)
+        check_space(s);
 }
 
 /* A rolled-back transaction: pauses assignments (the next successful commit resumes them) and
@@ -447,7 +456,7 @@ static ldpb_err write_batch_txn(agg_server *s, size_t n, uint64_t *n_deleted)
 
 size_t agg_server_commit_batch(agg_server *s)
 {
-    check_space(s);
+    check_space_due(s);
     /* While commits fail, an empty transaction probes whether they work again. */
     int probe = atomic_load(&s->commits_failing);
     size_t n = take_batch(s);

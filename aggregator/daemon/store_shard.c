@@ -17,6 +17,7 @@
 
 #include "store_be.h"
 #include "store_shard.h"
+#include "wal_vfs.h"
 
 #define say agg_store_say
 
@@ -428,9 +429,10 @@ static ldpb_err open_shard(shard *h, const char *dir, unsigned n, uint64_t appli
     ldpb_err err = agg_sqlite_make_private(path, 1, errmsg);
     if (err)
         return err;
+    /* a writer's commit in one WAL write, as aggregator.db's (wal_vfs.h) */
     if (sqlite3_open_v2(path, &h->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
-                        NULL) != SQLITE_OK) {
+                        agg_wal_vfs_name()) != SQLITE_OK) {
         say(errmsg, "%s: cannot open: %s", path, h->db ? sqlite3_errmsg(h->db) : "out of memory");
         return LDPB_EIO;
     }

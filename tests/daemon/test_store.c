@@ -268,6 +268,81 @@ static void test_prune(void **state)
     remove_tree(f->dir);
 }
 
+/* Retention skips its query while no decision can be due (the store's retention floor), but never
+ * a decision that is: one inserted below the floor, or one whose deletion a rollback took back.
+ * `shards`: the SQLite store with that many row shards (0: none). */
+static void prune_floor(fixture *f, unsigned shards)
+{
+    new_state(f);
+    agg_store_meta m = meta_of(f, K);
+    m.row_shards = shards;
+    agg_store *s = NULL;
+    char msg[AGG_STORE_ERRMAX];
+    assert_int_equal(agg_store_open(&s, f->state, &m, msg), LDPB_OK);
+    write_batch(s); /* decisions 1..6, retained until 1060 .. 6060 s */
+    uint64_t deleted = 0;
+    agg_store_counters c = {4, 4, 1, 6};
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 2060000u + 1, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 2);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    /* Nothing more is due before 3060 s; then a decision retained until 0.5 s comes in. */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 3000000u, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 0);
+    agg_store_row d = row(7, 0, 1000, 0);
+    d.retain_until_ms = 500;
+    assert_int_equal(agg_store_add_decision(s, &d), LDPB_OK);
+    assert_int_equal(agg_store_put_state(s, (const uint8_t *)"abc", 3, &c), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_decision_rows(s), 4);
+    /* A prune that a rollback takes back: its decisions are due again. */
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 5060000u + 1, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 3);
+    agg_store_rollback(s);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 5060000u + 1, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 3);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    /* Decisions of a batch, as the committer writes them, lower the floor too; a prune stopped
+     * by its limit leaves the rest due. */
+    agg_store_batch_row b[2] = {{AGG_BATCH_DECISION, row(8, 0, 1000, 0), -1},
+                                {AGG_BATCH_DECISION, row(9, 0, 1000, 0), -1}};
+    b[0].row.retain_until_ms = 600;
+    b[1].row.retain_until_ms = 700;
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_write_batch(s, b, 2), LDPB_OK);
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_begin(s), LDPB_OK);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1);
+    assert_int_equal(agg_store_prune_decisions(s, 1000, 100, 1, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(agg_store_prune_decisions(s, UINT64_MAX, 100, 100, &deleted), LDPB_OK);
+    assert_int_equal(deleted, 1); /* decision 6 */
+    assert_int_equal(agg_store_commit(s), LDPB_OK);
+    assert_int_equal(agg_store_decision_rows(s), 0);
+    agg_store_close(s);
+    remove_tree(f->dir);
+}
+
+static void test_prune_floor(void **state)
+{
+    prune_floor(*state, 0);
+}
+
+static void test_prune_floor_shards(void **state)
+{
+    prune_floor(*state, 4);
+}
+
 static agg_store_batch_row batch_row(agg_batch_kind kind, uint8_t tag, uint32_t arm)
 {
     agg_store_batch_row b = {kind, row(tag, arm, 7000000u + tag, 0.5), -1};
@@ -1789,10 +1864,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_migrate_v1), cmocka_unit_test(test_migrate_v1_empty),
         cmocka_unit_test(test_migrate_v2), cmocka_unit_test(test_two_experiments),
         cmocka_unit_test(test_no_default), cmocka_unit_test(test_many_experiments),
-        cmocka_unit_test(test_batch),
+        cmocka_unit_test(test_batch),      cmocka_unit_test(test_prune_floor),
     };
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test(test_migrate_v1_file),
+        cmocka_unit_test(test_prune_floor_shards),
     };
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_wrong_schema),
