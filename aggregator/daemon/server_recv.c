@@ -213,6 +213,15 @@ static ldpb_err serve_inner_logged(agg_server *s, agg_worker *w, relay_batch *b,
         free(recs);
         return LDPB_ENOMEM;
     }
+    /* Every frame's key-cache bucket is requested up front: the lookups then find it loaded
+     * instead of each waiting for its own miss (docs/aggregator.md, "The worker's share"). A
+     * frame that does not parse is left to open_frame, which refuses it. */
+    for (size_t i = 0; i < n; i++) {
+        ldpb_frame fr;
+        if (ldpb_frame_parse(w->relay_in[i].frame, w->relay_in[i].len, &fr, NULL) == LDPB_OK &&
+            fr.kind == LDPB_FRAME_SEALED)
+            ldpb_keycache_prefetch(s->kc, fr.client_pk);
+    }
     size_t at = 0, n_recs = 0;
     for (size_t i = 0; i < n; i++) {
         agg_reply_to inner = {b, AGG_REPLY_RELAY | (uint64_t)i};

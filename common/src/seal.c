@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <sodium.h>
@@ -213,6 +214,54 @@ ldpb_err ldpb_seal_open(const ldpb_frame *frame, const ldpb_seal_key *key, ldpb_
     return LDPB_OK;
 }
 
+/* ---- table memory -------------------------------------------------------------------------- */
+
+/* Arrays of 2 MiB and more (the replay cache's at its default size: heads 4 MiB, digests 16 MiB)
+ * are mapped with MADV_HUGEPAGE where the kernel offers it: every lookup lands at a random place
+ * in them, and with 4 KiB pages nearly each one also missed the TLB, which under a hypervisor's
+ * nested page tables is a long walk (docs/aggregator.md, "The worker's share"). Zero-filled like
+ * calloc; the kernel falls back to small pages by itself. */
+#define TABLE_HUGE_BYTES ((size_t)2 << 20)
+
+static size_t table_bytes(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return 0;
+    size_t len = n * size;
+    if (len < TABLE_HUGE_BYTES)
+        return len;
+    if (len > SIZE_MAX - (TABLE_HUGE_BYTES - 1))
+        return 0;
+    return (len + TABLE_HUGE_BYTES - 1) & ~(TABLE_HUGE_BYTES - 1);
+}
+
+static void *table_alloc(size_t n, size_t size)
+{
+    size_t len = table_bytes(n, size);
+    if (len == 0)
+        return NULL;
+    if (len < TABLE_HUGE_BYTES)
+        return calloc(n, size);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, len, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void table_free(void *p, size_t n, size_t size)
+{
+    if (!p)
+        return;
+    size_t len = table_bytes(n, size);
+    if (len < TABLE_HUGE_BYTES)
+        free(p);
+    else
+        (void)munmap(p, len);
+}
+
 /* ---- fixed-capacity hash index ------------------------------------------------------------ */
 
 struct index {
@@ -238,9 +287,9 @@ static ldpb_err index_init(struct index *ix, size_t cap, size_t key_len, int pre
     ix->prehashed = prehashed;
     if (cap == 0)
         return LDPB_OK;
-    ix->keys = calloc(cap, key_len);
-    ix->heads = calloc(nb, sizeof *ix->heads);
-    ix->next = calloc(cap, sizeof *ix->next);
+    ix->keys = table_alloc(cap, key_len);
+    ix->heads = table_alloc(nb, sizeof *ix->heads);
+    ix->next = table_alloc(cap, sizeof *ix->next);
     if (!ix->keys || !ix->heads || !ix->next)
         return LDPB_ENOMEM;
     randombytes_buf(ix->hkey, sizeof ix->hkey);
@@ -249,9 +298,9 @@ static ldpb_err index_init(struct index *ix, size_t cap, size_t key_len, int pre
 
 static void index_fini(struct index *ix)
 {
-    free(ix->keys);
-    free(ix->heads);
-    free(ix->next);
+    table_free(ix->keys, ix->cap, ix->key_len);
+    table_free(ix->heads, ix->mask + 1, sizeof *ix->heads);
+    table_free(ix->next, ix->cap, sizeof *ix->next);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -279,6 +328,14 @@ static uint32_t index_find(const struct index *ix, const uint8_t *key)
         if (memcmp(index_key(ix, s - 1), key, ix->key_len) == 0)
             return s;
     return 0;
+}
+
+/* Starts loading key's bucket head: the load index_find would otherwise wait for, a cache (and
+ * often TLB) miss, since buckets are spread at random. Reads only what is fixed at creation. */
+static void index_prefetch(const struct index *ix, const uint8_t *key)
+{
+    if (ix->cap)
+        __builtin_prefetch(&ix->heads[index_bucket(ix, key)]);
 }
 
 /* Adds a key known to be absent. Returns slot + 1, or 0 if the index is full. */
@@ -496,6 +553,12 @@ static void cache_insert(ldpb_keycache *kc, const uint8_t *pk, const ldpb_seal_k
     lru_push_front(kc, s);
 }
 
+void ldpb_keycache_prefetch(const ldpb_keycache *kc, const uint8_t client_pk[LDPB_KEY_BYTES])
+{
+    if (kc && client_pk)
+        index_prefetch(&kc->cache, client_pk);
+}
+
 ldpb_err ldpb_keycache_get(ldpb_keycache *kc, const uint8_t client_pk[LDPB_KEY_BYTES],
                            ldpb_seal_key *out)
 {
@@ -621,9 +684,9 @@ void ldpb_replay_free(ldpb_replay *rp)
 {
     if (!rp)
         return;
+    table_free(rp->expires, rp->ix.cap, sizeof *rp->expires); /* before index_fini clears cap */
+    table_free(rp->heap, rp->ix.cap, sizeof *rp->heap);
     index_fini(&rp->ix);
-    free(rp->expires);
-    free(rp->heap);
     sodium_memzero(rp, sizeof *rp);
     free(rp);
 }
@@ -646,8 +709,8 @@ ldpb_err ldpb_replay_new(ldpb_replay **out, const ldpb_replay_opts *opts)
     ldpb_err err = index_init(&rp->ix, opts->max_entries, REPLAY_DIGEST_BYTES, 1);
     if (err)
         goto fail;
-    rp->expires = calloc(opts->max_entries, sizeof *rp->expires);
-    rp->heap = calloc(opts->max_entries, sizeof *rp->heap);
+    rp->expires = table_alloc(opts->max_entries, sizeof *rp->expires);
+    rp->heap = table_alloc(opts->max_entries, sizeof *rp->heap);
     if (!rp->expires || !rp->heap) {
         err = LDPB_ENOMEM;
         goto fail;
@@ -697,11 +760,20 @@ static uint32_t heap_pop(ldpb_replay *rp)
     return top;
 }
 
-ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYTES],
-                           const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms, char *detail)
+static void replay_digest(const ldpb_replay *rp, const uint8_t *client_pk, const uint8_t *nonce,
+                          uint8_t digest[REPLAY_DIGEST_BYTES])
 {
-    if (!rp || !client_pk || !nonce)
-        return LDPB_EINVAL;
+    uint8_t msg[LDPB_KEY_BYTES + LDPB_NONCE_BYTES];
+    memcpy(msg, client_pk, LDPB_KEY_BYTES);
+    memcpy(msg + LDPB_KEY_BYTES, nonce, LDPB_NONCE_BYTES);
+    crypto_shorthash_siphashx24(digest, msg, sizeof msg, rp->dkey);
+}
+
+/* ldpb_replay_check with the nonce's digest (replay_digest) already computed. */
+static ldpb_err replay_check_digest(ldpb_replay *rp, const uint8_t nonce[LDPB_NONCE_BYTES],
+                                    const uint8_t digest[REPLAY_DIGEST_BYTES], uint64_t now_ms,
+                                    char *detail)
+{
     if (now_ms > rp->clock_ms)
         rp->clock_ms = now_ms;
     uint64_t now = rp->clock_ms, ts = get_le64(nonce);
@@ -720,10 +792,6 @@ ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYT
     while (rp->heap_n && rp->expires[rp->heap[0]] < now)
         index_remove(&rp->ix, heap_pop(rp) + 1);
 
-    uint8_t msg[LDPB_KEY_BYTES + LDPB_NONCE_BYTES], digest[REPLAY_DIGEST_BYTES];
-    memcpy(msg, client_pk, LDPB_KEY_BYTES);
-    memcpy(msg + LDPB_KEY_BYTES, nonce, LDPB_NONCE_BYTES);
-    crypto_shorthash_siphashx24(digest, msg, sizeof msg, rp->dkey);
     if (index_find(&rp->ix, digest)) {
         say(detail, "this nonce was already used by this client (a replayed message)");
         return LDPB_EREPLAY;
@@ -754,6 +822,16 @@ ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYT
     rp->expires[s - 1] = sat_add(ts, rp->window_ms);
     heap_push(rp, s - 1);
     return LDPB_OK;
+}
+
+ldpb_err ldpb_replay_check(ldpb_replay *rp, const uint8_t client_pk[LDPB_KEY_BYTES],
+                           const uint8_t nonce[LDPB_NONCE_BYTES], uint64_t now_ms, char *detail)
+{
+    if (!rp || !client_pk || !nonce)
+        return LDPB_EINVAL;
+    uint8_t digest[REPLAY_DIGEST_BYTES];
+    replay_digest(rp, client_pk, nonce, digest);
+    return replay_check_digest(rp, nonce, digest, now_ms, detail);
 }
 
 size_t ldpb_replay_count(const ldpb_replay *rp)
@@ -842,6 +920,11 @@ ldpb_err ldpb_seal_open_request_locked(ldpb_keycache *kc, ldpb_replay *rp, const
         !frame->ciphertext || frame->ciphertext_len < LDPB_FRAME_MAC_BYTES)
         return LDPB_EINVAL;
     const uint8_t *pk = frame->client_pk;
+    /* The replay cache's bucket is loaded while the MAC is checked: the digest and the bucket's
+     * place depend only on the table's creation-time key, so this needs no lock. */
+    uint8_t digest[REPLAY_DIGEST_BYTES];
+    replay_digest(rp, pk, frame->nonce, digest);
+    index_prefetch(&rp->ix, digest);
     ldpb_seal_key key;
     key_source src = KEY_CACHED;
     lock_take(lk);
@@ -865,7 +948,7 @@ ldpb_err ldpb_seal_open_request_locked(ldpb_keycache *kc, ldpb_replay *rp, const
     if (!err) {
         if (key_out)
             *key_out = key; /* the frame is authentic: even a refusal below is answered sealed */
-        err = ldpb_replay_check(rp, pk, frame->nonce, now_ms, detail);
+        err = replay_check_digest(rp, frame->nonce, digest, now_ms, detail);
     }
     lock_give(lk);
     if (err) {

@@ -487,6 +487,40 @@ static void replay_options(void **state)
 
 /* ---- key cache ------------------------------------------------------------------------------- */
 
+/* ldpb_keycache_prefetch is a hint only: it counts no hit or miss and leaves the LRU order as it
+ * was (were it a lookup, the prefetched key would become the most recent and survive). */
+static void keycache_prefetch_is_a_hint(void **state)
+{
+    (void)state;
+    ldpb_keycache *kc = new_keycache(2, 0);
+    ldpb_keypair a, b, c;
+    assert_int_equal(ldpb_keypair_generate(&a), LDPB_OK);
+    assert_int_equal(ldpb_keypair_generate(&b), LDPB_OK);
+    assert_int_equal(ldpb_keypair_generate(&c), LDPB_OK);
+    ldpb_seal_key k, want;
+    ldpb_keycache_stats st;
+    ldpb_keycache_prefetch(NULL, a.pk);
+    ldpb_keycache_prefetch(kc, NULL);
+    ldpb_keycache_prefetch(kc, a.pk); /* absent: nothing happens */
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.hits == 0 && st.misses == 0 && st.entries == 0 && st.derived == 0);
+    assert_int_equal(ldpb_keycache_get(kc, a.pk, &k), LDPB_OK);
+    assert_int_equal(ldpb_keycache_get(kc, b.pk, &k), LDPB_OK); /* [b, a] */
+    ldpb_keycache_prefetch(kc, a.pk);                           /* still [b, a] */
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.hits == 0 && st.misses == 2);
+    assert_int_equal(ldpb_keycache_get(kc, c.pk, &k), LDPB_OK); /* evicts a: [c, b] */
+    assert_int_equal(ldpb_keycache_get(kc, b.pk, &k), LDPB_OK); /* hit */
+    assert_int_equal(ldpb_seal_key_derive(&want, server.pk, b.sk), LDPB_OK);
+    assert_memory_equal(k.k, want.k, LDPB_KEY_BYTES);
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.hits == 1 && st.misses == 3 && st.evictions == 1);
+    assert_int_equal(ldpb_keycache_get(kc, a.pk, &k), LDPB_OK); /* was evicted: a miss */
+    ldpb_keycache_stats_get(kc, &st);
+    assert_true(st.hits == 1 && st.misses == 4 && st.evictions == 2);
+    ldpb_keycache_free(kc);
+}
+
 static void keycache_hits_and_lru(void **state)
 {
     (void)state;
@@ -1190,6 +1224,9 @@ static void constructors_out_of_memory(void **state)
             } else {
                 ldpb_replay_opts o;
                 ldpb_replay_opts_init(&o);
+                /* tables under 2 MiB come from calloc, which alloc_fail can refuse; the default
+                 * size's are mapped (below) */
+                o.max_entries = 1000;
                 ldpb_replay *rp = (ldpb_replay *)&rp;
                 err = ldpb_replay_new(&rp, &o);
                 alloc_fail_disarm();
@@ -1207,6 +1244,19 @@ static void constructors_out_of_memory(void **state)
         }
         assert_true(failures >= 4);
     }
+    /* At the default size the replay cache's tables are mapped in huge pages, not malloc'd:
+     * they work and are all given back. */
+    long live = alloc_fail_live();
+    ldpb_replay_opts o;
+    ldpb_replay_opts_init(&o);
+    ldpb_replay *rp = NULL;
+    assert_int_equal(ldpb_replay_new(&rp, &o), LDPB_OK);
+    uint8_t pk[LDPB_KEY_BYTES] = {1}, nonce[LDPB_NONCE_BYTES];
+    ldpb_nonce_make(nonce, 1000000, LDPB_DIR_TO_SERVER, rng);
+    assert_int_equal(ldpb_replay_check(rp, pk, nonce, 1000000, NULL), LDPB_OK);
+    assert_int_equal(ldpb_replay_check(rp, pk, nonce, 1000000, NULL), LDPB_EREPLAY);
+    ldpb_replay_free(rp);
+    assert_int_equal(alloc_fail_live(), live);
 }
 
 int main(void)
@@ -1224,6 +1274,7 @@ int main(void)
         cmocka_unit_test(replay_full_cache_narrows_the_window),
         cmocka_unit_test(replay_options),
         cmocka_unit_test(keycache_hits_and_lru),
+        cmocka_unit_test(keycache_prefetch_is_a_hint),
         cmocka_unit_test(keycache_allow_list),
         cmocka_unit_test(keycache_options),
         cmocka_unit_test(open_request_path),

@@ -165,6 +165,13 @@ LDPB_API void ldpb_keycache_free(ldpb_keycache *kc);
  * LDPB_ESTATE (the cache was created without an allow-list), LDPB_ERANGE (the list is full). */
 LDPB_API ldpb_err ldpb_keycache_allow(ldpb_keycache *kc, const uint8_t client_pk[LDPB_KEY_BYTES]);
 
+/* A hint, with no effect on any result: starts loading the part of the cache that looking up
+ * `client_pk` will read first, so a caller holding several frames (a relay batch) can overlap
+ * those memory loads instead of waiting for each in turn. Reads only what is fixed when the cache
+ * is created, so it needs no lock and may run beside any other call. Accepts NULL. */
+LDPB_API void ldpb_keycache_prefetch(const ldpb_keycache *kc,
+                                     const uint8_t client_pk[LDPB_KEY_BYTES]);
+
 /* Copies the shared key for `client_pk` into *out, deriving and caching it on a miss (outside
  * the derivation budget: this is for keys the caller trusts). Errors: LDPB_EINVAL, LDPB_EAUTH (an
  * allow-list is in force and the key is not on it), LDPB_ECRYPTO (a low-order key). */
