@@ -11,12 +11,13 @@
  * Threads: any number may call recv at once. The listening sockets are level-triggered in one
  * epoll set; each connection is armed one-shot, so exactly one thread reads it at a time, and a
  * connection is re-armed after every message (a client that pipelines requests is read again at
- * once). Only whole messages are read: the size first, then exactly the body, so nothing stays
- * buffered here while the kernel has nothing left to signal. A reply is written by the thread that
- * answers, under the connection's own write lock, without waiting: a connection whose socket
- * buffer stays full for REPLY_WAIT_MS is shut down (its client resends). A connection lives until
- * it has been shut down and every route to it is answered or freed (a reference count), so a
- * descriptor is never closed while a reply may still use it. */
+ * once). A read takes up to READ_AHEAD bytes, so a small request's size and body come in one
+ * system call; bytes read beyond a message (a pipelining client's next one) are not signalled by
+ * the kernel again, so such a connection is queued to be served instead of re-armed. A reply is
+ * written by the thread that answers, under the connection's own write lock, without waiting: a
+ * connection whose socket buffer stays full for REPLY_WAIT_MS is shut down (its client resends). A
+ * connection lives until it has been shut down and every route to it is answered or freed (a
+ * reference count), so a descriptor is never closed while a reply may still use it. */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,6 +56,9 @@
  * re-armed instead: its event comes again). */
 #define EVENTS_PER_WAIT 16
 #define READY_MAX       1024
+/* Bytes one read asks for while no larger part of a body is wanted: a sealed device request with
+ * its SP header fits. */
+#define READ_AHEAD 512
 /* The first allocation for a message's body; larger ones grow as their bytes arrive. */
 #define BODY_FIRST 16384
 /* How long accepting pauses when the process is out of descriptors or memory. */
@@ -75,7 +79,10 @@ typedef struct sp_conn {
     uint8_t hdr[9];
     size_t got;
     uint8_t *body;
-    size_t size, cap; /* the message's size; what body holds (grown as bytes arrive) */
+    size_t size, cap;          /* the message's size; what body holds (grown as bytes arrive) */
+    uint8_t ahead[READ_AHEAD]; /* read from the socket, not yet taken: [ahead_pos, ahead_len) */
+    size_t ahead_pos, ahead_len;
+    struct sp_conn *next_queued; /* sp_tp's queue of connections with bytes read ahead */
 } sp_conn;
 
 typedef struct sp_listen {
@@ -99,6 +106,9 @@ typedef struct sp_tp {
     pthread_mutex_t rmu;
     void *ready[READY_MAX];
     size_t ready_head, ready_n;
+    /* Connections holding a whole or partial request read ahead (no event will come for it):
+     * disarmed like the ready ones, a FIFO through next_queued. Under rmu. */
+    sp_conn *queued_head, *queued_tail;
     sp_listen ls[LISTENERS_MAX];
     size_t n_ls;
 } sp_tp;
@@ -228,6 +238,26 @@ static uint64_t be64(const uint8_t *p)
     return v;
 }
 
+/* Up to n bytes for the read state: first what was read ahead; else one read, through `ahead` when
+ * n is small (so a request's size and body come in one call) or straight into dst when not. As
+ * read(2): bytes, 0 at end of stream, -1 with errno. */
+static ssize_t conn_take(sp_conn *c, uint8_t *dst, size_t n)
+{
+    if (c->ahead_pos == c->ahead_len) {
+        if (n >= sizeof c->ahead)
+            return read(c->fd, dst, n);
+        ssize_t r = read(c->fd, c->ahead, sizeof c->ahead);
+        if (r <= 0)
+            return r;
+        c->ahead_pos = 0;
+        c->ahead_len = (size_t)r;
+    }
+    size_t k = c->ahead_len - c->ahead_pos < n ? c->ahead_len - c->ahead_pos : n;
+    memcpy(dst, c->ahead + c->ahead_pos, k);
+    c->ahead_pos += k;
+    return (ssize_t)k;
+}
+
 /* Reads what the connection has: 1 with a whole message in c->body (c->size bytes), 0 when the
  * socket has nothing more now, -1 when the connection must go (closed, broken, malformed). */
 static int conn_read(sp_tp *t, sp_conn *c)
@@ -255,7 +285,7 @@ static int conn_read(sp_tp *t, sp_conn *c)
             want = c->cap;
         }
         if (c->got < want) {
-            ssize_t r = read(c->fd, dst + c->got, want - c->got);
+            ssize_t r = conn_take(c, dst + c->got, want - c->got);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -333,9 +363,30 @@ static void *pop_ready(sp_tp *t)
         p = t->ready[t->ready_head];
         t->ready_head = (t->ready_head + 1) % READY_MAX;
         t->ready_n--;
+    } else if (t->queued_head) {
+        sp_conn *c = t->queued_head;
+        t->queued_head = c->next_queued;
+        if (!t->queued_head)
+            t->queued_tail = NULL;
+        c->next_queued = NULL;
+        p = c;
     }
     pthread_mutex_unlock(&t->rmu);
     return p;
+}
+
+/* Hands a connection with bytes read ahead to the next receiver (an intrusive list: no bound,
+ * no allocation, so it cannot fail and the bytes cannot be stranded). */
+static void queue_conn(sp_tp *t, sp_conn *c)
+{
+    pthread_mutex_lock(&t->rmu);
+    c->next_queued = NULL;
+    if (t->queued_tail)
+        t->queued_tail->next_queued = c;
+    else
+        t->queued_head = c;
+    t->queued_tail = c;
+    pthread_mutex_unlock(&t->rmu);
 }
 
 static void push_ready(sp_tp *t, const struct epoll_event *ev, size_t n)
@@ -408,6 +459,8 @@ static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeo
             if (got > 0)
                 got = 1; /* the message is served; the connection goes */
             conn_kill(t, c);
+        } else if (c->ahead_pos < c->ahead_len) {
+            queue_conn(t, c); /* conn_read returns 0 only with nothing read ahead */
         } else {
             struct epoll_event re = {.events = EPOLLIN | EPOLLONESHOT, .data.ptr = c};
             if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, c->fd, &re) != 0)
@@ -500,7 +553,7 @@ static ldpb_err sp_wait(ldpb_tp *tp, int timeout_ms, int *ready)
 {
     sp_tp *t = (sp_tp *)tp;
     pthread_mutex_lock(&t->rmu);
-    size_t queued = t->ready_n;
+    size_t queued = t->ready_n + (t->queued_head != NULL);
     pthread_mutex_unlock(&t->rmu);
     if (queued) { /* events another thread took from epoll, waiting to be served */
         *ready = 1;

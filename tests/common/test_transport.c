@@ -1,7 +1,8 @@
 /* The transport seam (ldpb/transport.h): the native SP listener against nanomsg's REQ dialer, over
  * ipc:// and tcp://, and nanomsg's own listener through the same calls. Replies in any order from
  * any thread, a route freed without a reply, an oversized message dropping only its connection, a
- * peer that is not a REQ socket, a client that never reads its replies, and the scheme table. */
+ * peer that is not a REQ socket, a client that never reads its replies, requests pipelined in one
+ * write, and the scheme table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,6 +236,79 @@ static void test_hostile_peers(void **state)
     ldpb_tp_close(l, 0);
 }
 
+/* One SP message (size, backtrace word `id`, then body bytes of `fill`) at p; its length. */
+static size_t sp_request(uint8_t *p, uint32_t id, size_t body, uint8_t fill)
+{
+    uint64_t size = 4 + body;
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(size >> (56 - 8 * i));
+    p[8] = (uint8_t)(0x80 | id >> 24);
+    p[9] = (uint8_t)(id >> 16);
+    p[10] = (uint8_t)(id >> 8);
+    p[11] = (uint8_t)id;
+    memset(p + 12, fill, body);
+    return 12 + body;
+}
+
+static void recv_expect(ldpb_tp *l, size_t len, uint8_t fill)
+{
+    ldpb_tp_msg m;
+    ldpb_tp_route r;
+    recv_one(l, &m, &r);
+    assert_int_equal(m.len, len);
+    for (size_t i = 0; i < len; i++)
+        assert_int_equal(m.data[i], fill);
+    assert_int_equal(ldpb_tp_reply(l, r, &fill, 1), LDPB_OK);
+    ldpb_tp_msg_free(l, &m);
+}
+
+/* Requests a peer pipelines arrive together, and the listener reads ahead of the one it serves
+ * (one read takes a small request's size and body): each must still be delivered, in order,
+ * without the peer sending anything more -- the kernel signals no bytes already read -- and one
+ * cut in two by a pause must wait for its second half. Their replies come back in order. */
+static void test_pipelined_requests(void **state)
+{
+    (void)state;
+    char url[128];
+    ldpb_tp *l = listen_fresh(url, sizeof url, 0, 4, "sp");
+    int fd = raw_connect(url);
+    static uint8_t out[4096];
+    const uint8_t req_hs[8] = {0, 'S', 'P', 0, 0, 48, 0, 0};
+    memcpy(out, req_hs, 8);
+    size_t n = 8;
+    const size_t bodies[4] = {3, 700, 1, 40}; /* 700: more than one read ahead takes */
+    for (int i = 0; i < 4; i++)
+        n += sp_request(out + n, (uint32_t)i + 1, bodies[i], (uint8_t)('a' + i));
+    assert_int_equal(write(fd, out, n), (ssize_t)n); /* the handshake and four requests at once */
+    for (int i = 0; i < 4; i++)
+        recv_expect(l, bodies[i], (uint8_t)('a' + i));
+    ldpb_tp_msg m;
+    ldpb_tp_route r;
+    assert_int_equal(ldpb_tp_recv(l, &m, &r, 100, NULL), LDPB_ETIMEDOUT);
+    /* a request cut inside its size, then the rest after a pause */
+    n = sp_request(out, 9, 5, 'z');
+    assert_int_equal(write(fd, out, 5), 5);
+    assert_int_equal(ldpb_tp_recv(l, &m, &r, 100, NULL), LDPB_ETIMEDOUT);
+    assert_int_equal(write(fd, out + 5, n - 5), (ssize_t)(n - 5));
+    recv_expect(l, 5, 'z');
+    /* the listener's handshake, then the replies: size 5 (the backtrace word and one byte) each,
+     * in the requests' order */
+    const uint8_t want[5] = {'a', 'b', 'c', 'd', 'z'};
+    uint8_t in[8 + 5 * 13];
+    size_t got = 0;
+    while (got < sizeof in) {
+        ssize_t k = read(fd, in + got, sizeof in - got);
+        assert_true(k > 0);
+        got += (size_t)k;
+    }
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(in[8 + 13 * i + 7], 5);
+        assert_int_equal(in[8 + 13 * i + 12], want[i]);
+    }
+    close(fd);
+    ldpb_tp_close(l, 0);
+}
+
 /* The scheme table: tcp and ipc listen natively and dial with nanomsg; anything else is refused
  * with the list of schemes; an address in use is the transport's error, not the URL's. */
 static void test_table(void **state)
@@ -266,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_nanomsg_round_trips),
         cmocka_unit_test(test_oversized_drops_connection),
         cmocka_unit_test(test_hostile_peers),
+        cmocka_unit_test(test_pipelined_requests),
         cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
