@@ -131,7 +131,8 @@ static sqlite3_int64 to_i64(uint64_t v)
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
 }
 
-void agg_sqlite_bind_report(sqlite3_stmt *st, const agg_store_row *r)
+/* Parameters 1..7, the columns a report row and a decision row share, in that order. */
+static void bind_row_head(sqlite3_stmt *st, const agg_store_row *r)
 {
     sqlite3_bind_blob(st, 1, r->id, (int)r->id_len, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, r->experiment);
@@ -140,6 +141,11 @@ void agg_sqlite_bind_report(sqlite3_stmt *st, const agg_store_row *r)
     sqlite3_bind_double(st, 5, r->epsilon);
     sqlite3_bind_double(st, 6, r->propensity);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)r->policy_version);
+}
+
+void agg_sqlite_bind_report(sqlite3_stmt *st, const agg_store_row *r)
+{
+    bind_row_head(st, r);
     sqlite3_bind_double(st, 8, r->value);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)r->expires_at_ms);
     sqlite3_bind_int64(st, 10, (sqlite3_int64)r->at_ms);
@@ -147,13 +153,7 @@ void agg_sqlite_bind_report(sqlite3_stmt *st, const agg_store_row *r)
 
 void agg_sqlite_bind_decision(sqlite3_stmt *st, const agg_store_row *d)
 {
-    sqlite3_bind_blob(st, 1, d->id, (int)d->id_len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, d->experiment);
-    sqlite3_bind_int64(st, 3, d->arm);
-    sqlite3_bind_text(st, 4, d->mechanism, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, d->epsilon);
-    sqlite3_bind_double(st, 6, d->propensity);
-    sqlite3_bind_int64(st, 7, (sqlite3_int64)d->policy_version);
+    bind_row_head(st, d);
     sqlite3_bind_int64(st, 8, (sqlite3_int64)d->at_ms);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)d->expires_at_ms);
     sqlite3_bind_int64(st, 10, to_i64(d->retain_until_ms));

@@ -662,22 +662,29 @@ static ldpb_err settle_shards(agg_store *s, unsigned want, const char *path, cha
  * the restore's checks count their rows (the views, shard_views, come after the schema's
  * creation); no writer starts and nothing is deleted (the views read the applied batches only).
  * A shard file missing is refused here, not created. *n: the state's shards. */
+/* Every one of the state's n shard files is there: a missing one is refused, never created (an
+ * attach would create it empty). */
+static ldpb_err shard_files_present(const char *dir, unsigned n, char *errmsg)
+{
+    char path[4096];
+    struct stat st;
+    for (unsigned i = 0; i < n; i++) {
+        if (!agg_shard_path(path, sizeof path, dir, i) || stat(path, &st) != 0) {
+            say(errmsg, "%s: missing: the state keeps its rows in %u databases", path, n);
+            return LDPB_ESTATE;
+        }
+    }
+    return LDPB_OK;
+}
+
 static ldpb_err check_shards(agg_store *s, const char *dir, int64_t *n, char *errmsg)
 {
     uint64_t applied = 0;
     *n = stored_shards(BE(s)->db, &applied);
     if (*n <= 1)
         return LDPB_OK; /* none, or a table the open's checks report */
-    char path[4096];
-    struct stat st;
-    for (unsigned i = 0; i < (unsigned)*n; i++) {
-        if (!agg_shard_path(path, sizeof path, dir, i) || stat(path, &st) != 0) {
-            say(errmsg, "%s: missing: the state keeps its rows in %lld databases", path,
-                (long long)*n);
-            return LDPB_ESTATE;
-        }
-    }
-    return attach_files(BE(s)->db, dir, (unsigned)*n, errmsg);
+    ldpb_err err = shard_files_present(dir, (unsigned)*n, errmsg);
+    return err ? err : attach_files(BE(s)->db, dir, (unsigned)*n, errmsg);
 }
 
 /* The least retain_until_ms of every decision: aggregator.db's, or the row shards' (the committed
@@ -1716,14 +1723,9 @@ done:
 static ldpb_err shards_snapshot(sqlite3 *src, const char *dir, unsigned n, char *errmsg)
 {
     char path[4096];
-    struct stat sb;
-    for (unsigned i = 0; i < n; i++) {
-        if (!agg_shard_path(path, sizeof path, dir, i) || stat(path, &sb) != 0) {
-            say(errmsg, "%s: missing: the state keeps its rows in %u databases", path, n);
-            return LDPB_ESTATE;
-        }
-    }
-    ldpb_err err = attach_shards(src, dir, n, errmsg);
+    ldpb_err err = shard_files_present(dir, n, errmsg);
+    if (!err)
+        err = attach_shards(src, dir, n, errmsg);
     if (err)
         return err;
     if (sqlite3_exec(src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
