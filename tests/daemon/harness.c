@@ -57,6 +57,25 @@ int dt_pg_database(const char *name, char *url, size_t cap)
     return 0;
 }
 
+int dt_pg_query(const dt_daemon *d, const char *sql, char *out, size_t cap)
+{
+    char cmd[4096];
+    if ((size_t)snprintf(cmd, sizeof cmd, "psql -Atq -v ON_ERROR_STOP=1 '%s' -c \"%s\"", d->store,
+                         sql) >= sizeof cmd)
+        return -1;
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    int got = fgets(out, (int)cap, p) != NULL;
+    if (!got)
+        out[0] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    char sink[256];
+    while (fgets(sink, sizeof sink, p)) /* the rest, so psql does not die on a closed pipe */
+        ;
+    return pclose(p) != 0 ? -1 : got ? 0 : 1;
+}
+
 int dt_daemon_init(dt_daemon *d)
 {
     memset(d, 0, sizeof *d);

@@ -38,6 +38,11 @@ int dt_daemon_init(dt_daemon *d);
  * (above): its URL into `url`. 0 on success, -1 without that environment or on failure. */
 int dt_pg_database(const char *name, char *url, size_t cap);
 
+/* Runs `sql` (one statement) with psql on the database of `d` (its store URL): the first line it
+ * printed into `out` (cap bytes, without the newline). 0 with a line, 1 when psql succeeded and
+ * printed none, -1 when it failed. */
+int dt_pg_query(const dt_daemon *d, const char *sql, char *out, size_t cap);
+
 /* Writes the config file: listen on ipc + tcp (a free port), state_dir, key, store (above), then
  * `extra`
  * (more "key = value" lines, may be NULL). */

@@ -38,14 +38,7 @@ static int check(const dt_daemon *d, char *err, size_t cap)
 /* One line of `psql -Atq` output for `sql` on the daemon's database. */
 static void psql_line(const dt_daemon *d, const char *sql, char *out, size_t cap)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "psql -Atq -v ON_ERROR_STOP=1 '%s' -c \"%s\"", d->store, sql);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    if (!fgets(out, (int)cap, p))
-        out[0] = '\0';
-    out[strcspn(out, "\n")] = '\0';
-    assert_int_equal(pclose(p), 0);
+    assert_true(dt_pg_query(d, sql, out, cap) >= 0);
 }
 
 /* What the state is: SQLite, the state directory's listing and the database's bytes' checksum;

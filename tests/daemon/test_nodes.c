@@ -649,16 +649,8 @@ static void test_database_stopped(void **state)
 /* One number from `sql` on the database of `d` (psql, the store URL); -1 if none. */
 static long psql_number(const dt_daemon *d, const char *sql)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "psql -Atq '%s' -c \"%s\"", d->store, sql);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    long v = -1;
-    if (fscanf(p, "%ld", &v) != 1)
-        v = -1;
-    pclose(p);
-    return v;
+    char line[64];
+    return dt_pg_query(d, sql, line, sizeof line) == 0 ? strtol(line, NULL, 10) : -1;
 }
 
 /* A node starts beside nodes whose batches are writing: its open checks the schema without DDL,

@@ -206,13 +206,8 @@ static void test_follow_create_stop(void **state)
 /* One number from the database of `d` (psql, the store URL). */
 static uint64_t db_number(const dt_daemon *d, const char *sql)
 {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "psql '%s' -Atc \"%s\"", d->store, sql);
-    FILE *f = popen(cmd, "r");
-    assert_non_null(f);
     char line[64] = "";
-    assert_non_null(fgets(line, sizeof line, f));
-    assert_int_equal(pclose(f), 0);
+    assert_int_equal(dt_pg_query(d, sql, line, sizeof line), 0);
     return strtoull(line, NULL, 10);
 }
 
