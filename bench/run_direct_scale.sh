@@ -50,12 +50,17 @@ for cfg in ${CFGS:-2_1:0_3 4_2:1_3 8_4:2_3 8_4:2_4}; do
     set -- $(echo "$cfg" | tr _ ' ')
     dc=$1; wr=$2; np=$3; shards=${4:-1}; load=${5:-direct}; w=${wr%%:*}; r=${wr##*:}; n=$((n + 1))
     if [ "$dc" -ge "$ncpu" ]; then echo "$cfg: needs more than $dc cores, skipped"; continue; fi
-    url=tcp://127.0.0.1:$((31000 + $$ % 20000 + n))
+    # below 32768: Linux hands out 32768..60999 as the source ports of the clients' connections,
+    # and a listener's port taken by one of them fails its bind
+    url=tcp://127.0.0.1:$((20000 + $$ % 10000 + n))
     taskset -c 0-$((dc - 1)) "$aggregator" --listen "$url" --state-dir "$work/s$n" \
         --key "$work/keys/aggregator.key" --arms 5 --policy ldp-ts-b --mechanism linear --epsilon 1 \
         --log-level warn --workers "$w" --repliers "$r" --row-shards "$shards" ${AGGREGATOR_FLAGS:-} 2>"$work/a$n.log" &
     dp=$!
     sleep 1
+    if ! kill -0 $dp 2>/dev/null; then
+        echo "$cfg: the daemon did not start:"; tail -5 "$work/a$n.log"; continue
+    fi
     targets=$url; rpids=""
     case $load in
     relay*)

@@ -26,7 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT
 "$b/tools/ldpb" keygen --out "$w/keys" >/dev/null
-port=$((30000 + $$ % 10000)); mport=$((port + 1))
+port=$((20000 + $$ % 10000)) # below the source ports Linux gives clients (32768..); mport=$((port + 1))
 url=tcp://127.0.0.1:$port
 # shellcheck disable=SC2086 # flags are several words on purpose
 "$b/aggregator/daemon/ldpb-aggregator" --listen "$url" --state-dir "$w/state" \

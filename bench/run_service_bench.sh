@@ -73,7 +73,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 "$ldpb" keygen --out "$work/keys" >/dev/null
-port=$((20000 + $$ % 20000))
+port=$((20000 + $$ % 10000)) # below the source ports Linux gives clients (32768..)
 run=0
 
 # start_daemon NAME: a fresh aggregator (ldp-ts-b, linear, epsilon 1, 5 arms) on a new state dir.
