@@ -96,7 +96,12 @@ ldpb_err ldpb_tp_listen(ldpb_tp **out, const char *const *urls, size_t n, const 
 /* The same with the given transport (NULL: the table's) instead of the table's listener. */
 ldpb_err ldpb_tp_listen_with(ldpb_tp **out, const ldpb_tp_ops *with, const char *const *urls,
                              size_t n, const ldpb_tp_opts *o, char *detail);
+/* A dialer connected to `url` by its scheme's dialer. */
 ldpb_err ldpb_tp_dial(ldpb_tp **out, const char *url, const ldpb_tp_opts *o, char *detail);
+/* The same with the given transport (NULL: the table's) instead of the table's dialer; the scheme
+ * must still be one the build serves. */
+ldpb_err ldpb_tp_dial_with(ldpb_tp **out, const ldpb_tp_ops *with, const char *url,
+                           const ldpb_tp_opts *o, char *detail);
 
 static inline ldpb_err ldpb_tp_recv(ldpb_tp *t, ldpb_tp_msg *m, ldpb_tp_route *r, int timeout_ms,
                                     char *detail)
