@@ -77,7 +77,8 @@ typedef struct mech_slot {
 } mech_slot;
 
 struct ldpb_client {
-    ldpb_tp *tp; /* the transport's dialer, NULL if not open */
+    ldpb_tp *tp;               /* the transport's dialer, NULL if not open */
+    const ldpb_tp_ops *tp_ops; /* opts.transport's, or NULL: the URL scheme's dialer */
     char *url;
     ldpb_keypair kp;     /* secret */
     ldpb_seal_key key;   /* secret: crypto_box_beforenm(server pk, kp.sk) */
@@ -299,7 +300,7 @@ static ldpb_err open_socket(ldpb_client *c, uint32_t timeout_ms)
     ldpb_tp_opts_init(&o);
     o.recv_max = LDPB_FRAME_MAX;
     o.send_timeout_ms = (int)timeout_ms;
-    return ldpb_tp_dial(&c->tp, c->url, &o, c->tp_detail);
+    return ldpb_tp_dial_with(&c->tp, c->tp_ops, c->url, &o, c->tp_detail);
 }
 
 ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
@@ -312,6 +313,9 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     ldpb_err err = check_opts(opts);
     if (err)
         return err;
+    const ldpb_tp_ops *tp_ops = NULL;
+    if (opts->transport && !(tp_ops = ldpb_tp_named(opts->transport)))
+        return LDPB_EINVAL; /* no handle yet to hold a message: client.h names the cause */
     if (sodium_init() < 0)
         return LDPB_ECRYPTO;
 
@@ -324,6 +328,7 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     c->reward_hi = opts->reward_hi;
     c->timeout_ms = opts->timeout_ms;
     c->max_attempts = opts->max_attempts;
+    c->tp_ops = tp_ops;
 
     err = LDPB_ENOMEM;
     size_t ulen = strlen(opts->server_url);
