@@ -522,9 +522,11 @@ typedef enum verdict {
 
 static ldpb_err send_frame(ldpb_client *c, size_t len)
 {
+    c->tp_detail[0] = '\0';
     ldpb_err err = ldpb_tp_send(c->tp, c->send_buf, len, c->tp_detail);
-    if (err == LDPB_ETIMEDOUT)
-        return setf(c, LDPB_ETIMEDOUT, "sending to %s timed out", c->url);
+    if (err == LDPB_ETIMEDOUT) /* the native dialer says why (a refused connect) */
+        return setf(c, LDPB_ETIMEDOUT, "sending to %s timed out%s%s", c->url,
+                    c->tp_detail[0] ? ": " : "", c->tp_detail);
     if (err)
         return setf(c, err, "sending to %s: %s", c->url, c->tp_detail);
     return LDPB_OK;
