@@ -108,14 +108,22 @@ static int target(const sp_dialer *d, struct sockaddr_storage *ss, socklen_t *le
     memset(&hints, 0, sizeof hints);
     hints.ai_socktype = SOCK_STREAM;
     int rc = getaddrinfo(d->host, port, &hints, &ai);
-    if (rc != 0 || !ai || ai->ai_addrlen > sizeof *ss) {
+    /* an IPv4 address first, as nanomsg (NN_IPV4ONLY by default) connects: "localhost" may
+     * resolve to ::1 first while the aggregator listens on 127.0.0.1 */
+    const struct addrinfo *pick = ai;
+    for (const struct addrinfo *i = ai; i; i = i->ai_next)
+        if (i->ai_family == AF_INET) {
+            pick = i;
+            break;
+        }
+    if (rc != 0 || !pick || pick->ai_addrlen > sizeof *ss) {
         say(why, "cannot resolve %.128s: %s", d->host, rc ? gai_strerror(rc) : "no address");
         if (ai)
             freeaddrinfo(ai);
         return -1;
     }
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *len = ai->ai_addrlen;
+    memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+    *len = pick->ai_addrlen;
     freeaddrinfo(ai);
     return 0;
 }
@@ -194,7 +202,7 @@ static ldpb_err spd_send(ldpb_tp *tp, const uint8_t *buf, size_t len, char *deta
     /* a new request abandons the one in flight, as a REQ socket's does: its reply, should it
      * come, carries the old id and is dropped */
     d->in_flight = 0;
-    if (len > UINT64_MAX - 4 || len > SIZE_MAX / 2) {
+    if (len > SIZE_MAX / 2) {
         say(detail, "a request of %zu bytes", len);
         return LDPB_EINVAL;
     }
