@@ -169,6 +169,14 @@ static int connect_once(sp_dialer *d, uint64_t deadline, char *why)
     return 0;
 }
 
+/* Sleeps RECONNECT_MS, or the `left` ms to the deadline if fewer (-1: no deadline). */
+static void pause_before_retry(int left)
+{
+    int ms = left < 0 || left > RECONNECT_MS ? RECONNECT_MS : left;
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 /* Connects, trying again every RECONNECT_MS until the deadline (nanomsg's dialer reconnects in
  * the background the same way); LDPB_ETIMEDOUT when it passes without a connection. */
 static ldpb_err connect_until(sp_dialer *d, uint64_t deadline, char *detail)
@@ -182,9 +190,7 @@ static ldpb_err connect_until(sp_dialer *d, uint64_t deadline, char *detail)
             say(detail, "cannot connect to %.200s: %s", d->url, why);
             return LDPB_ETIMEDOUT;
         }
-        int pause = left < 0 || left > RECONNECT_MS ? RECONNECT_MS : left;
-        struct timespec ts = {0, (long)pause * 1000000L};
-        nanosleep(&ts, NULL);
+        pause_before_retry(left);
     }
 }
 
@@ -244,9 +250,7 @@ static ldpb_err spd_send(ldpb_tp *tp, const uint8_t *buf, size_t len, char *deta
             return LDPB_ETIMEDOUT;
         }
         if (fresh) { /* a peer that takes connections and drops them: not at full speed */
-            int pause = left < 0 || left > RECONNECT_MS ? RECONNECT_MS : left;
-            struct timespec ts = {0, (long)pause * 1000000L};
-            nanosleep(&ts, NULL);
+            pause_before_retry(left);
         }
     }
 }
