@@ -662,8 +662,8 @@ static void test_client_sp_restart(void **state)
     assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_ETIMEDOUT);
     ldpb_client_free(c);
 
-    /* attempts of 1 s for up to a minute (more in a sanitizer build): the daemon's start fits */
-    c = sp_client(&d, d.tcp_url, 1000, 60 * LDPB_TEST_SLOWDOWN);
+    /* 60 attempts of 1 s (longer in a sanitizer build): the daemon's start fits */
+    c = sp_client(&d, d.tcp_url, 1000 * LDPB_TEST_SLOWDOWN, 60);
     sp_call call = {c, LDPB_EINVAL};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, sp_assign_thread, &call), 0);
