@@ -643,8 +643,11 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, con
         uint64_t deadline = mono_ms() + c->timeout_ms;
         size_t n = 0;
         err = send_frame(c, len);
-        if (err == LDPB_OK)
+        int sent = err == LDPB_OK;
+        if (sent) {
+            c->tp_detail[0] = '\0';
             err = recv_frame(c, deadline, rb, &n);
+        }
         if (err == LDPB_OK) {
             verdict v = judge_reply(c, rb, n, request_id, reply, &err);
             if (v == REPLY_OK) {
@@ -653,10 +656,13 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, con
             }
             if (v == REPLY_FAIL)
                 return err;
-        } else if (err == LDPB_ETIMEDOUT) {
+        } else if (err == LDPB_ETIMEDOUT && sent && c->tp_detail[0]) {
+            /* the native dialer knows more: the connection ended before the reply */
+            setf(c, err, "no reply from %s: %s", c->url, c->tp_detail);
+        } else if (err == LDPB_ETIMEDOUT && sent) {
             setf(c, err, "no reply from %s within %" PRIu32 " ms", c->url, c->timeout_ms);
-        } else {
-            return err; /* the transport failed */
+        } else if (err != LDPB_ETIMEDOUT) { /* a send's timeout keeps send_frame's message */
+            return err;                     /* the transport failed */
         }
         last = err;
         /* A fresh socket for the next attempt: a late reply to this one then has nowhere to land.

@@ -279,10 +279,8 @@ static ldpb_err take(sp_dialer *d, uint8_t *dst, size_t n, uint64_t deadline, ch
         int rc = poll(&p, 1, ms_left(deadline));
         if (rc < 0 && errno == EINTR)
             continue;
-        if (rc == 0) {
-            say(detail, "no reply from %.200s in time", d->url);
-            return LDPB_ETIMEDOUT;
-        }
+        if (rc == 0)
+            return LDPB_ETIMEDOUT; /* as nanomsg's: no detail, the caller knows its timeout */
         if (rc < 0) {
             say(detail, "poll: %s", strerror(errno));
             return LDPB_ETRANSPORT;

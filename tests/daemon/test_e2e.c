@@ -660,6 +660,10 @@ static void test_client_sp_restart(void **state)
     assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
     ldpb_assignment a;
     assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_ETIMEDOUT);
+    /* the last attempt's reason: the refused connection, from the dialer */
+    print_message("while down: %s\n", ldpb_client_errmsg(c));
+    assert_non_null(strstr(ldpb_client_errmsg(c), "no answer after 2 attempts"));
+    assert_non_null(strstr(ldpb_client_errmsg(c), "cannot connect to tcp://"));
     ldpb_client_free(c);
 
     /* 60 attempts of 1 s (longer in a sanitizer build): the daemon's start fits */
