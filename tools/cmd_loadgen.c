@@ -22,6 +22,7 @@
 #include "exp_spread.h"
 #include "ldpb/client.h"
 #include "ldpb/rng.h"
+#include "ldpb/transport.h"
 #include "plan.h"
 #include "rand.h"
 
@@ -161,6 +162,7 @@ struct run {
     uint64_t phase2_start_ns;
     atomic_uint_fast64_t phase2_end_ns;
     int allow_raw;
+    const char *transport; /* --transport: the clients' dialer by name; NULL: the URL's */
     /* --experiments N: each device's experiment, drawn once as it is created */
     tool_exp_spread spread;
     char (*exp_names)[TOOL_EXP_NAME_MAX + 1];
@@ -233,6 +235,7 @@ static int device_new(worker *w, ldpb_client **out)
     o.per_report_cap = LDPB_EPSILON_MAX;
     o.epsilon_cap = LDPB_EPSILON_MAX;
     o.allow_raw = r->allow_raw;
+    o.transport = r->transport;
     o.timeout_ms = r->timeout_ms;
     o.rng = w->noise;
     o.queue_in_memory = r->batch > 0; /* simulated devices, as their ledgers */
@@ -660,7 +663,7 @@ static void *worker_main(void *arg)
 struct args {
     const char *connect, *server_key, *clients, *reports, *duration, *means, *laws, *seed, *timeout,
         *device_reports, *rate, *mode, *batch, *prefill, *contextual, *experiments, *zipf,
-        *experiment_prefix;
+        *experiment_prefix, *transport;
     int per_experiment;
 };
 
@@ -684,6 +687,7 @@ static const tool_option options[] = {
     {"zipf", TOOL_OPT_VALUE, offsetof(struct args, zipf)},
     {"experiment-prefix", TOOL_OPT_VALUE, offsetof(struct args, experiment_prefix)},
     {"per-experiment", TOOL_OPT_FLAG, offsetof(struct args, per_experiment)},
+    {"transport", TOOL_OPT_VALUE, offsetof(struct args, transport)},
 };
 
 static void usage(FILE *f)
@@ -695,6 +699,7 @@ static void usage(FILE *f)
             "                    [--mode two-trips|report-and-assign] [--batch N [--prefill P]]\n"
             "                    [--contextual D] [--experiments N [--zipf S]]\n"
             "                    [--experiment-prefix P] [--per-experiment]\n"
+            "                    [--transport nanomsg|sp]\n"
             "\n"
             "Drives a running ldpb-aggregator with N simulated devices at once, each a thread\n"
             "with its own ldpb_client (the real client library over the real transport). A\n"
@@ -759,6 +764,10 @@ static void usage(FILE *f)
             "  --per-experiment      print devices, assignments and acked reports per\n"
             "                        experiment, with each one's report count at the aggregator\n"
             "                        before and after the run (one status request each)\n"
+            "  --transport T         the clients' dialer: nanomsg (default: nanomsg's REQ\n"
+            "                        socket and its threads) or sp (the native dialer: the\n"
+            "                        same wire, each request a write and a read on the\n"
+            "                        client's own thread, less CPU per round trip)\n"
             "  -h, --help            print this help and exit\n"
             "\n"
             "Exit status: 0 every round acked; 1 a round failed (the results are printed\n"
@@ -1037,6 +1046,8 @@ int cmd_loadgen(int argc, char **argv)
                                 a.connect);
     if (a.means && a.laws)
         return tool_usage_error(PROG, "give --means or --laws, not both", NULL);
+    if (a.transport && !ldpb_tp_named(a.transport))
+        return tool_usage_error(PROG, "--transport must be nanomsg or sp, not", a.transport);
     if (a.contextual && (a.means || a.laws))
         return tool_usage_error(PROG, "--contextual draws its own rewards: no --means or --laws",
                                 NULL);
@@ -1210,6 +1221,7 @@ int cmd_loadgen(int argc, char **argv)
     }
 
     run->url = a.connect;
+    run->transport = a.transport;
     run->env = env;
     run->k = k;
     run->reports = reports;

@@ -62,6 +62,7 @@ typedef struct relay_opts {
     unsigned batch, threads;
     uint32_t wait_us, timeout_ms, backoff_ms;
     int verbose;
+    const ldpb_tp_ops *upstream_ops; /* --upstream-transport; NULL: the URL scheme's dialer */
 } relay_opts;
 
 /* What the threads know of one upstream, shared so that a failure one thread saw spares the others
@@ -147,6 +148,9 @@ static void usage(FILE *out)
         "  --backoff-ms MS       how long an upstream that failed a batch is passed\n"
         "                        over, 1..%u (default %u); doubled at each failed\n"
         "                        retry, up to %u times MS; reset once it answers\n"
+        "  --upstream-transport T\n"
+        "                        dial the upstreams with nanomsg (default) or sp (the\n"
+        "                        native dialer: the same wire, no I/O threads)\n"
         "  -v, --verbose         print a line per thread when stopping\n"
         "  -h, --help            print this help and exit\n"
         "\n"
@@ -226,6 +230,11 @@ static int parse_args(int argc, char **argv, relay_opts *o)
             if (parse_uint(a, v, 1, TIMEOUT_MAX_MS, &n))
                 return EXIT_USAGE;
             o->timeout_ms = n;
+        } else if (!strcmp(a, "--upstream-transport")) {
+            if (!(o->upstream_ops = ldpb_tp_named(v))) {
+                fprintf(stderr, "%s: --upstream-transport needs nanomsg or sp\n", PROG);
+                return EXIT_USAGE;
+            }
         } else if (!strcmp(a, "--backoff-ms")) {
             if (parse_uint(a, v, 1, BACKOFF_MAX_MS, &n))
                 return EXIT_USAGE;
@@ -328,7 +337,7 @@ static ldpb_tp *open_upstream(const relay_opts *o, const char *url, char *detail
     ldpb_tp_opts_init(&to);
     to.send_timeout_ms = (int)o->timeout_ms;
     ldpb_tp *up = NULL;
-    return ldpb_tp_dial(&up, url, &to, detail) == LDPB_OK ? up : NULL;
+    return ldpb_tp_dial_with(&up, o->upstream_ops, url, &to, detail) == LDPB_OK ? up : NULL;
 }
 
 /* The upstreams a batch tries, in order, into order[]: every one that is up, and one whose

@@ -77,7 +77,8 @@ typedef struct mech_slot {
 } mech_slot;
 
 struct ldpb_client {
-    ldpb_tp *tp; /* the transport's dialer, NULL if not open */
+    ldpb_tp *tp;               /* the transport's dialer, NULL if not open */
+    const ldpb_tp_ops *tp_ops; /* opts.transport's, or NULL: the URL scheme's dialer */
     char *url;
     ldpb_keypair kp;     /* secret */
     ldpb_seal_key key;   /* secret: crypto_box_beforenm(server pk, kp.sk) */
@@ -299,7 +300,7 @@ static ldpb_err open_socket(ldpb_client *c, uint32_t timeout_ms)
     ldpb_tp_opts_init(&o);
     o.recv_max = LDPB_FRAME_MAX;
     o.send_timeout_ms = (int)timeout_ms;
-    return ldpb_tp_dial(&c->tp, c->url, &o, c->tp_detail);
+    return ldpb_tp_dial_with(&c->tp, c->tp_ops, c->url, &o, c->tp_detail);
 }
 
 ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
@@ -312,6 +313,9 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     ldpb_err err = check_opts(opts);
     if (err)
         return err;
+    const ldpb_tp_ops *tp_ops = NULL;
+    if (opts->transport && !(tp_ops = ldpb_tp_named(opts->transport)))
+        return LDPB_EINVAL; /* no handle yet to hold a message: client.h names the cause */
     if (sodium_init() < 0)
         return LDPB_ECRYPTO;
 
@@ -324,6 +328,7 @@ ldpb_err ldpb_client_new(ldpb_client **out, const ldpb_client_opts *opts)
     c->reward_hi = opts->reward_hi;
     c->timeout_ms = opts->timeout_ms;
     c->max_attempts = opts->max_attempts;
+    c->tp_ops = tp_ops;
 
     err = LDPB_ENOMEM;
     size_t ulen = strlen(opts->server_url);
@@ -517,9 +522,11 @@ typedef enum verdict {
 
 static ldpb_err send_frame(ldpb_client *c, size_t len)
 {
+    c->tp_detail[0] = '\0';
     ldpb_err err = ldpb_tp_send(c->tp, c->send_buf, len, c->tp_detail);
-    if (err == LDPB_ETIMEDOUT)
-        return setf(c, LDPB_ETIMEDOUT, "sending to %s timed out", c->url);
+    if (err == LDPB_ETIMEDOUT) /* the native dialer says why (a refused connect) */
+        return setf(c, LDPB_ETIMEDOUT, "sending to %s timed out%s%s", c->url,
+                    c->tp_detail[0] ? ": " : "", c->tp_detail);
     if (err)
         return setf(c, err, "sending to %s: %s", c->url, c->tp_detail);
     return LDPB_OK;
@@ -636,8 +643,11 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, con
         uint64_t deadline = mono_ms() + c->timeout_ms;
         size_t n = 0;
         err = send_frame(c, len);
-        if (err == LDPB_OK)
+        int sent = err == LDPB_OK;
+        if (sent) {
+            c->tp_detail[0] = '\0';
             err = recv_frame(c, deadline, rb, &n);
+        }
         if (err == LDPB_OK) {
             verdict v = judge_reply(c, rb, n, request_id, reply, &err);
             if (v == REPLY_OK) {
@@ -646,10 +656,13 @@ static ldpb_err exchange(ldpb_client *c, size_t pt_len, uint64_t request_id, con
             }
             if (v == REPLY_FAIL)
                 return err;
-        } else if (err == LDPB_ETIMEDOUT) {
+        } else if (err == LDPB_ETIMEDOUT && sent && c->tp_detail[0]) {
+            /* the native dialer knows more: the connection ended before the reply */
+            setf(c, err, "no reply from %s: %s", c->url, c->tp_detail);
+        } else if (err == LDPB_ETIMEDOUT && sent) {
             setf(c, err, "no reply from %s within %" PRIu32 " ms", c->url, c->timeout_ms);
-        } else {
-            return err; /* the transport failed */
+        } else if (err != LDPB_ETIMEDOUT) { /* a send's timeout keeps send_frame's message */
+            return err;                     /* the transport failed */
         }
         last = err;
         /* A fresh socket for the next attempt: a late reply to this one then has nowhere to land.

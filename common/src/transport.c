@@ -9,7 +9,8 @@
 
 /* transport_nn.c: nanomsg, both sides */
 extern const ldpb_tp_ops ldpb_tp_nn_ops;
-/* transport_sp.c: the native SP listener (the REP side of nanomsg's REQ sockets' wire) */
+/* transport_sp.c: the native SP listener (the REP side of nanomsg's REQ sockets' wire), and
+ * its dialer (transport_sp_dial.c, the REQ side), which a caller picks by name */
 extern const ldpb_tp_ops ldpb_tp_sp_ops;
 
 /* Which transport listens and which dials, by scheme. Both speak the same wire, so a device or a
@@ -107,7 +108,8 @@ ldpb_err ldpb_tp_listen(ldpb_tp **out, const char *const *urls, size_t n, const 
     return ldpb_tp_listen_with(out, NULL, urls, n, o, detail);
 }
 
-ldpb_err ldpb_tp_dial(ldpb_tp **out, const char *url, const ldpb_tp_opts *o, char *detail)
+ldpb_err ldpb_tp_dial_with(ldpb_tp **out, const ldpb_tp_ops *with, const char *url,
+                           const ldpb_tp_opts *o, char *detail)
 {
     if (!out || !o)
         return LDPB_EINVAL;
@@ -115,7 +117,12 @@ ldpb_err ldpb_tp_dial(ldpb_tp **out, const char *url, const ldpb_tp_opts *o, cha
     const struct row *r = find_row(url, detail);
     if (!r)
         return LDPB_EINVAL;
-    return r->dial->dial(out, url, o, detail);
+    return (with ? with : r->dial)->dial(out, url, o, detail);
+}
+
+ldpb_err ldpb_tp_dial(ldpb_tp **out, const char *url, const ldpb_tp_opts *o, char *detail)
+{
+    return ldpb_tp_dial_with(out, NULL, url, o, detail);
 }
 
 void ldpb_tp_close(ldpb_tp *t, int linger_ms)

@@ -40,12 +40,10 @@
 #include "ldpb/detail.h"
 #include "ldpb/transport.h"
 #include "ldpb/wire.h"
+#include "transport_sp_internal.h"
 
 #define say(out, ...) ldpb_detailf((out), LDPB_DETAIL_BYTES, __VA_ARGS__)
 
-#define SP_PROTO_REQ   48
-#define SP_PROTO_REP   49
-#define IPC_MSG_NORMAL 1
 /* A backtrace longer than this many words is refused (the connection is dropped). */
 #define BACKTRACE_WORDS_MAX 8
 /* How long a reply may wait for room in its connection's socket buffer. */
@@ -89,7 +87,7 @@ typedef struct sp_listen {
     int tag; /* TAG_LISTEN */
     int fd;
     int ipc;
-    /* nonzero: accepting is paused until this mono_ms() (out of descriptors or memory; a
+    /* nonzero: accepting is paused until this ldpb_sp_mono_ms() (out of descriptors or memory; a
      * level-triggered listening socket would otherwise wake every receiver at once, forever) */
     atomic_uint_fast64_t paused_until;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* ipc: unlinked at close */
@@ -164,7 +162,7 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-static uint64_t mono_ms(void)
+uint64_t ldpb_sp_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -181,7 +179,7 @@ static void resume_accepting(sp_tp *t)
         if (!until)
             continue;
         if (!now)
-            now = mono_ms();
+            now = ldpb_sp_mono_ms();
         if (now >= until && atomic_compare_exchange_strong(&l->paused_until, &until, 0)) {
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
             epoll_ctl(t->epfd, EPOLL_CTL_MOD, l->fd, &ev);
@@ -196,7 +194,7 @@ static void accept_some(sp_tp *t, sp_listen *l)
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
             struct epoll_event ev = {.events = 0, .data.ptr = l};
-            atomic_store(&l->paused_until, mono_ms() + ACCEPT_PAUSE_MS);
+            atomic_store(&l->paused_until, ldpb_sp_mono_ms() + ACCEPT_PAUSE_MS);
             epoll_ctl(t->epfd, EPOLL_CTL_MOD, l->fd, &ev);
             return;
         }
@@ -230,7 +228,7 @@ static void accept_some(sp_tp *t, sp_listen *l)
     }
 }
 
-static uint64_t be64(const uint8_t *p)
+uint64_t ldpb_sp_be64(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
@@ -306,7 +304,7 @@ static int conn_read(sp_tp *t, sp_conn *c)
         } else if (c->stage == 1) {
             if (c->ipc && c->hdr[0] != IPC_MSG_NORMAL)
                 return -1;
-            uint64_t size = be64(c->hdr + (c->ipc ? 1 : 0));
+            uint64_t size = ldpb_sp_be64(c->hdr + (c->ipc ? 1 : 0));
             /* too large: dropped with its connection, as nanomsg does */
             if (size < 4 || (t->recv_max && size > t->recv_max) || size > SIZE_MAX / 2)
                 return -1;
@@ -416,12 +414,12 @@ static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeo
     memset(m, 0, sizeof *m);
     if (r)
         r->h = NULL;
-    uint64_t deadline = timeout_ms > 0 ? mono_ms() + (uint64_t)timeout_ms : 0;
+    uint64_t deadline = timeout_ms > 0 ? ldpb_sp_mono_ms() + (uint64_t)timeout_ms : 0;
     for (;;) {
         resume_accepting(t);
         int wait = timeout_ms;
         if (timeout_ms > 0) {
-            uint64_t now = mono_ms();
+            uint64_t now = ldpb_sp_mono_ms();
             wait = now >= deadline ? 0 : (int)(deadline - now);
         }
         if (wait < 0 || wait > ACCEPT_PAUSE_MS)
@@ -437,7 +435,7 @@ static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeo
                 return LDPB_ETRANSPORT;
             }
             if (n == 0) {
-                if (timeout_ms < 0 || (timeout_ms > 0 && mono_ms() < deadline))
+                if (timeout_ms < 0 || (timeout_ms > 0 && ldpb_sp_mono_ms() < deadline))
                     continue; /* only the pause's cap ran out */
                 return LDPB_ETIMEDOUT;
             }
@@ -471,6 +469,53 @@ static ldpb_err sp_recv(ldpb_tp *tp, ldpb_tp_msg *m, ldpb_tp_route *r, int timeo
     }
 }
 
+int ldpb_sp_write_iov(int fd, struct iovec *iov, int n, uint64_t give_up_ms)
+{
+    struct msghdr mh;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = iov;
+    mh.msg_iovlen = (size_t)n;
+    while (mh.msg_iovlen && mh.msg_iov[0].iov_len == 0) {
+        mh.msg_iov++;
+        mh.msg_iovlen--;
+    }
+    while (mh.msg_iovlen) {
+        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            uint64_t now = ldpb_sp_mono_ms();
+            if (now >= give_up_ms) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            uint64_t left = give_up_ms - now;
+            struct pollfd p = {fd, POLLOUT, 0};
+            int rc = poll(&p, 1, left > INT32_MAX ? -1 : (int)left);
+            if (rc < 0 && errno != EINTR)
+                return -1;
+            continue;
+        }
+        if (w <= 0) {
+            if (w == 0)
+                errno = EPIPE;
+            return -1;
+        }
+        /* step over what was written */
+        size_t adv = (size_t)w;
+        while (mh.msg_iovlen && adv >= mh.msg_iov[0].iov_len) {
+            adv -= mh.msg_iov[0].iov_len;
+            mh.msg_iov++;
+            mh.msg_iovlen--;
+        }
+        if (mh.msg_iovlen) {
+            mh.msg_iov[0].iov_base = (uint8_t *)mh.msg_iov[0].iov_base + adv;
+            mh.msg_iov[0].iov_len -= adv;
+        }
+    }
+    return 0;
+}
+
 static ldpb_err sp_reply(ldpb_tp *tp, ldpb_tp_route r, const uint8_t *buf, size_t len)
 {
     (void)tp;
@@ -486,42 +531,10 @@ static ldpb_err sp_reply(ldpb_tp *tp, ldpb_tp_route r, const uint8_t *buf, size_
     for (int i = 0; i < 8; i++)
         hdr[hl++] = (uint8_t)(size >> (56 - 8 * i));
     struct iovec iov[3] = {{hdr, hl}, {rt->bt, rt->bt_len}, {(void *)buf, len}};
-    size_t left = hl + rt->bt_len + len;
     int ok = 0;
     pthread_mutex_lock(&c->wmu);
     if (!atomic_load(&c->dead)) {
-        struct msghdr mh;
-        memset(&mh, 0, sizeof mh);
-        mh.msg_iov = iov;
-        mh.msg_iovlen = 3;
-        uint64_t give_up = mono_ms() + REPLY_WAIT_MS;
-        while (left) {
-            ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                uint64_t now = mono_ms();
-                struct pollfd p = {c->fd, POLLOUT, 0};
-                if (now >= give_up || poll(&p, 1, (int)(give_up - now)) <= 0)
-                    break;
-                continue;
-            }
-            if (w <= 0)
-                break;
-            left -= (size_t)w;
-            /* step over what was written */
-            size_t adv = (size_t)w;
-            while (mh.msg_iovlen && adv >= mh.msg_iov[0].iov_len) {
-                adv -= mh.msg_iov[0].iov_len;
-                mh.msg_iov++;
-                mh.msg_iovlen--;
-            }
-            if (mh.msg_iovlen) {
-                mh.msg_iov[0].iov_base = (uint8_t *)mh.msg_iov[0].iov_base + adv;
-                mh.msg_iov[0].iov_len -= adv;
-            }
-        }
-        ok = left == 0;
+        ok = ldpb_sp_write_iov(c->fd, iov, 3, ldpb_sp_mono_ms() + REPLY_WAIT_MS) == 0;
         if (!ok) {
             /* half a message on the wire, or a client that does not read: it goes */
             atomic_store(&c->dead, 1);
@@ -586,39 +599,86 @@ static ldpb_err sp_listen_(ldpb_tp **out, const ldpb_tp_opts *o, char *detail)
     return LDPB_OK;
 }
 
-/* tcp://HOST:PORT with HOST an IPv4 address, [IPv6], * (every address) or an interface name. */
-static ldpb_err tcp_addr(const char *url, struct sockaddr_storage *ss, socklen_t *len, char *detail)
+ldpb_err ldpb_sp_tcp_split(const char *url, const char *verb, char host[SP_HOST_MAX],
+                           uint16_t *port, char *detail)
 {
     const char *hp = url + 6, *colon = strrchr(hp, ':');
     char *end = NULL;
-    long port = colon ? strtol(colon + 1, &end, 10) : -1;
-    if (!colon || !end || *end || end == colon + 1 || port < 0 || port > 65535) {
-        say(detail, "cannot bind %.200s: no port", url);
+    long p = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || !end || *end || end == colon + 1 || p < 0 || p > 65535) {
+        say(detail, "cannot %s %.200s: no port", verb, url);
         return LDPB_EINVAL;
     }
-    char host[128];
     size_t hl = (size_t)(colon - hp);
-    if (hl >= sizeof host) {
-        say(detail, "cannot bind %.200s: host too long", url);
+    if (hl >= SP_HOST_MAX) {
+        say(detail, "cannot %s %.200s: host too long", verb, url);
         return LDPB_EINVAL;
     }
     memcpy(host, hp, hl);
     host[hl] = '\0';
+    *port = (uint16_t)p;
+    return LDPB_OK;
+}
+
+int ldpb_sp_ip_literal(const char *host, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
     memset(ss, 0, sizeof *ss);
     struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    size_t hl = strlen(host);
+    char inner[SP_HOST_MAX];
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        *len = sizeof *a4;
+        return 1;
+    }
+    if (hl > 2 && hl < sizeof inner && host[0] == '[' && host[hl - 1] == ']') {
+        memcpy(inner, host + 1, hl - 2);
+        inner[hl - 2] = '\0';
+        if (inet_pton(AF_INET6, inner, &a6->sin6_addr) == 1) {
+            a6->sin6_family = AF_INET6;
+            a6->sin6_port = htons(port);
+            *len = sizeof *a6;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+ldpb_err ldpb_sp_ipc_addr(const char *url, const char *verb, struct sockaddr_un *un, socklen_t *len,
+                          char *detail)
+{
+    const char *path = url + 6;
+    if (!*path || strlen(path) >= sizeof un->sun_path) {
+        say(detail, "cannot %s %.200s: the path is empty or too long", verb, url);
+        return LDPB_EINVAL;
+    }
+    memset(un, 0, sizeof *un);
+    un->sun_family = AF_UNIX;
+    strcpy(un->sun_path, path);
+    *len = sizeof *un;
+    return LDPB_OK;
+}
+
+/* tcp://HOST:PORT with HOST an IPv4 address, [IPv6], * (every address) or an interface name. */
+static ldpb_err tcp_addr(const char *url, struct sockaddr_storage *ss, socklen_t *len, char *detail)
+{
+    char host[SP_HOST_MAX];
+    uint16_t port = 0;
+    ldpb_err err = ldpb_sp_tcp_split(url, "bind", host, &port, detail);
+    if (err)
+        return err;
+    if (ldpb_sp_ip_literal(host, port, ss, len))
+        return LDPB_OK;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    memset(ss, 0, sizeof *ss);
     if (strcmp(host, "*") == 0) {
         a4->sin_family = AF_INET;
         a4->sin_addr.s_addr = htonl(INADDR_ANY);
-    } else if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-    } else if (hl > 2 && host[0] == '[' && host[hl - 1] == ']') {
-        host[hl - 1] = '\0';
-        if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1) {
-            say(detail, "cannot bind %.200s: not an IPv6 address", url);
-            return LDPB_EINVAL;
-        }
-        a6->sin6_family = AF_INET6;
+    } else if (host[0] == '[') {
+        say(detail, "cannot bind %.200s: not an IPv6 address", url);
+        return LDPB_EINVAL;
     } else {
         struct ifaddrs *ifs = NULL, *i;
         int found = 0;
@@ -636,13 +696,8 @@ static ldpb_err tcp_addr(const char *url, struct sockaddr_storage *ss, socklen_t
             return LDPB_EINVAL;
         }
     }
-    if (ss->ss_family == AF_INET6) {
-        a6->sin6_port = htons((uint16_t)port);
-        *len = sizeof *a6;
-    } else {
-        a4->sin_port = htons((uint16_t)port);
-        *len = sizeof *a4;
-    }
+    a4->sin_port = htons(port);
+    *len = sizeof *a4;
     return LDPB_OK;
 }
 
@@ -668,14 +723,9 @@ static ldpb_err sp_bind(ldpb_tp *tp, const char *url, char *detail)
     if (ipc) {
         struct sockaddr_un *un = (struct sockaddr_un *)&ss;
         const char *path = url + 6;
-        if (!*path || strlen(path) >= sizeof un->sun_path) {
-            say(detail, "cannot bind %.200s: the path is empty or too long", url);
-            return LDPB_EINVAL;
-        }
-        memset(&ss, 0, sizeof ss);
-        un->sun_family = AF_UNIX;
-        strcpy(un->sun_path, path);
-        sl = sizeof *un;
+        ldpb_err err = ldpb_sp_ipc_addr(url, "bind", un, &sl, detail);
+        if (err)
+            return err;
         /* a socket file nobody listens on is stale (a process that died): replace it */
         int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (probe >= 0) {
@@ -742,14 +792,6 @@ static void sp_close(ldpb_tp *tp, int linger_ms)
     free(t);
 }
 
-static ldpb_err sp_no_dial(ldpb_tp **out, const char *url, const ldpb_tp_opts *o, char *detail)
-{
-    (void)o;
-    *out = NULL;
-    say(detail, "%.200s: the native SP transport only listens", url);
-    return LDPB_EINVAL;
-}
-
 static ldpb_err sp_no_recv_into(ldpb_tp *t, uint8_t *buf, size_t cap, size_t *n, int timeout_ms,
                                 char *detail)
 {
@@ -775,7 +817,7 @@ const ldpb_tp_ops ldpb_tp_sp_ops = {
     .name = "sp",
     .listen = sp_listen_,
     .bind = sp_bind,
-    .dial = sp_no_dial,
+    .dial = ldpb_sp_dial,
     .recv = sp_recv,
     .recv_into = sp_no_recv_into,
     .send = sp_no_send,

@@ -92,7 +92,8 @@ class ClientOpts(ctypes.Structure):
                 ("epsilon_cap", c_double), ("allow_raw", c_int), ("reward_lo", c_double),
                 ("reward_hi", c_double), ("timeout_ms", c_uint32), ("max_attempts", c_uint32),
                 ("rng", c_void_p), ("queue_path", c_char_p), ("queue_in_memory", c_int),
-                ("lifetime_delta", c_double), ("per_report_delta_cap", c_double)]
+                ("lifetime_delta", c_double), ("per_report_delta_cap", c_double),
+                ("transport", c_char_p)]
 
 
 class AssignmentC(ctypes.Structure):

@@ -209,6 +209,9 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
         lifetime_delta, per_report_delta_cap: the ledger's delta budget and per-report delta cap
             (default 0: the local contextual mode's reports, which spend a delta, are refused
             with BudgetExceeded until they are set).
+        transport: the dialer: ``None`` (default: nanomsg's REQ socket), ``"nanomsg"``, or
+            ``"sp"``, the native dialer (the same wire, no I/O threads: less CPU per request;
+            docs/client.md, "Transports").
 
     Use it as a context manager (``with ldpb.Client(...) as c:``) or call :meth:`close`.
     Not thread-safe: one Client per thread.
@@ -223,7 +226,8 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
                  queue: Optional[PathLike] = None,
                  client_key: Union[PathLike, bytes, None] = None,
                  seed: Optional[str] = None, lifetime_delta: Optional[float] = None,
-                 per_report_delta_cap: Optional[float] = None) -> None:
+                 per_report_delta_cap: Optional[float] = None,
+                 transport: Optional[str] = None) -> None:
         self._h: Optional[c_void_p] = None
         self._rng = None
         # Every argument is checked here, before the first C call.
@@ -256,11 +260,14 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
             _check.in_range(lifetime_delta, "lifetime_delta", 0.0, 1.0)
         rdelta = None if per_report_delta_cap is None else \
             _check.in_range(per_report_delta_cap, "per_report_delta_cap", 0.0, 1.0)
+        tp = None if transport is None else _check.text(transport, "transport")
+        if tp is not None and tp not in (b"nanomsg", b"sp"):
+            raise InvalidArgument(f"transport must be 'nanomsg' or 'sp', not {transport!r}")
 
         lib = _lib.client()
         o = _lib.ClientOpts()
         lib.ldpb_client_opts_init(byref(o))
-        self._keep: List[Any] = [ledger_path, queue_path]
+        self._keep: List[Any] = [ledger_path, queue_path, tp]
         o.server_url = self._url
         if server_key_path is None:
             ctypes.memmove(o.server_public_key, bytes(server_key), _lib.CLIENT_KEY_BYTES)
@@ -281,6 +288,7 @@ class Client(Handle, lib=_lib.client, free="ldpb_client_free"):
             o.max_attempts = att
         o.queue_path = queue_path
         o.queue_in_memory = 1 if queue == ":memory:" else 0
+        o.transport = tp
         if ldelta is not None:
             o.lifetime_delta = ldelta
         if rdelta is not None:

@@ -39,6 +39,19 @@ def test_assign_report_status(daemon, tmp_path):
         assert c2.spent == 6.0
 
 
+def test_native_transport(daemon):
+    """The native dialer (transport="sp"): the same calls, the same counts; a name the library
+    does not know is refused before any C call."""
+    with ldpb.Client(daemon.url, daemon.pub, transport="sp") as c:
+        before = c.status().reports
+        c.report(c.assign(), 1.0)
+        nxt, acked = c.report_and_assign(c.assign(), 0.0)
+        assert acked and nxt is not None
+        assert c.status().reports == before + 2
+    with pytest.raises(ldpb.InvalidArgument):
+        ldpb.Client(daemon.url, daemon.pub, transport="pigeon")
+
+
 def test_queue_and_flush(daemon):
     with ldpb.Client(daemon.url, daemon.pub, queue=":memory:", seed="q") as c:
         for _ in range(10):

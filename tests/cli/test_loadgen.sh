@@ -263,6 +263,26 @@ check "prefill: announced on stderr" grep -q 'prefill done: 24 reports queued pe
 check "prefill: the batch phase is timed" grep -qE '^batch phase +[0-9]+ reports/s acked over [0-9.]+ s' out
 check "prefill: the daemon counted 48" test "$(daemon_reports "$IPC")" = $((before + 48))
 
+# --- the native dialer (--transport sp): the same runs, the same counts ----------------------
+check "--help documents --transport" sh -c "'$LDPB' loadgen --help | grep -q -- '--transport\\b'"
+usage_case "--transport must be nanomsg or sp, not 'pigeon'" "${C[@]}" --transport pigeon
+for url in "$IPC" "$TCP"; do
+    before=$(daemon_reports "$url")
+    run --connect "$url" --server-key "$PUB" --transport sp --clients 3 --reports 90 \
+        --means 0.9,0.5,0.2
+    check_run 90 "sp run on $url"
+    check "sp run on $url: the daemon counted the 90 reports" \
+        test "$(daemon_reports "$url")" = $((before + 90))
+    before=$(daemon_reports "$url")
+    run --connect "$url" --server-key "$PUB" --transport sp --clients 4 --reports 200 \
+        --mode report-and-assign --means 0.9,0.5,0.2
+    check "sp report-and-assign on $url: exit 0 (got $rc: $(cat err))" test "$rc" = 0
+    check "sp report-and-assign on $url: 200 acked" test "$(field 'reports acked')" = 200
+    check "sp report-and-assign on $url: no errors" test "$(field errors)" = 0
+    check "sp report-and-assign on $url: the daemon counted 200" \
+        test "$(daemon_reports "$url")" = $((before + 200))
+done
+
 # --- the daemon drains and exits 0 on SIGTERM ------------------------------------------------
 stop_daemon
 

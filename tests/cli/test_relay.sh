@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Contract tests for `ldpb relay` (docs/cli.md) against the real ldpb-aggregator binary: help and
 # usage errors (exit 2, one line, nothing on stdout), a URL that cannot be bound (exit 1), and
-# `ldpb loadgen` through a relay on ipc:// and tcp:// (every round acked, the daemon's count
+# `ldpb loadgen` through a relay on ipc:// and tcp:// (the relay dialing upstream with the native
+# dialer, loadgen with nanomsg on ipc:// and the native dialer on tcp://; every round acked, the daemon's count
 # equal to the acked reports, the relay's own count of batches below its frames), then SIGTERM
 # (exit 0). Whatever happens, the daemon and the relay are killed on exit.
 set -euo pipefail
@@ -16,7 +17,7 @@ trap 'if [ -n "$RPID" ]; then kill -KILL "$RPID" 2>/dev/null || true; fi; cleanu
 run --help
 check "--help exits 0 (got $rc)" test "$rc" = 0
 check "--help writes nothing on stderr" test ! -s err
-for opt in listen upstream batch wait-us threads timeout-ms verbose help; do
+for opt in listen upstream batch wait-us threads timeout-ms upstream-transport verbose help; do
     check "--help documents --$opt" grep -q -- "--$opt\\b" out
 done
 check "ldpb --help lists relay" sh -c "'$LDPB' --help | grep -q '^  relay '"
@@ -31,6 +32,8 @@ usage_case '--wait-us needs an integer in 0..1000000' --listen "$IPC" --upstream
     --wait-us -1
 usage_case '--timeout-ms needs an integer in 1..600000' --listen "$IPC" --upstream "$IPC" \
     --timeout-ms 0
+usage_case '--upstream-transport needs nanomsg or sp' --listen "$IPC" --upstream "$IPC" \
+    --upstream-transport pigeon
 
 run --listen "tcp://256.0.0.1:1" --upstream "$IPC"
 check "an unbindable --listen exits 1 (got $rc)" test "$rc" = 1
@@ -40,15 +43,20 @@ start_daemon
 RPORT=$(python3 "$SUPPORT/free_port.py")
 RIPC="ipc://$TMP/relay.sock"
 RTCP="tcp://127.0.0.1:$RPORT"
-"$LDPB" relay --listen "$RIPC" --listen "$RTCP" --upstream "$IPC" --batch 32 2>relay.log &
+# the relay dials the daemon with the native dialer; its devices (loadgen) with nanomsg's on ipc://
+# and the native one on tcp://
+"$LDPB" relay --listen "$RIPC" --listen "$RTCP" --upstream "$IPC" --batch 32 \
+    --upstream-transport sp 2>relay.log &
 RPID=$!
 for url in "$RIPC" "$RTCP"; do
     before=$("$LDPB" status --connect "$IPC" --server-key "$PUB" --json |
         python3 -c 'import json, sys; print(json.load(sys.stdin)["reports"])')
     run_loadgen() {
         set +e
+        local tp=nanomsg
+        [ "$url" = "$RIPC" ] || tp=sp
         "$LDPB" loadgen --connect "$url" --server-key "$PUB" --clients 8 --reports 400 \
-            --timeout-ms 5000 >out 2>err
+            --timeout-ms 5000 --transport "$tp" >out 2>err
         rc=$?
         set -e
     }

@@ -718,9 +718,14 @@ static int teardown(void **state)
     return rc == 0 ? 0 : -1;
 }
 
+/* The dialer the handles of the tests use (ldpb_client_opts.transport): NULL for the default,
+ * "sp" for the group that runs the exchange tests again on the native dialer. */
+static const char *client_transport;
+
 static void opts_for(ldpb_client_opts *o, const fake_server *s, const char *ledger_path)
 {
     ldpb_client_opts_init(o);
+    o->transport = client_transport;
     o->server_url = s->url;
     memcpy(o->server_public_key, s->kp.pk, LDPB_CLIENT_KEY_BYTES);
     o->ledger_path = ledger_path;
@@ -1498,6 +1503,7 @@ static void timeout_without_server(void **state)
         ldpb_client_opts o;
         ldpb_client_opts_init(&o);
         o.server_url = urls[i];
+        o.transport = client_transport;
         memset(o.server_public_key, 0x42, sizeof o.server_public_key);
         o.timeout_ms = 100;
         o.max_attempts = 3;
@@ -2719,6 +2725,66 @@ static void e2e_status_allowlist(void **state)
     daemon_cleanup(&d);
 }
 
+typedef struct closer {
+    int lfd, conns;
+} closer;
+
+/* Accepts `conns` connections and closes each once a request's first bytes arrived. */
+static void *closer_main(void *arg)
+{
+    closer *k = arg;
+    for (int i = 0; i < k->conns; i++) {
+        int fd = accept(k->lfd, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        uint8_t b[64];
+        (void)!read(fd, b, sizeof b);
+        close(fd);
+    }
+    return NULL;
+}
+
+/* The native dialer: a peer that closes the connection before any reply ends each attempt at
+ * once, not after timeout_ms, and the message says why. */
+static void native_dialer_closed_before_reply(void **state)
+{
+    (void)state;
+    closer k = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), 2};
+    assert_true(k.lfd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    assert_int_equal(bind(k.lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(k.lfd, 4), 0);
+    assert_int_equal(getsockname(k.lfd, (struct sockaddr *)&a, &al), 0);
+    char url[64];
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, closer_main, &k), 0);
+    ldpb_client_opts o;
+    ldpb_client_opts_init(&o);
+    o.server_url = url;
+    o.transport = "sp";
+    memset(o.server_public_key, 0x42, sizeof o.server_public_key);
+    o.timeout_ms = 30000;
+    o.max_attempts = 2;
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    ldpb_assignment as;
+    uint64_t t0 = mono_ms();
+    assert_int_equal(ldpb_client_assign(c, NULL, 0, &as), LDPB_ETIMEDOUT);
+    assert_true(mono_ms() - t0 < 10000);
+    print_message("%s\n", ldpb_client_errmsg(c));
+    assert_non_null(strstr(ldpb_client_errmsg(c), "no answer after 2 attempts"));
+    /* "was reset" here: the peer closed with the request's bytes unread */
+    assert_non_null(strstr(ldpb_client_errmsg(c), "before the reply"));
+    ldpb_client_free(c);
+    pthread_join(th, NULL);
+    close(k.lfd);
+}
+
 int main(int argc, char **argv)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -2765,7 +2831,26 @@ int main(int argc, char **argv)
         T(report_and_assign_and_queue_keep_the_experiment),
         T(long_experiment_names_split_the_batch),
         T(operator_commands),
+        T(native_dialer_closed_before_reply),
+    };
+    /* The exchange again on the native dialer, against the same nanomsg REP server: replies,
+     * retries, timeouts, refusals and batches are the client's, whichever dialer carries them. */
+    const struct CMUnitTest on_sp[] = {
+        T(round_trip_ipc),
+        T(round_trip_tcp),
+        T(retry_after_dropped_ack_resends_same_report),
+        T(flush_falls_back_to_single_reports),
+        T(server_error_reply_maps_code_and_reason),
+        T(plain_error_frame),
+        T(wrong_server_key_pinned),
+        T(misbehaving_replies),
+        T(timeout_without_server),
+        T(status_from_fake_server),
+        T(report_and_assign_and_queue_keep_the_experiment),
     };
 #undef T
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    client_transport = "sp";
+    failed += cmocka_run_group_tests_name("client on the native dialer", on_sp, NULL, NULL);
+    return failed;
 }

@@ -514,6 +514,96 @@ static void test_client_library(void **state)
     dt_client_close(&probe);
 }
 
+static ldpb_client *sp_client(const dt_daemon *d, const char *url, uint32_t timeout_ms,
+                              uint32_t attempts)
+{
+    ldpb_client_opts o;
+    ldpb_client_opts_init(&o);
+    o.server_url = url;
+    o.transport = "sp";
+    o.timeout_ms = timeout_ms;
+    o.max_attempts = attempts;
+    memcpy(o.server_public_key, d->server.pk, LDPB_KEY_BYTES);
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    return c;
+}
+
+static void sp_assign_report(ldpb_client *c)
+{
+    ldpb_assignment a;
+    ldpb_err e = ldpb_client_assign(c, NULL, 0, &a);
+    if (e)
+        print_message("assign: %s\n", ldpb_client_errmsg(c));
+    assert_int_equal(e, LDPB_OK);
+    e = ldpb_client_report(c, &a, 1.0);
+    if (e)
+        print_message("report: %s\n", ldpb_client_errmsg(c));
+    assert_int_equal(e, LDPB_OK);
+}
+
+/* The client library with the native dialer (opts.transport "sp") against the real daemon, on
+ * ipc:// and tcp://: assign and report, report_and_assign, status; every report counted once. An
+ * unknown transport name is refused at ldpb_client_new. */
+static void test_client_library_sp(void **state)
+{
+    (void)state;
+    const char *urls[] = {shared.ipc_url, shared.tcp_url};
+    uint64_t reports[3] = {0};
+    for (int u = 0; u < 2; u++) {
+        ldpb_client *c = sp_client(&shared, urls[u], LDPB_CLIENT_TIMEOUT_DEFAULT_MS,
+                                   LDPB_CLIENT_ATTEMPTS_DEFAULT);
+        ldpb_status st;
+        assert_int_equal(ldpb_client_status(c, &st), LDPB_OK);
+        reports[u] = st.reports;
+        assert_int_equal(st.n_arms, K);
+        ldpb_status_clear(&st);
+        for (int i = 0; i < 3; i++)
+            sp_assign_report(c);
+        ldpb_assignment a, next;
+        assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_OK);
+        for (int i = 0; i < 3; i++) {
+            int acked = 0;
+            assert_int_equal(ldpb_client_report_and_assign(c, &a, 0.5, NULL, 0, &next, &acked),
+                             LDPB_OK);
+            assert_int_equal(acked, 1);
+            a = next;
+        }
+        assert_int_equal(ldpb_client_status(c, &st), LDPB_OK);
+        assert_int_equal(st.reports, reports[u] + 6);
+        reports[u + 1] = st.reports;
+        ldpb_status_clear(&st);
+        ldpb_client_free(c);
+    }
+    ldpb_client_opts o;
+    ldpb_client_opts_init(&o);
+    o.server_url = shared.tcp_url;
+    o.transport = "carrier-pigeon";
+    memcpy(o.server_public_key, shared.server.pk, LDPB_KEY_BYTES);
+    ldpb_client *c = NULL;
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_EINVAL);
+    assert_null(c);
+    o.transport = "nanomsg";
+    assert_int_equal(ldpb_client_new(&c, &o), LDPB_OK);
+    sp_assign_report(c);
+    ldpb_client_free(c);
+}
+
+typedef struct sp_call {
+    ldpb_client *c;
+    ldpb_err err;
+} sp_call;
+
+static void *sp_assign_thread(void *arg)
+{
+    sp_call *call = arg;
+    ldpb_assignment a;
+    call->err = ldpb_client_assign(call->c, NULL, 0, &a);
+    if (call->err == LDPB_OK)
+        call->err = ldpb_client_report(call->c, &a, 0.0);
+    return NULL;
+}
+
 /* ---- tests with a daemon of their own ---------------------------------------------------- */
 
 static void test_allowlist(void **state)
@@ -546,6 +636,54 @@ static void test_allowlist(void **state)
     assert_serving(&ok);
     dt_client_close(&ok);
     dt_client_close(&other);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    dt_daemon_cleanup(&d);
+}
+
+/* A daemon restarted under a client with the native dialer: the next call goes through on a new
+ * connection (the kept one was closed by the old daemon); with the daemon down a call times out
+ * as with nanomsg (LDPB_ETIMEDOUT, nothing counted); and a call made while the daemon is down
+ * succeeds once it is back, through the client's retries. */
+static void test_client_sp_restart(void **state)
+{
+    (void)state;
+    dt_daemon d;
+    assert_int_equal(dt_daemon_init(&d), 0);
+    assert_int_equal(dt_daemon_write_config(&d, base_extra), 0);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    ldpb_client *c = sp_client(&d, d.tcp_url, 500, 2);
+    sp_assign_report(c);
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    sp_assign_report(c);
+
+    assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
+    ldpb_assignment a;
+    assert_int_equal(ldpb_client_assign(c, NULL, 0, &a), LDPB_ETIMEDOUT);
+    /* the last attempt's reason: the refused connection, from the dialer */
+    print_message("while down: %s\n", ldpb_client_errmsg(c));
+    assert_non_null(strstr(ldpb_client_errmsg(c), "no answer after 2 attempts"));
+    assert_non_null(strstr(ldpb_client_errmsg(c), "cannot connect to tcp://"));
+    ldpb_client_free(c);
+
+    /* 60 attempts of 1 s (longer in a sanitizer build): the daemon's start fits */
+    c = sp_client(&d, d.tcp_url, 1000 * LDPB_TEST_SLOWDOWN, 60);
+    sp_call call = {c, LDPB_EINVAL};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sp_assign_thread, &call), 0);
+    sleep_ms(300);
+    assert_int_equal(dt_daemon_start(&d, NULL, NULL), 0);
+    pthread_join(th, NULL);
+    if (call.err)
+        print_message("assign while down: %s\n", ldpb_client_errmsg(c));
+    assert_int_equal(call.err, LDPB_OK);
+    ldpb_client_free(c);
+    dt_client probe;
+    assert_int_equal(dt_client_open(&probe, d.ipc_url, d.server.pk, 5000), 0);
+    uint64_t pulls[K], reports = 0;
+    assert_int_equal(dt_status(&probe, pulls, K, &reports), K);
+    assert_int_equal(reports, 3);
+    dt_client_close(&probe);
     assert_int_equal(dt_daemon_signal_wait(&d, SIGTERM), 0);
     dt_daemon_cleanup(&d);
 }
@@ -1297,11 +1435,12 @@ int main(void)
         cmocka_unit_test(test_roundtrip),          cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_replay_and_version), cmocka_unit_test(test_bad_reports),
         cmocka_unit_test(test_client_library),     cmocka_unit_test(test_envelope_refusals),
-        cmocka_unit_test(test_oversized_frames),
+        cmocka_unit_test(test_client_library_sp),  cmocka_unit_test(test_oversized_frames),
     };
     const struct CMUnitTest own_tests[] = {
         cmocka_unit_test(test_allowlist),
         cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_client_sp_restart),
         cmocka_unit_test(test_kill9_restart),
         cmocka_unit_test(test_sigterm_drain),
         cmocka_unit_test(test_central_mode),

@@ -104,6 +104,13 @@ typedef struct ldpb_client_opts {
      * which spend a delta, are refused with LDPB_EBUDGET until the app sets one. */
     double lifetime_delta;
     double per_report_delta_cap;
+    /* NULL (default): the dialer of server_url's scheme (nanomsg's REQ socket, which connects in
+     * the background through nanomsg's own threads). Otherwise a transport by name: "nanomsg",
+     * or "sp", the native dialer, which speaks the same wire over a socket driven by the calling
+     * thread alone (no thread hand-offs: less CPU per request, docs/client.md "Transports"); an
+     * unknown name is LDPB_EINVAL at ldpb_client_new. Not copied: a string literal, or one that
+     * outlives ldpb_client_new. */
+    const char *transport;
 } ldpb_client_opts;
 
 /* The mechanism an assignment asks for. Values equal ldpb_mech_kind where they overlap and the
@@ -164,9 +171,10 @@ LDPB_API ldpb_err ldpb_client_opts_load_server_key(ldpb_client_opts *opts, const
 LDPB_API ldpb_err ldpb_client_load_secret_key(const char *path, uint8_t sk[32]);
 
 /* Validates `opts`, opens (or creates) the ledger and the report queue, derives the sealing key
- * and connects the nanomsg socket (the connection itself is made in the background: a missing
- * server shows up as LDPB_ETIMEDOUT on the first call, not here). Errors: LDPB_EINVAL (NULL, no
- * URL or a URL nanomsg refuses, unset server key, NaN options, a ledger or queue path that is not
+ * and connects the transport's dialer (the connection itself is made later: a missing server
+ * shows up as LDPB_ETIMEDOUT on the first call, not here). Errors: LDPB_EINVAL (NULL, no URL or a
+ * URL the transport refuses, an unknown opts.transport, unset server key, NaN options, a ledger
+ * or queue path that is not
  * a regular file: a symbolic link, a FIFO, a device, a directory), LDPB_ERANGE (an option outside
  * its bounds, including the ledger's), LDPB_ECRYPTO (an invalid server key, libsodium failed), the
  * ledger's and the queue's errors (LDPB_EIO, LDPB_ECORRUPT, LDPB_ESTATE if another handle holds

@@ -15,7 +15,15 @@
  *
  * Adding a transport: a transport_X.c defining its ldpb_tp_ops, its schemes in transport.c's
  * table (with the extern declaration of its ops there), its file in common/CMakeLists.txt, and its
- * package in scripts/deps.sh: four files (docs/aggregator.md, "Module map"). */
+ * package in scripts/deps.sh: four files (docs/aggregator.md, "Module map").
+ *
+ * The transports: "nanomsg" (transport_nn.c, both sides; the default dialer) and "sp", the native
+ * SP listener (transport_sp.c, the default listener) and dialer (transport_sp_dial.c, picked by
+ * name through ldpb_tp_dial_with). Dialers differ in cost, not in what a caller sees: neither fails
+ * at dial when the peer is not up yet, and a peer that is unreachable, or a connection that ends
+ * before the reply, reads as LDPB_ETIMEDOUT (nanomsg: the receive times out; the native dialer: a
+ * send that cannot connect within send_timeout_ms, or the receive at once), so a caller's resend
+ * logic is the same over both. */
 #ifndef LDPB_TRANSPORT_H
 #define LDPB_TRANSPORT_H
 
@@ -96,7 +104,12 @@ ldpb_err ldpb_tp_listen(ldpb_tp **out, const char *const *urls, size_t n, const 
 /* The same with the given transport (NULL: the table's) instead of the table's listener. */
 ldpb_err ldpb_tp_listen_with(ldpb_tp **out, const ldpb_tp_ops *with, const char *const *urls,
                              size_t n, const ldpb_tp_opts *o, char *detail);
+/* A dialer connected to `url` by its scheme's dialer. */
 ldpb_err ldpb_tp_dial(ldpb_tp **out, const char *url, const ldpb_tp_opts *o, char *detail);
+/* The same with the given transport (NULL: the table's) instead of the table's dialer; the scheme
+ * must still be one the build serves. */
+ldpb_err ldpb_tp_dial_with(ldpb_tp **out, const ldpb_tp_ops *with, const char *url,
+                           const ldpb_tp_opts *o, char *detail);
 
 static inline ldpb_err ldpb_tp_recv(ldpb_tp *t, ldpb_tp_msg *m, ldpb_tp_route *r, int timeout_ms,
                                     char *detail)
