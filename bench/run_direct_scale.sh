@@ -19,6 +19,9 @@
 #              spread over them, each device still one round trip per report to its relay
 #   RELAY_THREADS  batches in flight per relay (default 4)
 #   LOADGEN_FLAGS  more loadgen flags (e.g. "--transport sp")
+#   METRICS    1: also serve /metrics and print, over the run, the commits per second, items
+#              (reports and decisions) per commit and the mean commit time with the share of the
+#              run's wall time spent inside commits (needs python3 or curl)
 #   AGGREGATOR_FLAGS  more daemon flags (e.g. "--key-derivations-per-s 0": thousands of fresh
 #              devices at once exceed the default 1000 derivations/s, and their first frames
 #              are refused with LDPB_EBUSY until it refills; the errors line says so)
@@ -44,6 +47,14 @@ threads() {
         awk -v id="${t##*/}" -v n="$(cat "$t/comm" 2>/dev/null)" '{ sub(/^.*\) /, ""); print id, n, $12 + $13 }' "$t/stat"
     done | sort
 }
+# commits: "commits items seconds" from /metrics (empty without METRICS=1)
+commits() {
+    [ "${METRICS:-0}" = 1 ] || return 0
+    { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+        "http://$maddr/metrics" 2>/dev/null || curl -s "http://$maddr/metrics"; } |
+        awk '$1 == "ldpb_commits_total" { c = $2 } $1 == "ldpb_commit_items_total" { i = $2 }
+            $1 == "ldpb_commit_seconds_sum" { s = $2 } END { if (c != "") print c, i, s }'
+}
 echo "# $ncpu cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $seconds s per run; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 n=0
 for cfg in ${CFGS:-2_1:0_3 4_2:1_3 8_4:2_3 8_4:2_4}; do
@@ -53,9 +64,11 @@ for cfg in ${CFGS:-2_1:0_3 4_2:1_3 8_4:2_3 8_4:2_4}; do
     # below 32768: Linux hands out 32768..60999 as the source ports of the clients' connections,
     # and a listener's port taken by one of them fails its bind
     url=tcp://127.0.0.1:$((20000 + $$ % 10000 + n))
+    mflag=""; maddr=127.0.0.1:$((30000 + $$ % 2000 + n))
+    [ "${METRICS:-0}" = 1 ] && mflag="--metrics $maddr"
     taskset -c 0-$((dc - 1)) "$aggregator" --listen "$url" --state-dir "$work/s$n" \
         --key "$work/keys/aggregator.key" --arms 5 --policy ldp-ts-b --mechanism linear --epsilon 1 \
-        --log-level warn --workers "$w" --repliers "$r" --row-shards "$shards" ${AGGREGATOR_FLAGS:-} 2>"$work/a$n.log" &
+        --log-level warn --workers "$w" --repliers "$r" --row-shards "$shards" $mflag ${AGGREGATOR_FLAGS:-} 2>"$work/a$n.log" &
     dp=$!
     sleep 1
     if ! kill -0 $dp 2>/dev/null; then
@@ -76,7 +89,7 @@ for cfg in ${CFGS:-2_1:0_3 4_2:1_3 8_4:2_3 8_4:2_4}; do
         "$ldpb" status --connect "$url" --server-key "$work/keys/aggregator.pub" --timeout-ms 5000 |
             awk '/^reports / { print $2; exit }'
     }
-    r0=$(count); c0=$(pcpu $dp); b0=$(busy "$dc"); threads $dp >"$work/t0"; t0=$(date +%s%3N)
+    m0=$(commits); r0=$(count); c0=$(pcpu $dp); b0=$(busy "$dc"); threads $dp >"$work/t0"; t0=$(date +%s%3N)
     i=0; pids=""
     set -- $targets
     while [ $i -lt "$np" ]; do
@@ -89,7 +102,7 @@ for cfg in ${CFGS:-2_1:0_3 4_2:1_3 8_4:2_3 8_4:2_4}; do
         pids="$pids $!"; i=$((i + 1))
     done
     for p in $pids; do wait "$p"; done
-    t1=$(date +%s%3N); r1=$(count); c1=$(pcpu $dp); b1=$(busy "$dc"); threads $dp >"$work/t1"
+    t1=$(date +%s%3N); r1=$(count); c1=$(pcpu $dp); b1=$(busy "$dc"); threads $dp >"$work/t1"; m1=$(commits)
     for p in $rpids; do kill -TERM "$p" 2>/dev/null; wait "$p"; done
     kill -TERM $dp; wait $dp
     echo "cores=$dc W:R=$wr S=$shards load=$load loadgens=$np clients=$((np * 300))" | awk -v r=$((r1 - r0)) \
@@ -101,6 +114,10 @@ for cfg in ${CFGS:-2_1:0_3 4_2:1_3 8_4:2_3 8_4:2_4}; do
         '{ printf " %.1f %s\n", 100 * ($5 - $3) / hz * 1000 / ms, $2 }' | sort -rn | head -12 |
         awk '{ printf " %s %s", $2, $1 }'
     echo
+    if [ -n "$m0" ] && [ -n "$m1" ]; then
+        echo "$m0 $m1" | awk -v ms=$((t1 - t0)) '{ c = $4 - $1; printf "  commits/s %.0f  items/commit %.1f  mean commit ms %.2f  wall time in commits %.0f%%\n",
+            c * 1000 / ms, (c > 0 ? ($5 - $2) / c : 0), (c > 0 ? ($6 - $3) * 1000 / c : 0), 100 * ($6 - $3) * 1000 / ms }'
+    fi
     # loadgen's errors, summed by code over the processes
     cat "$work"/l$n.*.txt | awk '/^errors/ { on = 1; next } on && /^  [A-Z]/ && !/first:/ { s[$1] += $2 }
         on && /^$/ { on = 0 } END { for (k in s) printf "%s %d; ", k, s[k] }' >"$work/e$n"
