@@ -20,8 +20,9 @@
 #   RELAY_THREADS  batches in flight per relay (default 4)
 #   LOADGEN_FLAGS  more loadgen flags (e.g. "--transport sp")
 #   METRICS    1: also serve /metrics and print, over the run, the commits per second, items
-#              (reports and decisions) per commit and the mean commit time with the share of the
-#              run's wall time spent inside commits (needs python3 or curl)
+#              (reports and decisions) per commit and the mean commit time, split by phase (the
+#              rows; observe and the states' write; COMMIT with its fdatasyncs), with the share
+#              of the run's wall time spent inside commits (needs python3 or curl)
 #   AGGREGATOR_FLAGS  more daemon flags (e.g. "--key-derivations-per-s 0": thousands of fresh
 #              devices at once exceed the default 1000 derivations/s, and their first frames
 #              are refused with LDPB_EBUSY until it refills; the errors line says so)
@@ -53,7 +54,9 @@ commits() {
     { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
         "http://$maddr/metrics" 2>/dev/null || curl -s "http://$maddr/metrics"; } |
         awk '$1 == "ldpb_commits_total" { c = $2 } $1 == "ldpb_commit_items_total" { i = $2 }
-            $1 == "ldpb_commit_seconds_sum" { s = $2 } END { if (c != "") print c, i, s }'
+            $1 == "ldpb_commit_seconds_sum" { s = $2 }
+            $1 ~ /^ldpb_commit_phase_seconds_total/ { split($1, q, "\""); ph[q[2]] = $2 }
+            END { if (c != "") print c, i, s, ph["rows"] + 0, ph["observe"] + 0, ph["commit"] + 0 }'
 }
 echo "# $ncpu cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $seconds s per run; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 n=0
@@ -115,8 +118,10 @@ for cfg in ${CFGS:-2_1:0_3 4_2:1_3 8_4:2_3 8_4:2_4}; do
         awk '{ printf " %s %s", $2, $1 }'
     echo
     if [ -n "$m0" ] && [ -n "$m1" ]; then
-        echo "$m0 $m1" | awk -v ms=$((t1 - t0)) '{ c = $4 - $1; printf "  commits/s %.0f  items/commit %.1f  mean commit ms %.2f  wall time in commits %.0f%%\n",
-            c * 1000 / ms, (c > 0 ? ($5 - $2) / c : 0), (c > 0 ? ($6 - $3) * 1000 / c : 0), 100 * ($6 - $3) * 1000 / ms }'
+        echo "$m0 $m1" | awk -v ms=$((t1 - t0)) '{ c = $7 - $1; k = (c > 0 ? 1000 / c : 0)
+            printf "  commits/s %.0f  items/commit %.1f  mean commit ms %.2f (rows %.2f, observe %.2f, COMMIT %.2f)  wall time in commits %.0f%%\n",
+            c * 1000 / ms, (c > 0 ? ($8 - $2) / c : 0), ($9 - $3) * k, ($10 - $4) * k, ($11 - $5) * k,
+            ($12 - $6) * k, 100 * ($9 - $3) * 1000 / ms }'
     fi
     # loadgen's errors, summed by code over the processes
     cat "$work"/l$n.*.txt | awk '/^errors/ { on = 1; next } on && /^  [A-Z]/ && !/first:/ { s[$1] += $2 }

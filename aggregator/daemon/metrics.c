@@ -215,6 +215,13 @@ static size_t render(agg_metrics *m, char *buf, size_t cap, agg_arm_status *arms
     EMIT("ldpb_commit_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cumulative);
     EMIT("ldpb_commit_seconds_sum %.6f\nldpb_commit_seconds_count %" PRIu64 "\n",
          (double)st.commit_us / 1e6, cumulative);
+    EMIT("# HELP ldpb_commit_phase_seconds_total Time of committed transactions by phase: rows "
+         "(the report and decision rows), observe (the policies' observe, the states' write, "
+         "retention), commit (COMMIT with its fdatasyncs).\n"
+         "# TYPE ldpb_commit_phase_seconds_total counter\n");
+    for (size_t p = 0; p < AGG_COMMIT_PHASES; p++)
+        EMIT("ldpb_commit_phase_seconds_total{phase=\"%s\"} %.6f\n", agg_commit_phase_names[p],
+             (double)st.commit_phase_us[p] / 1e6);
     COUNTER("ldpb_key_derivations_total",
             "X25519 key derivations for sender keys not in the key cache.", st.key_derivations);
     COUNTER("ldpb_key_derivations_refused_total",

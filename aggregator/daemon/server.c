@@ -489,6 +489,8 @@ void agg_server_stats_get(agg_server *s, agg_server_stats *o)
     o->commit_us = atomic_load(&s->commit_us);
     for (size_t b = 0; b <= AGG_COMMIT_BUCKETS; b++)
         o->commit_hist[b] = atomic_load(&s->commit_hist[b]);
+    for (size_t p = 0; p < AGG_COMMIT_PHASES; p++)
+        o->commit_phase_us[p] = atomic_load(&s->commit_phase_us[p]);
     pthread_mutex_lock(&s->seal_mu);
     o->replay_entries = ldpb_replay_count(s->rp);
     o->replay_evicted = ldpb_replay_evicted(s->rp);

@@ -46,19 +46,30 @@ typedef void (*agg_send_fn)(void *ctx, agg_reply_to to, const uint8_t *frame, si
 
 #define AGG_COMMIT_BUCKETS 13
 
+/* A committed transaction's phases, timed apart (ldpb_commit_phase_seconds_total): */
+enum {
+    AGG_PHASE_ROWS,    /* BEGIN and the report and decision rows (the shards' writers, if any) */
+    AGG_PHASE_OBSERVE, /* the policies' observe, the states' write, retention */
+    AGG_PHASE_COMMIT,  /* COMMIT: the shards' and then aggregator.db's, with their fdatasyncs */
+    AGG_COMMIT_PHASES
+};
+extern const char *const agg_commit_phase_names[AGG_COMMIT_PHASES];
+
 typedef struct agg_server_stats {
-    uint64_t requests;          /* frames handled */
-    uint64_t assignments;       /* assignments issued (persisted across restarts) */
-    uint64_t reports;           /* reports counted (= policy version) */
-    uint64_t duplicates;        /* resent reports acked as duplicates */
-    uint64_t status;            /* status replies */
-    uint64_t plain_errors;      /* PLAIN_ERROR replies (frame not authenticated) */
-    uint64_t errors[32];        /* sealed Error replies by code (ldpb_err) */
-    uint64_t batches;           /* committed transactions */
-    uint64_t batch_items;       /* reports and decisions in them */
-    uint64_t commit_failures;   /* transactions rolled back */
-    uint64_t commit_retries;    /* transactions the database ended (deadlock), run again */
-    uint64_t commit_us;         /* total time in commit, microseconds */
+    uint64_t requests;        /* frames handled */
+    uint64_t assignments;     /* assignments issued (persisted across restarts) */
+    uint64_t reports;         /* reports counted (= policy version) */
+    uint64_t duplicates;      /* resent reports acked as duplicates */
+    uint64_t status;          /* status replies */
+    uint64_t plain_errors;    /* PLAIN_ERROR replies (frame not authenticated) */
+    uint64_t errors[32];      /* sealed Error replies by code (ldpb_err) */
+    uint64_t batches;         /* committed transactions */
+    uint64_t batch_items;     /* reports and decisions in them */
+    uint64_t commit_failures; /* transactions rolled back */
+    uint64_t commit_retries;  /* transactions the database ended (deadlock), run again */
+    uint64_t commit_us;       /* total time in commit, microseconds */
+    /* that time by phase (AGG_PHASE_*): where a node bound by its transactions spends them */
+    uint64_t commit_phase_us[AGG_COMMIT_PHASES];
     uint64_t decisions_dropped; /* decisions not logged because the queue was full */
     uint64_t send_failures;     /* replies the transport could not send */
     uint64_t relay_batches;     /* relay batches accepted (their inner frames are in requests) */

@@ -19,6 +19,8 @@
 #include "server_seq.h"
 
 /* The commit duration histogram's bounds (server.h). */
+const char *const agg_commit_phase_names[AGG_COMMIT_PHASES] = {"rows", "observe", "commit"};
+
 const double agg_commit_bucket_us[AGG_COMMIT_BUCKETS] = {
     100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
 };
@@ -379,6 +381,8 @@ static void publish(agg_server *s, uint64_t n_deleted, size_t n, uint64_t t0)
     while (bucket < AGG_COMMIT_BUCKETS && (double)took > agg_commit_bucket_us[bucket])
         bucket++;
     atomic_fetch_add(&s->commit_hist[bucket], 1);
+    for (size_t p = 0; p < AGG_COMMIT_PHASES; p++)
+        atomic_fetch_add(&s->commit_phase_us[p], s->txn_phase_us[p]);
 }
 
 /* The experiments of s->batch[0..n) into s->touched, their batch counters reset. A probe (an
@@ -442,15 +446,22 @@ static ldpb_err commit_experiment(agg_server *s, agg_experiment *e, size_t n)
  * `next` and writes its own state; the COMMIT makes all of them durable at once. */
 static ldpb_err write_batch_txn(agg_server *s, size_t n, uint64_t *n_deleted)
 {
+    uint64_t t[AGG_COMMIT_PHASES + 1];
+    t[0] = mono_us();
     ldpb_err err = agg_store_begin(s->store);
     if (!err)
         err = write_rows(s, n);
+    t[1] = mono_us();
     for (size_t i = 0; i < s->n_touched && !err; i++)
         err = commit_experiment(s, s->touched[i], n);
     if (!err)
         err = prune_decisions(s, n, n_deleted);
+    t[2] = mono_us();
     if (!err)
         err = agg_store_commit(s->store);
+    t[3] = mono_us();
+    for (size_t p = 0; p < AGG_COMMIT_PHASES; p++)
+        s->txn_phase_us[p] = t[p + 1] - t[p];
     return err;
 }
 

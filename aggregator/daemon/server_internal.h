@@ -235,6 +235,8 @@ struct agg_server {
     atomic_uint_fast64_t n_batches, n_batch_items, n_commit_failures, commit_us;
     atomic_uint_fast64_t n_commit_retries; /* transactions run again after a deadlock */
     atomic_uint_fast64_t commit_hist[AGG_COMMIT_BUCKETS + 1]; /* per bucket, +Inf last */
+    atomic_uint_fast64_t commit_phase_us[AGG_COMMIT_PHASES];
+    uint64_t txn_phase_us[AGG_COMMIT_PHASES]; /* the committer's: its last transaction's */
     atomic_uint_fast64_t n_decisions_dropped, n_send_failures;
     atomic_uint_fast64_t n_relay_batches;
     atomic_uint_fast64_t n_multi_exp_batches;

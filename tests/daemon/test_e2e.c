@@ -1038,6 +1038,23 @@ static void test_central_mode(void **state)
         buckets++;
     }
     assert_int_equal(buckets, 14);
+    /* the same transactions' time by phase: each phase timed, their sum inside the total */
+    double phases = 0.0;
+    for (int p = 0; p < 3; p++) {
+        static const char *const names[] = {"rows", "observe", "commit"};
+        char key[96];
+        snprintf(key, sizeof key, "\nldpb_commit_phase_seconds_total{phase=\"%s\"} ", names[p]);
+        const char *v = strstr(http, key);
+        assert_non_null(v);
+        double x = strtod(v + strlen(key), NULL);
+        assert_true(x >= 0.0);
+        phases += x;
+    }
+    const char *sum = strstr(http, "\nldpb_commit_seconds_sum ");
+    assert_non_null(sum);
+    double total = strtod(sum + strlen("\nldpb_commit_seconds_sum "), NULL);
+    assert_true(phases > 0.0);           /* a COMMIT's fdatasync alone takes some microseconds */
+    assert_true(phases <= total + 3e-6); /* each printed to the microsecond */
     /* per-arm aggregates: the one counted report on the assigned arm, none elsewhere */
     for (uint32_t a = 0; a < 4; a++) {
         char line[64];
