@@ -28,6 +28,8 @@
 #               `ldpb relay` (batches of up to 256 frames) against loadgen direct, with the daemon's
 #               CPU per report (utime+stime from /proc/PID/stat over the reports it counted)
 #   SCALE, CORES, CONFIGS, SCALE_CLIENTS, RELAYS: the table by cores (see scale_table below)
+#   LOADGEN_FLAGS  more flags for the table by cores' loadgens (e.g. "--transport sp": the
+#               native dialer, which leaves the shared cores more room for the daemon)
 #   DOS         0: skip the last part, bench_dos_flood (an honest client under a garbage flood and
 #               under an equal-rate flood of frames under fresh random client keys, in one run)
 # Simulated devices keep their privacy ledgers in memory (loadgen's, and said in its output).
@@ -206,7 +208,7 @@ scale_table() {
                 case $load in
                 direct)
                     # shellcheck disable=SC2086
-                    $lpin "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+                    $lpin "$ldpb" loadgen ${LOADGEN_FLAGS:-} --connect "$url" --server-key "$work/keys/aggregator.pub" \
                         --clients "$sclients" --duration "$seconds" --mode report-and-assign \
                         >"$work/scale-$run.txt" 2>&1 || true
                     ;;
@@ -214,7 +216,7 @@ scale_table() {
                     i=0
                     while [ $i -lt "$relays" ]; do
                         # shellcheck disable=SC2086
-                        $lpin "$ldpb" loadgen --connect "ipc://$work/relay$run.$i.sock" \
+                        $lpin "$ldpb" loadgen ${LOADGEN_FLAGS:-} --connect "ipc://$work/relay$run.$i.sock" \
                             --server-key "$work/keys/aggregator.pub" \
                             --clients "$((sclients / relays))" --duration "$seconds" \
                             >"$work/scale-$run.$i.txt" 2>&1 &
@@ -226,7 +228,7 @@ scale_table() {
                     ;;
                 batch16)
                     # shellcheck disable=SC2086
-                    $lpin "$ldpb" loadgen --connect "$url" --server-key "$work/keys/aggregator.pub" \
+                    $lpin "$ldpb" loadgen ${LOADGEN_FLAGS:-} --connect "$url" --server-key "$work/keys/aggregator.pub" \
                         --clients "$sclients" --batch 16 --prefill 256 >"$work/scale-$run.txt" \
                         2>"$work/scale-$run.err" &
                     lg=$!
