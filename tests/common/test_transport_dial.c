@@ -26,34 +26,13 @@
 #include "../support/test_port.h"
 #include "ldpb/transport.h"
 #include "ldpb/wire.h"
+#include "../support/test_listen.h"
 
 #define RECV_MAX 65536
 
-/* Listens with transport `with` on a fresh address (tests/support/test_port.h: a port no other
- * process may be using, drawn again when taken by the time of the bind). */
 static ldpb_tp *listen_fresh(char *url, size_t cap, int ipc, int n, const char *with)
 {
-    ldpb_tp_opts o;
-    ldpb_tp_opts_init(&o);
-    o.recv_max = RECV_MAX;
-    char detail[LDPB_DETAIL_BYTES] = "";
-    ldpb_err err = LDPB_ETRANSPORT;
-    ldpb_tp *l = NULL;
-    for (int tries = 0; tries < 20 && err == LDPB_ETRANSPORT; tries++) {
-        if (ipc) {
-            snprintf(url, cap, "ipc:///tmp/ldpb-test-dial-%ld-%d.sock", (long)getpid(), n);
-        } else {
-            int port = ldpb_test_free_port();
-            assert_true(port > 0);
-            snprintf(url, cap, "tcp://127.0.0.1:%d", port);
-        }
-        const char *u = url;
-        err = ldpb_tp_listen_with(&l, ldpb_tp_named(with), &u, 1, &o, detail);
-        if (err)
-            print_message("listen %s: %s\n", url, detail);
-    }
-    assert_int_equal(err, LDPB_OK);
-    return l;
+    return ldpb_test_listen_fresh(url, cap, ipc, n, with, RECV_MAX, "dial");
 }
 
 static ldpb_tp *listen_at(const char *url, const char *with)
