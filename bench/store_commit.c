@@ -9,7 +9,11 @@
  * ROUNDS rounds; the machine's other load moves them, so compare builds alternated.
  *
  * Usage: bench_store_commit [--reports R] [--commits N] [--rounds K] [--dir PARENT]
- *   R reports (and R decisions) per commit (default 20), N commits per round (default 2000). */
+ *                           [--row-shards S] [--sqlite-memstatus M]
+ * R reports (and R decisions) per commit (default 20), N commits per round (default 2000), S row
+ * shards (default 1): with S > 1 the rows go to S writer threads (store_shard.h), whose CPU this
+ * thread's figure leaves out, so compare the wall time per commit. M 1 keeps SQLite's memory
+ * statistics, which the daemon turns off (agg_store_process_init). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,14 @@ static double thread_cpu_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* This process's CPU (every thread's: the row shards' writers too), user + system. */
+static double process_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -85,7 +97,7 @@ static void report(sim *m, agg_store_batch_row *b)
     b->row = (agg_store_row){id, ID_BYTES, 1, "linear", 1.0, 0.2, k, expires, m->now_ms, 0.5, 0, 0};
 }
 
-static int run_round(const char *parent, int reports, int commits, double out[3])
+static int run_round(const char *parent, int reports, int commits, unsigned shards, double out[6])
 {
     char dir[256], state[300];
     snprintf(dir, sizeof dir, "%s/ldpb-bench-store-XXXXXX", parent);
@@ -99,6 +111,7 @@ static int run_round(const char *parent, int reports, int commits, double out[3]
         .mode = "local",
         .params = {.k = 5, .mechanism = LDPB_MECH_LINEAR, .epsilon = 1.0, .kappa = 0.5},
         .reads = AGG_PARAM_EPSILON | AGG_PARAM_MECHANISM,
+        .row_shards = shards,
     };
     agg_store *s = NULL;
     char msg[AGG_STORE_ERRMAX];
@@ -114,10 +127,11 @@ static int run_round(const char *parent, int reports, int commits, double out[3]
     memset(blob, 7, sizeof blob);
     agg_store_counters c = {0};
     int warm = commits / 10, rc = 0;
-    double cpu0 = 0, wall0 = 0;
+    double cpu0 = 0, wall0 = 0, proc0 = 0, rows_ns = 0, commit_ns = 0;
     for (int i = 0; i < warm + commits && !rc; i++) {
         if (i == warm) {
             cpu0 = thread_cpu_ns();
+            proc0 = process_cpu_ns();
             wall0 = bench_now_ns();
         }
         size_t n = 0;
@@ -130,14 +144,24 @@ static int run_round(const char *parent, int reports, int commits, double out[3]
         uint64_t deleted = 0;
         c.reports += (uint64_t)reports;
         c.policy_version = c.reports;
-        rc = agg_store_begin(s) || agg_store_write_batch(s, rows, n) ||
-             agg_store_put_state(s, blob, sizeof blob, &c) ||
-             agg_store_prune_decisions(s, m.now_ms, UINT64_MAX, 1024u + n, &deleted) ||
-             agg_store_commit(s);
+        double t0 = bench_now_ns();
+        rc = agg_store_begin(s) || agg_store_write_batch(s, rows, n);
+        double t1 = bench_now_ns();
+        rc = rc || agg_store_put_state(s, blob, sizeof blob, &c) ||
+             agg_store_prune_decisions(s, m.now_ms, UINT64_MAX, 1024u + n, &deleted);
+        double t2 = bench_now_ns();
+        rc = rc || agg_store_commit(s);
+        if (i >= warm) {
+            rows_ns += t1 - t0;
+            commit_ns += bench_now_ns() - t2;
+        }
         if (rc)
             fprintf(stderr, "commit: %s\n", agg_store_errmsg(s));
     }
     double cpu = thread_cpu_ns() - cpu0, wall = bench_now_ns() - wall0;
+    out[3] = (process_cpu_ns() - proc0) / commits / 1e3;
+    out[4] = rows_ns / commits / 1e3;
+    out[5] = commit_ns / commits / 1e3;
     out[0] = cpu / commits / 1e3;
     out[1] = cpu / commits / reports / 1e3;
     out[2] = wall / commits / 1e3;
@@ -152,7 +176,7 @@ static int run_round(const char *parent, int reports, int commits, double out[3]
 
 int main(int argc, char **argv)
 {
-    int reports = 20, commits = 2000, rounds = 3;
+    int reports = 20, commits = 2000, rounds = 3, shards = 1, memstatus = 0;
     const char *parent = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--reports") == 0)
@@ -161,6 +185,10 @@ int main(int argc, char **argv)
             commits = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--rounds") == 0)
             rounds = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--sqlite-memstatus") == 0)
+            memstatus = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--row-shards") == 0)
+            shards = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--dir") == 0)
             parent = argv[i + 1];
         else {
@@ -168,23 +196,27 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (reports < 1 || reports > 4096 || commits < 10 || rounds < 1 || rounds > 99) {
-        fprintf(stderr, "--reports 1..4096, --commits >= 10, --rounds 1..99\n");
+    if (reports < 1 || reports > 4096 || commits < 10 || rounds < 1 || rounds > 99 || shards < 1 ||
+        shards > 8) {
+        fprintf(stderr, "--reports 1..4096, --commits >= 10, --rounds 1..99, --row-shards 1..8\n");
         return 2;
     }
-    double r[99][3], med[3];
+    agg_store_process_init(memstatus);
+    double r[99][6], med[6];
     for (int k = 0; k < rounds; k++)
-        if (run_round(parent, reports, commits, r[k]))
+        if (run_round(parent, reports, commits, (unsigned)shards, r[k]))
             return 1;
-    for (int j = 0; j < 3; j++) {
+    for (int j = 0; j < 6; j++) {
         double v[99];
         for (int k = 0; k < rounds; k++)
             v[k] = r[k][j];
         qsort(v, (size_t)rounds, sizeof v[0], bench_cmp_double);
         med[j] = v[rounds / 2];
     }
-    printf("store commit: %d reports + %d decisions per commit, %d commits x %d rounds (median): "
-           "%.1f us CPU per commit, %.2f us CPU per report, %.1f us wall per commit\n",
-           reports, reports, commits, rounds, med[0], med[1], med[2]);
+    printf("store commit: %d reports + %d decisions per commit, %d row shard(s), %d commits x %d "
+           "rounds (median): %.1f us CPU per commit, %.2f us CPU per report (this thread), %.1f us "
+           "CPU per commit (all threads), %.1f us wall per commit (the rows %.1f, COMMIT %.1f)\n",
+           reports, reports, shards, commits, rounds, med[0], med[1], med[3], med[2], med[4],
+           med[5]);
     return 0;
 }

@@ -13,8 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "ldpb/durable.h"
 
 #include "config.h"
@@ -223,10 +221,7 @@ int main(int argc, char **argv)
     char err[AGG_CONFIG_ERRMAX > AGG_SERVER_ERRMAX ? AGG_CONFIG_ERRMAX : AGG_SERVER_ERRMAX] = "";
     int rc = 2;
     agg_server *srv = NULL;
-    /* SQLite's memory statistics take one process-wide mutex on every allocation and free it
-     * makes, which the committer and the row shards' writers would all contend for; nothing here
-     * reads them. Only possible before SQLite's first use. */
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    agg_store_process_init(0);
     /* Before anything secret is read. */
     if (agg_process_harden(err) != LDPB_OK) {
         fprintf(stderr, "ldpb-aggregator: %s\n", err);

@@ -155,6 +155,12 @@ typedef struct agg_store_row {
     uint64_t retain_until_ms;
 } agg_store_row;
 
+/* The process-wide SQLite settings the daemon runs with, before any store is opened (a later call
+ * changes nothing). SQLite's memory statistics (`memstatus` nonzero keeps them) take one
+ * process-wide mutex on every allocation and free, which the committer and the row shards'
+ * writers would all contend for; nothing in the daemon reads them. */
+void agg_store_process_init(int memstatus);
+
 /* Opens (creating the directory, mode 0700, and the database if needed) the state in `dir`
  * and checks its meta against `meta`; the meta rows (and the row `default`) are written only by
  * the first transaction to a state that has none (a fresh state, or one new to `default`), and

@@ -1913,3 +1913,9 @@ const agg_store_ops agg_store_sqlite_ops = {
     .export_csv = sq_export_csv,
     .backup = sq_backup,
 };
+
+void agg_store_process_init(int memstatus)
+{
+    /* SQLITE_MISUSE once SQLite is initialized: the settings then stay as they are */
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, memstatus ? 1 : 0);
+}
