@@ -336,6 +336,9 @@ static ldpb_tp *open_upstream(const relay_opts *o, const char *url, char *detail
     ldpb_tp_opts to;
     ldpb_tp_opts_init(&to);
     to.send_timeout_ms = (int)o->timeout_ms;
+    /* An upstream's reply is bytes from the network like any other: without a limit, nanomsg
+     * allocated whatever size a reply announced and aborted the relay when it could not */
+    to.recv_max = LDPB_RELAY_REPLY_MAX;
     ldpb_tp *up = NULL;
     return ldpb_tp_dial_with(&up, o->upstream_ops, url, &to, detail) == LDPB_OK ? up : NULL;
 }

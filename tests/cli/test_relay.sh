@@ -12,7 +12,8 @@ CMD=relay
 source "$(dirname "$0")/daemon_fixture.sh"
 
 RPID=
-trap 'if [ -n "$RPID" ]; then kill -KILL "$RPID" 2>/dev/null || true; fi; cleanup' EXIT
+FPID=
+trap 'for p in $RPID $FPID; do kill -KILL "$p" 2>/dev/null || true; done; cleanup' EXIT
 
 run --help
 check "--help exits 0 (got $rc)" test "$rc" = 0
@@ -86,4 +87,43 @@ frames=$(echo "$line" | sed -n 's/.*stopped: \([0-9]*\) batches, \([0-9]*\) fram
 check "the relay forwarded every assign and report ($frames frames)" test "${frames:-0}" -ge 1600
 check "in fewer batches than frames ($batches)" test "${batches:-0}" -lt "${frames:-0}"
 stop_daemon
+
+# An upstream whose reply announces 2^40 bytes (tests/support/fake_upstream.py): the relay refuses
+# the reply, answers its device "busy, resend" and keeps running, with either dialer. Before the
+# relay set a limit on its upstream dialers, nanomsg tried to allocate that much and aborted.
+python3 "$SUPPORT/fake_upstream.py" 1099511627776 >fake.port &
+FPID=$!
+for _ in $(seq 1 50); do
+    [ -s fake.port ] && break
+    sleep 0.1
+done
+FURL="tcp://127.0.0.1:$(cat fake.port)"
+for tp in nanomsg sp; do
+    EURL="ipc://$TMP/evil-$tp.sock"
+    "$LDPB" relay --listen "$EURL" --upstream "$FURL" --timeout-ms 1000 --upstream-transport "$tp" \
+        2>"evil-$tp.log" &
+    RPID=$!
+    set +e
+    for _ in $(seq 1 50); do # the relay binds in the background
+        [ -S "${EURL#ipc://}" ] && break
+        sleep 0.1
+    done
+    "$LDPB" status --connect "$EURL" --server-key "$PUB" --timeout-ms 3000 >out 2>err
+    rc=$?
+    set -e
+    check "a device behind a relay whose upstream announces 2^40 bytes gets an error ($tp, got $rc)" \
+        test "$rc" != 0
+    check "the relay is still running after that reply ($tp: $(tail -2 "evil-$tp.log"))" \
+        kill -0 "$RPID"
+    kill -TERM "$RPID"
+    set +e
+    wait "$RPID"
+    rrc=$?
+    set -e
+    RPID=
+    check "and stops on SIGTERM with exit 0 ($tp, got $rrc)" test "$rrc" = 0
+done
+kill -TERM "$FPID"
+wait "$FPID" 2>/dev/null || true
+FPID=
 finish
