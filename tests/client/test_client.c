@@ -2749,18 +2749,11 @@ static void *closer_main(void *arg)
 static void native_dialer_closed_before_reply(void **state)
 {
     (void)state;
-    closer k = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), 2};
+    unsigned port = 0;
+    closer k = {ldpb_test_loopback_listener(4, &port), 2};
     assert_true(k.lfd >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof a;
-    assert_int_equal(bind(k.lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(k.lfd, 4), 0);
-    assert_int_equal(getsockname(k.lfd, (struct sockaddr *)&a, &al), 0);
     char url[64];
-    snprintf(url, sizeof url, "tcp://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%u", port);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, closer_main, &k), 0);
     ldpb_client_opts o;

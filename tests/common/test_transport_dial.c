@@ -163,17 +163,10 @@ static void test_nanomsg_listener(void **state)
 
 static int fake_listen(char *url, size_t cap)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unsigned port = 0;
+    int fd = ldpb_test_loopback_listener(8, &port);
     assert_true(fd >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(fd, 8), 0);
-    socklen_t al = sizeof a;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-    snprintf(url, cap, "tcp://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    snprintf(url, cap, "tcp://127.0.0.1:%u", port);
     return fd;
 }
 

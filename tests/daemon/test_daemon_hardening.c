@@ -161,18 +161,11 @@ static void test_config_errors_exit_2(void **state)
     const char *bad_port[] = {"--config",        d.conf, "--check-config", "--metrics",
                               "127.0.0.1:99999", NULL};
     expect_config_error(&d, bad_port, "is not HOST:PORT");
-    int busy = socket(AF_INET, SOCK_STREAM, 0);
+    unsigned busy_port = 0;
+    int busy = ldpb_test_loopback_listener(1, &busy_port);
     assert_true(busy >= 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(busy, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(busy, 1), 0);
-    socklen_t alen = sizeof a;
-    assert_int_equal(getsockname(busy, (struct sockaddr *)&a, &alen), 0);
     char in_use[64];
-    snprintf(in_use, sizeof in_use, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    snprintf(in_use, sizeof in_use, "127.0.0.1:%u", busy_port);
     const char *busy_metrics[] = {"--config", d.conf, "--check-config", "--metrics", in_use, NULL};
     assert_int_equal(dt_daemon_run(&d, busy_metrics, err, sizeof err), 0);
     close(busy);

@@ -4,8 +4,6 @@
  * peer writes on the connection, after the dialer's first request (whose id is 0x80000001), before
  * it closes its side. Whatever the bytes, the dialer must neither crash, nor leak, nor hang, nor
  * deliver a reply longer than its limit; a reply it delivers is one it could read whole. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../support/test_port.h"
 #include "fuzz_target.h"
 #include "ldpb/transport.h"
 #include "ldpb/wire.h"
@@ -44,23 +43,19 @@ static peer *listening(int ipc)
         snprintf(un.sun_path, sizeof un.sun_path, "/tmp/ldpb-fuzz-spdial-%ld.sock", (long)getpid());
         unlink(un.sun_path);
         p->fd = socket(AF_UNIX, SOCK_STREAM, 0);
-        if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&un, sizeof un) != 0)
+        if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&un, sizeof un) != 0 ||
+            listen(p->fd, 8) != 0)
             abort();
         snprintf(ipc_path, sizeof ipc_path, "%s", un.sun_path);
         atexit(remove_ipc_path);
         snprintf(p->url, sizeof p->url, "ipc://%s", un.sun_path);
     } else {
-        struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = 0};
-        in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof in;
-        p->fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (p->fd < 0 || bind(p->fd, (struct sockaddr *)&in, sizeof in) != 0 ||
-            getsockname(p->fd, (struct sockaddr *)&in, &len) != 0)
+        unsigned port = 0;
+        p->fd = ldpb_test_loopback_listener(8, &port);
+        if (p->fd < 0)
             abort();
-        snprintf(p->url, sizeof p->url, "tcp://127.0.0.1:%u", (unsigned)ntohs(in.sin_port));
+        snprintf(p->url, sizeof p->url, "tcp://127.0.0.1:%u", port);
     }
-    if (listen(p->fd, 8) != 0)
-        abort();
     return p;
 }
 

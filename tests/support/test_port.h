@@ -79,6 +79,27 @@ static inline int ldpb_test_port_free(int port)
     return ok;
 }
 
+/* A TCP listener of this process on 127.0.0.1 at a port the kernel picks, its port in *port: a
+ * fake peer that no other process can hold, since it is bound before it is named. -1 on failure. */
+static inline int ldpb_test_loopback_listener(int backlog, unsigned *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, backlog) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
 /* A TCP port on 127.0.0.1 that nothing holds now, or -1. It is drawn at random from outside the
  * kernel's ephemeral range (net.ipv4.ip_local_port_range): a port inside that range may be taken
  * at any moment as the local end of some other process's outgoing connection or by its bind to
