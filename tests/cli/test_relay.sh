@@ -14,6 +14,15 @@ source "$(dirname "$0")/daemon_fixture.sh"
 RPID=
 FPID=
 trap 'for p in $RPID $FPID; do kill -KILL "$p" 2>/dev/null || true; done; cleanup' EXIT
+# SIGTERM to the relay in RPID; its exit status in rrc
+stop_relay() {
+    kill -TERM "$RPID"
+    set +e
+    wait "$RPID"
+    rrc=$?
+    set -e
+    RPID=
+}
 
 run --help
 check "--help exits 0 (got $rc)" test "$rc" = 0
@@ -74,12 +83,7 @@ for url in "$RIPC" "$RTCP"; do
     check "the daemon counted 400 more through $url (got $((after - before)))" \
         test "$((after - before))" = 400
 done
-kill -TERM "$RPID"
-set +e
-wait "$RPID"
-rrc=$?
-set -e
-RPID=
+stop_relay
 check "relay exit status after SIGTERM is 0 (got $rrc)" test "$rrc" = 0
 line=$(grep 'stopped:' relay.log || true)
 batches=$(echo "$line" | sed -n 's/.*stopped: \([0-9]*\) batches, \([0-9]*\) frames.*/\1/p')
@@ -115,12 +119,7 @@ for tp in nanomsg sp; do
         test "$rc" != 0
     check "the relay is still running after that reply ($tp: $(tail -2 "evil-$tp.log"))" \
         kill -0 "$RPID"
-    kill -TERM "$RPID"
-    set +e
-    wait "$RPID"
-    rrc=$?
-    set -e
-    RPID=
+    stop_relay
     check "and stops on SIGTERM with exit 0 ($tp, got $rrc)" test "$rrc" = 0
 done
 kill -TERM "$FPID"

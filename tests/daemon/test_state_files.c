@@ -40,6 +40,18 @@ static uint64_t now_ms(void)
 }
 
 /* Assign + report `n` times; returns how many were acknowledged. */
+/* Opens *cb on daemon d and returns the reports it serves, which its arms' pulls must add up to. */
+static uint64_t served_reports(dt_daemon *d, dt_client *cb)
+{
+    assert_int_equal(dt_client_open(cb, d->ipc_url, d->server.pk, 5000), 0);
+    uint64_t pulls[K], reports = 0, sum = 0;
+    assert_int_equal(dt_status(cb, pulls, K, &reports), K);
+    for (int a = 0; a < K; a++)
+        sum += pulls[a];
+    assert_int_equal(sum, reports);
+    return reports;
+}
+
 static int report_n(dt_client *c, int n)
 {
     int acked = 0;
@@ -265,12 +277,7 @@ static void test_backup_live(void **state)
     assert_int_equal(dt_daemon_write_config(&b, extra), 0);
     assert_int_equal(dt_daemon_start(&b, NULL, NULL), 0);
     dt_client cb;
-    assert_int_equal(dt_client_open(&cb, b.ipc_url, b.server.pk, 5000), 0);
-    uint64_t pulls[K], reports = 0, sum = 0;
-    assert_int_equal(dt_status(&cb, pulls, K, &reports), K);
-    for (int a = 0; a < K; a++)
-        sum += pulls[a];
-    assert_int_equal(sum, reports);
+    uint64_t pulls[K], reports = served_reports(&b, &cb);
     assert_true(reports >= 30 && reports <= live_reports);
     dt_client_close(&cb);
     assert_int_equal(dt_daemon_signal_wait(&b, SIGTERM), 0);
@@ -782,12 +789,7 @@ static void test_backup_shards_live(void **state)
 
     assert_int_equal(dt_daemon_start(&b, NULL, NULL), 0);
     dt_client cb;
-    assert_int_equal(dt_client_open(&cb, b.ipc_url, b.server.pk, 5000), 0);
-    uint64_t pulls[K], reports = 0, sum = 0;
-    assert_int_equal(dt_status(&cb, pulls, K, &reports), K);
-    for (int a = 0; a < K; a++)
-        sum += pulls[a];
-    assert_int_equal(sum, reports);
+    uint64_t pulls[K], reports = served_reports(&b, &cb);
     assert_true(reports >= (uint64_t)(before + acked_at_start));
     assert_true(reports <= (uint64_t)(before + acked_at_end));
     print_message("restored: %" PRIu64 " reports\n", reports);
